@@ -1,0 +1,153 @@
+"""Token hops per second of gossipsim against a bare SimPy Metropolis-Hastings loop, in one run.
+
+Two ratios are printed (target: both ≥ 0.5):
+
+1. loop: the engine's token loop with the conjugate G-FVL protocol and per-slot recording
+   (``run_token``), against a bare SimPy process doing a Metropolis-Hastings walk with a 2-vector
+   update per hop, on the same random 3-regular graph of 10,000 nodes;
+2. command: a whole ``gossipsim run`` (process start-up, imports, graph build, run, metrics, CSV files,
+   plots) of a long run (``--slots``, default 2,000,000, ``record_every = 100``), against the bare loop
+   doing the same number of hops.
+
+Absolute times vary on a shared machine; the ratios are measured in the same run.
+
+    python benchmarks/engine.py [--nodes 10000] [--slots 2000000] [--loop-slots 500000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import simpy
+
+import gossipsim as gs
+from gossipsim.families import Beta
+from gossipsim.protocols import ConjugateGFVL
+from gossipsim.scheduling import IndexedGraph, Walker
+
+
+def bare_simpy_loop(neighbours: list[list[int]], slots: int, seed: int) -> float:
+    """A plain SimPy MH token loop with a 2-vector update per hop; returns seconds."""
+    rnd = random.Random(seed)
+    deg = [len(n) for n in neighbours]
+    env = simpy.Environment()
+    state = [0.0, 0.0]
+
+    def token():
+        k = 0
+        for _ in range(slots):
+            state[0] += 1.0  # the 2-vector update
+            state[1] += 0.5
+            nb = neighbours[k]
+            j = nb[int(rnd.random() * len(nb))]
+            if rnd.random() * deg[j] < deg[k]:
+                k = j
+            yield env.timeout(1.0)
+
+    start = time.perf_counter()
+    env.process(token())
+    env.run()
+    return time.perf_counter() - start
+
+
+def engine_loop(graph: IndexedGraph, slots: int, seed: int) -> float:
+    rng = np.random.default_rng(seed)
+    factors = rng.integers(0, 100, size=(graph.size, 2)).astype(float)
+    proto = ConjugateGFVL(Beta.natural(2, 2), factors)
+    walker = Walker(graph, "metropolis-hastings", np.random.default_rng(seed))
+    start = time.perf_counter()
+    gs.run_token(walker=walker, protocol=proto, start=0, iterations=slots, compute_seconds=1.0)
+    return time.perf_counter() - start
+
+
+SCENARIO = """
+[scenario]
+name = "bench"
+seed = 1
+runs = 1
+iterations = {slots}
+[topology]
+kind = "random_regular"
+nodes = {nodes}
+degree = 3
+[model]
+kind = "beta-bernoulli"
+prior = {{ a = 2, b = 2 }}
+[data]
+points_per_node = 10
+theta = 0.6
+[compute]
+seconds_per_iteration = 0.001
+[metrics]
+record_every = 100
+"""
+
+
+def whole_command(nodes: int, slots: int) -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "bench.toml"
+        path.write_text(SCENARIO.format(nodes=nodes, slots=slots))
+        cmd = [
+            sys.executable,
+            "-m",
+            "gossipsim.cli",
+            "run",
+            str(path),
+            "--out",
+            str(Path(tmp) / "out"),
+            "--progress",
+            "off",
+        ]
+        start = time.perf_counter()
+        subprocess.run(
+            cmd, check=True, stdout=subprocess.DEVNULL, env={**os.environ, "PYTHONHASHSEED": "0"}
+        )
+        return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--nodes", type=int, default=10_000)
+    parser.add_argument(
+        "--slots", type=int, default=2_000_000, help="slots of the whole-command run"
+    )
+    parser.add_argument(
+        "--loop-slots", type=int, default=500_000, help="slots of the loop-only comparison"
+    )
+    args = parser.parse_args()
+    g = nx.random_regular_graph(3, args.nodes, seed=1)
+    graph = IndexedGraph.from_networkx(g)
+    neighbours = [list(n) for n in graph.neighbours]
+
+    bare = bare_simpy_loop(neighbours, args.loop_slots, 1)
+    loop = engine_loop(graph, args.loop_slots, 1)
+    print(f"graph: random 3-regular, {args.nodes} nodes")
+    print(f"bare SimPy MH loop : {args.loop_slots / bare:12,.0f} hops/s")
+    print(
+        f"gossipsim run_token: {args.loop_slots / loop:12,.0f} hops/s   ratio {bare / loop:.2f} (target >= 0.5)"
+    )
+
+    bare_long = bare_simpy_loop(neighbours, args.slots, 2)
+    command = whole_command(args.nodes, args.slots)
+    print(
+        f"bare SimPy MH loop, {args.slots:,} hops: {bare_long:.2f} s ({args.slots / bare_long:,.0f} hops/s)"
+    )
+    print(
+        f"gossipsim run (whole command, start-up included, record_every=100): {command:.2f} s "
+        f"({args.slots / command:,.0f} hops/s)   ratio {bare_long / command:.2f} (target >= 0.5)"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,68 @@
+"""gossipsim: Bayesian federated learning and unlearning over decentralized networks.
+
+>>> import gossipsim as gs
+>>> study = gs.load_scenario("scenarios/fig3_beta_bernoulli.toml")      # doctest: +SKIP
+>>> res = gs.run(study, runs=50, workers=2)                              # doctest: +SKIP
+>>> res.runs.groupby("variant")["cover_iteration"].mean()                # doctest: +SKIP
+"""
+
+__version__ = "0.1.0"
+
+from .api import check, run
+from .covertime import (
+    exact_cover_moves,
+    expected_unlearning_latency,
+    hitting_times_to,
+    matthews_bounds,
+    monte_carlo_cover_moves,
+    monte_carlo_unlearning_latency,
+    theoretical_cover_moves,
+)
+from .engine import Request, RunRecord, run_token
+from .errors import ConfigError
+from .families import CONJUGATE_MODELS
+from .links import LinkModel
+from .protocols import ConjugateGFVL, Protocol, StateTrace, WithRetrainBaseline
+from .results import Results, load_results
+from .runner import World, build_world, simulate_run
+from .scenario import Scenario, Study, load_scenario, parse_study
+from .scheduling import IndexedGraph, Walker, stationary_distribution, transition_matrix
+from .topology import TOPOLOGY_KINDS, build_topology, check_graph
+
+__all__ = [
+    "CONJUGATE_MODELS",
+    "TOPOLOGY_KINDS",
+    "ConfigError",
+    "ConjugateGFVL",
+    "IndexedGraph",
+    "LinkModel",
+    "Protocol",
+    "Request",
+    "Results",
+    "RunRecord",
+    "Scenario",
+    "StateTrace",
+    "Study",
+    "Walker",
+    "WithRetrainBaseline",
+    "World",
+    "build_topology",
+    "build_world",
+    "check",
+    "check_graph",
+    "exact_cover_moves",
+    "expected_unlearning_latency",
+    "hitting_times_to",
+    "load_results",
+    "load_scenario",
+    "matthews_bounds",
+    "monte_carlo_cover_moves",
+    "monte_carlo_unlearning_latency",
+    "parse_study",
+    "run",
+    "run_token",
+    "simulate_run",
+    "stationary_distribution",
+    "theoretical_cover_moves",
+    "transition_matrix",
+]

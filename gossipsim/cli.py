@@ -1,0 +1,411 @@
+"""The ``gossipsim`` command line.
+
+User errors print one line, ``gossipsim: error: <key>: <what is allowed>``, on stderr and exit with
+status 2; nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from . import __version__
+from .errors import ConfigError
+
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, exit 2 (argparse prints usage too)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _positive_int(name: str) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{name} must be an integer >= 1 (got {text!r})"
+            ) from None
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{name} must be an integer >= 1 (got {text})")
+        return value
+
+    return parse
+
+
+def _nonnegative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--seed must be an integer >= 0 (got {text!r})") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"--seed must be an integer >= 0 (got {text})")
+    return value
+
+
+def _param(text: str) -> tuple[str, Any]:
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"--param must be key=value (got {text!r})")
+    key, value = text.split("=", 1)
+    return key.strip(), _scalar(value.strip())
+
+
+def _scalar(text: str) -> Any:
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="gossipsim",
+        description="Bayesian federated learning and unlearning over decentralized networks.",
+    )
+    parser.add_argument("--version", action="version", version=f"gossipsim {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    run = sub.add_parser("run", help="run a scenario file and write a results folder")
+    run.add_argument("file", help="scenario TOML file")
+    run.add_argument("--out", help="results folder (default: results/<scenario name>)")
+    run.add_argument("--runs", type=_positive_int("--runs"), help="override [scenario] runs")
+    run.add_argument("--seed", type=_nonnegative_int, help="override [scenario] seed")
+    run.add_argument(
+        "--workers",
+        type=_positive_int("--workers"),
+        default=1,
+        help="local worker processes (results identical for any number)",
+    )
+    run.add_argument(
+        "--format", choices=("png", "pdf", "svg"), default="png", help="figure format (default png)"
+    )
+    run.add_argument(
+        "--statistic",
+        choices=("median", "mean"),
+        default="median",
+        help="centre line of the KL figures",
+    )
+    run.add_argument("--no-plots", action="store_true", help="write the tables only")
+    run.add_argument(
+        "--progress",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="progress bar on stderr (auto: when stderr is a terminal)",
+    )
+
+    val = sub.add_parser("validate", help="check a scenario file without running it")
+    val.add_argument("file")
+
+    for name, helptext in (
+        ("covertime", "cover time of the token walk on a graph"),
+        ("hitting", "expected unlearning latency of one node"),
+    ):
+        p = sub.add_parser(name, help=helptext)
+        p.add_argument("--topology", required=True, help="topology kind (see `gossipsim list`)")
+        p.add_argument("--nodes", type=_positive_int("--nodes"), help="number of nodes K")
+        p.add_argument(
+            "--param",
+            type=_param,
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="topology parameter, e.g. p=0.2 (repeatable)",
+        )
+        p.add_argument("--path", help="graph file for --topology edgelist/graphml")
+        p.add_argument(
+            "--scheduler",
+            default="metropolis-hastings",
+            help="metropolis-hastings | simple-random-walk | uniform",
+        )
+        p.add_argument(
+            "--runs",
+            type=_positive_int("--runs"),
+            default=1000,
+            help="Monte Carlo runs (default 1000)",
+        )
+        p.add_argument("--seed", type=_nonnegative_int, default=0)
+        p.add_argument("--exact", action="store_true", help="also compute the exact expectation")
+        p.add_argument("--json", action="store_true", help="print JSON")
+        if name == "covertime":
+            p.add_argument("--bounds", action="store_true", help="also compute Matthews' bounds")
+        else:
+            p.add_argument("--node", required=True, help="the node asking to be forgotten")
+
+    pl = sub.add_parser("plot", help="(re)draw the figures of a results folder")
+    pl.add_argument("dir")
+    pl.add_argument("--format", choices=("png", "pdf", "svg"), default="png")
+    pl.add_argument("--statistic", choices=("median", "mean"), default="median")
+
+    sub.add_parser(
+        "list", help="topologies, models, schedulers and protocols with their parameters"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # argparse: --help, --version, or a usage error already printed
+        return int(exc.code or 0)
+    try:
+        handler = {
+            "run": _cmd_run,
+            "validate": _cmd_validate,
+            "covertime": _cmd_covertime,
+            "hitting": _cmd_hitting,
+            "plot": _cmd_plot,
+            "list": _cmd_list,
+        }[args.command]
+        return handler(args)
+    except ConfigError as exc:
+        print(f"gossipsim: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:  # e.g. `gossipsim list | head`: stop quietly
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - stays open until exit
+        return 0
+    except KeyboardInterrupt:
+        print("gossipsim: interrupted; nothing was written", file=sys.stderr)
+        return 130
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from .api import run
+    from .results import Results
+    from .scenario import load_scenario
+
+    study = load_scenario(args.file)
+    out = Path(args.out) if args.out else Path("results") / study.name
+    if out.exists() and not out.is_dir():
+        raise ConfigError("--out", f"{str(out)!r} exists and is not a folder")
+    progress = {"auto": None, "on": True, "off": False}[args.progress]
+    results = run(study, runs=args.runs, seed=args.seed, workers=args.workers, progress=progress)
+
+    def make_plots(res: Results, folder: Path) -> None:
+        from .plots import plot_results
+
+        plot_results(
+            res.metrics, res.runs, res.requests, res.visits, res.summary(), folder,
+            fmt=args.format, statistic=args.statistic, graphs=_graphs(res.study),
+        )  # fmt: skip
+
+    written = results.write(out, make_plots=None if args.no_plots else make_plots)
+    runs = results.runs
+    print(f"wrote {written}/ ({len(runs)} runs, {len(results.variants)} variant(s))")
+    for label, part in runs.groupby("variant", sort=False):
+        cover = part["cover_iteration"].astype(float).mean()
+        conv = part["convergence_iteration"].astype(float)
+        line = f"  {label}: mean cover iteration {cover:.2f}; converged in {conv.notna().sum()}/{len(part)} runs"
+        if conv.notna().any():
+            line += f", mean convergence iteration {conv.mean():.2f}"
+        req = results.requests[results.requests["variant"] == label]
+        if len(req):
+            line += f"; mean unlearning latency {req['latency'].astype(float).mean():.2f} vs retrain {req['retrain_latency'].astype(float).mean():.2f}"
+        print(line)
+    return 0
+
+
+def _graphs(study: Any) -> dict[str, Any]:
+    from .runner import build_world
+
+    graphs = {}
+    for variant in study.variants:
+        if variant.scenario.topology.nodes is not None and variant.scenario.topology.nodes > 500:
+            continue
+        graphs[variant.label] = build_world(variant.scenario).graph
+    return graphs
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from .api import check
+    from .scenario import load_scenario
+
+    study = load_scenario(args.file)
+    worlds = check(study)
+    runs = sum(v.scenario.run.runs for v in study.variants)
+    print(f"{args.file}: valid ({len(study.variants)} variant(s), {runs} runs in all)")
+    for variant, world in zip(study.variants, worlds, strict=True):
+        print(
+            f"  {variant.label}: {world.nodes} nodes, {world.graph.number_of_edges()} edges, {sum(world.points)} observations, {len(world.requests)} unlearning request(s)"
+        )
+    return 0
+
+
+def _graph_from_args(args: argparse.Namespace) -> Any:
+    from .topology import build_topology
+
+    return build_topology(
+        args.topology, args.nodes, dict(args.param), path=args.path, seed=args.seed
+    )
+
+
+def _cmd_covertime(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from . import covertime as ct
+    from .scheduling import check_scheduler
+
+    check_scheduler(args.scheduler, "--scheduler")
+    graph = _graph_from_args(args)
+    rng = np.random.default_rng(args.seed)
+    samples = ct.monte_carlo_cover_moves(graph, args.scheduler, runs=args.runs, rng=rng)
+    stats = ct.summarize(samples)
+    out: dict[str, Any] = {
+        "topology": args.topology,
+        "nodes": graph.number_of_nodes(),
+        "scheduler": args.scheduler,
+        "mean_moves": stats["mean"],
+        "ci95_moves": list(stats["ci95"]),
+        "runs": stats["runs"],
+    }
+    if args.exact:
+        exact = ct.exact_cover_moves_with_method(graph, args.scheduler)
+        out["exact_moves"] = exact.moves
+        out["exact_method"] = exact.method
+    if args.bounds:
+        lo, hi = ct.matthews_bounds(graph, args.scheduler)
+        out["matthews_moves"] = [lo, hi]
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(
+            f"{args.topology}, K = {out['nodes']}, {args.scheduler}: mean cover time {out['mean_moves']:.4g} moves "
+            f"(95% CI {out['ci95_moves'][0]:.4g} to {out['ci95_moves'][1]:.4g}, {out['runs']} runs; cover iteration = moves + 1)"
+        )
+        if "exact_moves" in out:
+            print(f"  exact expectation: {out['exact_moves']:.6g} moves ({out['exact_method']})")
+        if "matthews_moves" in out:
+            print(
+                f"  Matthews' bounds: {out['matthews_moves'][0]:.4g} to {out['matthews_moves'][1]:.4g} moves"
+            )
+    return 0
+
+
+def _cmd_hitting(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from . import covertime as ct
+    from .scheduling import IndexedGraph, check_scheduler
+    from .topology import parse_label
+
+    check_scheduler(args.scheduler, "--scheduler")
+    graph = _graph_from_args(args)
+    indexed = IndexedGraph.from_networkx(graph)
+    label = parse_label(args.node)
+    if label not in indexed.index_of and str(args.node) in indexed.index_of:
+        label = str(args.node)
+    node = indexed.index(label, "--node")
+    rng = np.random.default_rng(args.seed)
+    samples = ct.monte_carlo_unlearning_latency(
+        indexed, node, args.scheduler, runs=args.runs, rng=rng
+    )
+    stats = ct.summarize(samples)
+    out: dict[str, Any] = {
+        "topology": args.topology,
+        "nodes": indexed.size,
+        "node": indexed.labels[node],
+        "scheduler": args.scheduler,
+        "mean_latency": stats["mean"],
+        "ci95_latency": list(stats["ci95"]),
+        "runs": stats["runs"],
+    }
+    if args.exact:
+        out["exact_latency"] = ct.expected_unlearning_latency(indexed, node, args.scheduler)
+    if args.json:
+        print(json.dumps(out, default=str))
+    else:
+        print(
+            f"{args.topology}, K = {out['nodes']}, node {out['node']!r}, {args.scheduler}: mean unlearning latency "
+            f"{out['mean_latency']:.4g} slots (95% CI {out['ci95_latency'][0]:.4g} to {out['ci95_latency'][1]:.4g}, "
+            f"{out['runs']} runs; request arriving at a stationary holder)"
+        )
+        if "exact_latency" in out:
+            print(f"  exact expectation: {out['exact_latency']:.6g} slots")
+    return 0
+
+
+def _cmd_plot(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from .plots import plot_results
+    from .results import load_results
+    from .scenario import parse_study
+
+    folder = Path(args.dir)
+    if not (folder / "summary.json").is_file():
+        raise ConfigError(
+            "DIR", f"{str(folder)!r} is not a gossipsim results folder (no summary.json)"
+        )
+    metrics, runs, requests, summary = load_results(folder)
+    visits_path = folder / "visits.csv"
+    visits = pd.read_csv(visits_path) if visits_path.is_file() else None
+    graphs: dict[str, Any] = {}
+    try:
+        study = parse_study(summary["scenario"], path=summary.get("scenario_file"))
+        graphs = _graphs(study)
+    except (ConfigError, KeyError, OSError) as exc:
+        print(f"gossipsim: note: graph drawing skipped ({exc})", file=sys.stderr)
+    written = plot_results(
+        metrics,
+        runs,
+        requests,
+        visits,
+        summary,
+        folder / "plots",
+        fmt=args.format,
+        statistic=args.statistic,
+        graphs=graphs,
+    )
+    for path in written:
+        print(path)
+    return 0
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    from .families import CONJUGATE_MODELS
+    from .protocols import PROTOCOL_KINDS
+    from .scheduling import SCHEDULER_KINDS
+    from .topology import TOPOLOGY_KINDS
+
+    print("topologies ([topology] kind, --topology):")
+    for name, spec in TOPOLOGY_KINDS.items():
+        params = ", ".join(
+            f"{p.name}" + ("" if p.default is None else f"={p.default}")
+            for p in spec.params.values()
+        )
+        nodes = "nodes, " if spec.needs_nodes else ""
+        print(
+            f"  {name:<17} {spec.description}" + (f"  [{nodes}{params}]" if nodes or params else "")
+        )
+    print("models ([model] kind):")
+    for name, model in CONJUGATE_MODELS.items():
+        prior = ", ".join(
+            f"{p.name}" + ("" if p.default is None else f"={p.default:g}")
+            for p in model.prior_params
+        )
+        data = ", ".join(p.name for p in model.data_params)
+        print(f"  {name:<22} {model.description}\n  {'':<22} prior: {prior}; data: {data}")
+    print("schedulers ([scheduler] kind):")
+    for name, text in SCHEDULER_KINDS.items():
+        print(f"  {name:<20} {text}")
+    print("protocols ([protocol] kind):")
+    for name, text in PROTOCOL_KINDS.items():
+        print(f"  {name:<6} {text}")
+    return 0
+
+
+def _finite(x: float) -> bool:
+    return math.isfinite(x)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

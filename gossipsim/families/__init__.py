@@ -1,0 +1,27 @@
+"""Posterior and factor representations: exponential families and the conjugate models built on them."""
+
+from .conjugate import (
+    CONJUGATE_MODELS,
+    BetaBernoulli,
+    ConjugateModel,
+    DirichletCategorical,
+    GammaPoisson,
+    ModelParam,
+    NormalNormal,
+)
+from .expfam import Beta, Dirichlet, ExponentialFamily, Gamma, Normal
+
+__all__ = [
+    "CONJUGATE_MODELS",
+    "Beta",
+    "BetaBernoulli",
+    "ConjugateModel",
+    "Dirichlet",
+    "DirichletCategorical",
+    "ExponentialFamily",
+    "Gamma",
+    "GammaPoisson",
+    "ModelParam",
+    "Normal",
+    "NormalNormal",
+]

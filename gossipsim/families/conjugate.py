@@ -1,0 +1,322 @@
+"""Conjugate prior–likelihood pairs (Section III-B of the core paper).
+
+Each model maps a node's observations to the increment of the posterior's natural parameter,
+
+    η_k = (1/α) · Σ_{x ∈ D_k} [s_l(x); 1]   (eq. 13, with temperature α of eq. 2),
+
+written in the prior family's own coordinates (for beta–Bernoulli, Σx and Σ(1 − x): the paper's
+augmented ``[s_l(x); 1]`` expressed against the Beta's statistics (log θ, log(1 − θ))). The local
+loss is the *sum* of the node's log-losses, so with α = 1 the fixed point is the ordinary posterior
+p(θ | D) (eqs. 3-4).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError
+from .expfam import Beta, Dirichlet, ExponentialFamily, Gamma, Normal
+
+
+@dataclass(frozen=True)
+class ModelParam:
+    """One prior or data-generator parameter: its domain (``positive``, ``real``, ``probability``,
+    ``simplex``, ``positive-vector``) and default (``None`` = required)."""
+
+    name: str
+    domain: str
+    description: str
+    default: Any = None
+
+
+def _check_value(value: Any, param: ModelParam, key: str) -> Any:
+    domain = param.domain
+    if domain in ("simplex", "positive-vector"):
+        if not isinstance(value, list | tuple) or len(value) < 2:
+            raise ConfigError(key, f"must be a list of at least 2 numbers ({param.description})")
+        arr = np.array([_number(v, key) for v in value], dtype=float)
+        if domain == "simplex":
+            if np.any(arr < 0) or np.any(arr > 1) or abs(arr.sum() - 1.0) > 1e-9:
+                raise ConfigError(key, "must be probabilities in [0, 1] that sum to 1")
+        elif np.any(arr <= 0):
+            raise ConfigError(key, "every entry must be > 0")
+        return arr
+    x = _number(value, key)
+    if domain == "positive" and not x > 0:
+        raise ConfigError(key, f"must be > 0 (got {x:g})")
+    if domain == "probability" and not 0.0 <= x <= 1.0:
+        raise ConfigError(key, f"must be a probability in [0, 1] (got {x:g})")
+    if domain == "real" and not np.isfinite(x):
+        raise ConfigError(key, "must be a finite number")
+    return x
+
+
+def _number(value: Any, key: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(key, f"must be a number (got {value!r})")
+    if not np.isfinite(value):
+        raise ConfigError(key, "must be a finite number")
+    return float(value)
+
+
+class ConjugateModel(ABC):
+    """A conjugate exponential-family model: prior family, data statistics and a data generator."""
+
+    kind: str = ""
+    description: str = ""
+    prior_params: tuple[ModelParam, ...] = ()
+    data_params: tuple[ModelParam, ...] = ()
+    observation: str = ""  # what one observation is, for the CSV reader's messages
+
+    def __init__(self, options: Mapping[str, Any] | None = None) -> None:
+        self.options = dict(options or {})
+
+    @property
+    @abstractmethod
+    def family(self) -> ExponentialFamily:
+        """The prior's (and posterior's) exponential family."""
+
+    @abstractmethod
+    def prior_natural(self, prior: Mapping[str, Any]) -> np.ndarray:
+        """Natural parameters η₀ of the prior."""
+
+    @abstractmethod
+    def statistics(self, x: np.ndarray) -> np.ndarray:
+        """Σ_x [s_l(x); 1] in the prior's natural coordinates (eq. 13), before the temperature."""
+
+    @abstractmethod
+    def generate(self, n: int, params: Mapping[str, Any], rng: np.random.Generator) -> np.ndarray:
+        """``n`` synthetic observations with generator parameters ``params``."""
+
+    @abstractmethod
+    def check_observations(self, x: np.ndarray, key: str) -> np.ndarray:
+        """Validate observations read from a file; returns them in the dtype the model uses."""
+
+    def check_prior(self, prior: Mapping[str, Any], key: str = "model.prior") -> dict[str, Any]:
+        """Validated prior parameters with defaults filled in."""
+        return _check_params(prior, self.prior_params, key)
+
+    def check_data_params(
+        self, params: Mapping[str, Any], nodes: int, key: str = "data"
+    ) -> list[dict[str, Any]]:
+        """Per-node generator parameters: each value a scalar (all nodes) or a list of one per node."""
+        allowed = {p.name: p for p in self.data_params}
+        for name in params:
+            if name not in allowed:
+                raise ConfigError(
+                    f"{key}.{name}",
+                    f"unknown data parameter for model {self.kind!r}; allowed: {', '.join(allowed) or 'none'}",
+                )
+        per_node: list[dict[str, Any]] = [{} for _ in range(nodes)]
+        for p in self.data_params:
+            value = params.get(p.name, self.default_data_param(p))
+            if value is None:
+                raise ConfigError(
+                    f"{key}.{p.name}", f"is required for model {self.kind!r} ({p.description})"
+                )
+            vector_valued = p.domain in ("simplex", "positive-vector")
+            is_per_node = isinstance(value, list) and (
+                (vector_valued and len(value) > 0 and isinstance(value[0], list))
+                or (not vector_valued)
+            )
+            if is_per_node:
+                if len(value) != nodes:
+                    raise ConfigError(
+                        f"{key}.{p.name}",
+                        f"a per-node list needs one value per node ({nodes}), got {len(value)}",
+                    )
+                for i, v in enumerate(value):
+                    per_node[i][p.name] = _check_value(v, p, f"{key}.{p.name}[{i}]")
+            else:
+                checked = _check_value(value, p, f"{key}.{p.name}")
+                for d in per_node:
+                    d[p.name] = checked
+        return per_node
+
+    def default_data_param(self, param: ModelParam) -> Any:
+        return param.default
+
+
+def _check_params(
+    values: Mapping[str, Any], specs: tuple[ModelParam, ...], key: str
+) -> dict[str, Any]:
+    allowed = {p.name: p for p in specs}
+    for name in values:
+        if name not in allowed:
+            raise ConfigError(f"{key}.{name}", f"unknown parameter; allowed: {', '.join(allowed)}")
+    out: dict[str, Any] = {}
+    for p in specs:
+        value = values.get(p.name, p.default)
+        if value is None:
+            raise ConfigError(f"{key}.{p.name}", f"is required ({p.description})")
+        out[p.name] = _check_value(value, p, f"{key}.{p.name}")
+    return out
+
+
+class BetaBernoulli(ConjugateModel):
+    kind = "beta-bernoulli"
+    description = "Bernoulli observations x ∈ {0, 1}, Beta(a, b) prior on the success probability θ"
+    prior_params = (
+        ModelParam("a", "positive", "Beta prior a > 0", 1.0),
+        ModelParam("b", "positive", "Beta prior b > 0", 1.0),
+    )
+    data_params = (ModelParam("theta", "probability", "success probability in [0, 1]", 0.5),)
+    observation = "0 or 1"
+
+    @property
+    def family(self) -> ExponentialFamily:
+        return Beta()
+
+    def prior_natural(self, prior: Mapping[str, Any]) -> np.ndarray:
+        return Beta.natural(prior["a"], prior["b"])
+
+    def statistics(self, x: np.ndarray) -> np.ndarray:
+        ones = float(np.sum(x))
+        return np.array([ones, float(len(x)) - ones])
+
+    def generate(self, n: int, params: Mapping[str, Any], rng: np.random.Generator) -> np.ndarray:
+        return (rng.random(n) < params["theta"]).astype(np.int64)
+
+    def check_observations(self, x: np.ndarray, key: str) -> np.ndarray:
+        if not np.all((x == 0) | (x == 1)):
+            raise ConfigError(key, "beta-bernoulli observations must be 0 or 1")
+        return x.astype(np.int64)
+
+
+class GammaPoisson(ConjugateModel):
+    kind = "gamma-poisson"
+    description = "Poisson counts x ∈ {0, 1, ...}, Gamma(shape, rate) prior on the Poisson mean θ"
+    prior_params = (
+        ModelParam("shape", "positive", "Gamma prior shape > 0", 1.0),
+        ModelParam("rate", "positive", "Gamma prior rate > 0", 1.0),
+    )
+    data_params = (ModelParam("rate", "positive", "Poisson mean > 0", 1.0),)
+    observation = "a non-negative integer count"
+
+    @property
+    def family(self) -> ExponentialFamily:
+        return Gamma()
+
+    def prior_natural(self, prior: Mapping[str, Any]) -> np.ndarray:
+        return Gamma.natural(prior["shape"], prior["rate"])
+
+    def statistics(self, x: np.ndarray) -> np.ndarray:
+        return np.array([float(np.sum(x)), -float(len(x))])
+
+    def generate(self, n: int, params: Mapping[str, Any], rng: np.random.Generator) -> np.ndarray:
+        return rng.poisson(params["rate"], size=n).astype(np.int64)
+
+    def check_observations(self, x: np.ndarray, key: str) -> np.ndarray:
+        if not np.all((x >= 0) & (x == np.round(x))):
+            raise ConfigError(key, "gamma-poisson observations must be non-negative integers")
+        return x.astype(np.int64)
+
+
+class NormalNormal(ConjugateModel):
+    """Normal observations with known standard deviation ``[model] sigma``; Normal prior on the mean."""
+
+    kind = "normal-normal"
+    description = "real observations x ~ Normal(θ, sigma²) with known sigma ([model] sigma), Normal(mean, variance) prior on θ"
+    prior_params = (
+        ModelParam("mean", "real", "prior mean", 0.0),
+        ModelParam("variance", "positive", "prior variance > 0", 1.0),
+    )
+    data_params = (
+        ModelParam("mean", "real", "mean of the observations", 0.0),
+        ModelParam(
+            "sigma", "positive", "standard deviation of the observations (default: [model] sigma)"
+        ),
+    )
+    observation = "a real number"
+
+    @property
+    def sigma(self) -> float:
+        return float(self.options.get("sigma", 1.0))
+
+    @property
+    def family(self) -> ExponentialFamily:
+        return Normal()
+
+    def prior_natural(self, prior: Mapping[str, Any]) -> np.ndarray:
+        return Normal.natural(prior["mean"], prior["variance"])
+
+    def statistics(self, x: np.ndarray) -> np.ndarray:
+        s2 = self.sigma**2
+        return np.array([float(np.sum(x)) / s2, -0.5 * len(x) / s2])
+
+    def generate(self, n: int, params: Mapping[str, Any], rng: np.random.Generator) -> np.ndarray:
+        return rng.normal(params["mean"], params["sigma"], size=n)
+
+    def check_observations(self, x: np.ndarray, key: str) -> np.ndarray:
+        if not np.all(np.isfinite(x)):
+            raise ConfigError(key, "normal-normal observations must be finite numbers")
+        return x.astype(float)
+
+    def default_data_param(self, param: ModelParam) -> Any:
+        if param.name == "sigma":
+            return self.sigma
+        return param.default
+
+
+class DirichletCategorical(ConjugateModel):
+    """Categorical observations (category index 0..C-1), Dirichlet prior on the probabilities."""
+
+    kind = "dirichlet-categorical"
+    description = (
+        "category indices x ∈ {0, ..., C-1}, Dirichlet(alpha) prior on the category probabilities"
+    )
+    prior_params = (
+        ModelParam("alpha", "positive-vector", "Dirichlet concentrations, one per category (> 0)"),
+    )
+    data_params = (ModelParam("probs", "simplex", "category probabilities (sum to 1)"),)
+    observation = "a category index 0..C-1"
+
+    @property
+    def categories(self) -> int:
+        return int(self.options["categories"])
+
+    @property
+    def family(self) -> ExponentialFamily:
+        return Dirichlet(self.categories)
+
+    def check_prior(self, prior: Mapping[str, Any], key: str = "model.prior") -> dict[str, Any]:
+        out = _check_params(prior, self.prior_params, key)
+        if len(out["alpha"]) != self.categories:
+            raise ConfigError(
+                f"{key}.alpha",
+                f"needs one entry per category ({self.categories}), got {len(out['alpha'])}",
+            )
+        return out
+
+    def prior_natural(self, prior: Mapping[str, Any]) -> np.ndarray:
+        return Dirichlet.natural(prior["alpha"])
+
+    def statistics(self, x: np.ndarray) -> np.ndarray:
+        return np.bincount(np.asarray(x, dtype=np.int64), minlength=self.categories).astype(float)
+
+    def generate(self, n: int, params: Mapping[str, Any], rng: np.random.Generator) -> np.ndarray:
+        probs = np.asarray(params["probs"], dtype=float)
+        if len(probs) != self.categories:
+            raise ConfigError(
+                "data.probs", f"needs one probability per category ({self.categories})"
+            )
+        return rng.choice(self.categories, size=n, p=probs).astype(np.int64)
+
+    def check_observations(self, x: np.ndarray, key: str) -> np.ndarray:
+        ok = (x >= 0) & (x < self.categories) & (x == np.round(x))
+        if not np.all(ok):
+            raise ConfigError(
+                key,
+                f"dirichlet-categorical observations must be category indices 0..{self.categories - 1}",
+            )
+        return x.astype(np.int64)
+
+
+CONJUGATE_MODELS: dict[str, type[ConjugateModel]] = {
+    m.kind: m for m in (BetaBernoulli, GammaPoisson, NormalNormal, DirichletCategorical)
+}

@@ -1,0 +1,252 @@
+"""Exponential families in natural parameters: log-partition, mean parameters, Fisher information,
+sampling and closed-form KL divergence.
+
+A member is ``q(θ) = exp(ηᵀ s(θ) − A(η) + M(θ))`` (eq. 10 and 15 of the core paper). Every method takes
+natural parameters as an array whose last axis holds the ``dim`` entries, so a whole trace of
+posteriors (shape ``(n, dim)``) is handled in one call.
+
+KL divergence between two members of one family is the Bregman divergence of the log-partition,
+
+    KL(q_η ‖ q_λ) = A(λ) − A(η) − (λ − η)ᵀ ∇A(η),
+
+which every family below inherits; ``∇A(η)`` is the mean parameter μ = E[s(θ)].
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+from scipy.special import digamma, gammaln, polygamma
+
+
+class ExponentialFamily(ABC):
+    """A family of distributions over θ indexed by natural parameters of length ``dim``."""
+
+    name: str = ""
+
+    @property
+    @abstractmethod
+    def dim(self) -> int:
+        """Number of natural-parameter entries (the size of a message is ``64·dim`` bits)."""
+
+    @abstractmethod
+    def log_partition(self, eta: np.ndarray) -> np.ndarray:
+        """A(η), over the last axis."""
+
+    @abstractmethod
+    def mean_params(self, eta: np.ndarray) -> np.ndarray:
+        """μ = ∇A(η) = E_q[s(θ)]."""
+
+    @abstractmethod
+    def fisher(self, eta: np.ndarray) -> np.ndarray:
+        """Fisher information ∇²A(η), shape ``(..., dim, dim)`` (eq. 19)."""
+
+    @abstractmethod
+    def in_domain(self, eta: np.ndarray) -> np.ndarray:
+        """Whether η lies in the natural-parameter domain (a normalisable member)."""
+
+    @abstractmethod
+    def sample(self, eta: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+        """``size`` draws of θ from the member with natural parameters ``eta`` (one member)."""
+
+    @abstractmethod
+    def sufficient_statistics(self, theta: np.ndarray) -> np.ndarray:
+        """s(θ), with the statistics on the last axis."""
+
+    def kl(self, eta_q: np.ndarray, eta_p: np.ndarray) -> np.ndarray:
+        """KL(q_η ‖ p_λ) by the Bregman form of the log-partition; broadcasts over leading axes.
+
+        Rounding can leave a result of order 1e-15·A(η) below zero when q = p; such values are
+        returned as 0.
+        """
+        eta_q = np.asarray(eta_q, dtype=float)
+        eta_p = np.asarray(eta_p, dtype=float)
+        mu = self.mean_params(eta_q)
+        value = (
+            self.log_partition(eta_p)
+            - self.log_partition(eta_q)
+            - np.sum((eta_p - eta_q) * mu, axis=-1)
+        )
+        return np.maximum(value, 0.0)
+
+
+class Beta(ExponentialFamily):
+    """Beta(a, b) on θ ∈ (0, 1): s(θ) = (log θ, log(1 − θ)), η = (a − 1, b − 1)."""
+
+    name = "beta"
+
+    @property
+    def dim(self) -> int:
+        return 2
+
+    @staticmethod
+    def natural(a: float, b: float) -> np.ndarray:
+        return np.array([a - 1.0, b - 1.0])
+
+    @staticmethod
+    def conventional(eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        eta = np.asarray(eta, dtype=float)
+        return eta[..., 0] + 1.0, eta[..., 1] + 1.0
+
+    def log_partition(self, eta: np.ndarray) -> np.ndarray:
+        a, b = self.conventional(eta)
+        return gammaln(a) + gammaln(b) - gammaln(a + b)
+
+    def mean_params(self, eta: np.ndarray) -> np.ndarray:
+        a, b = self.conventional(eta)
+        psi_ab = digamma(a + b)
+        return np.stack([digamma(a) - psi_ab, digamma(b) - psi_ab], axis=-1)
+
+    def fisher(self, eta: np.ndarray) -> np.ndarray:
+        a, b = self.conventional(eta)
+        t_ab = polygamma(1, a + b)
+        row0 = np.stack([polygamma(1, a) - t_ab, -t_ab], axis=-1)
+        row1 = np.stack([-t_ab, polygamma(1, b) - t_ab], axis=-1)
+        return np.stack([row0, row1], axis=-2)
+
+    def in_domain(self, eta: np.ndarray) -> np.ndarray:
+        a, b = self.conventional(eta)
+        return (a > 0) & (b > 0)
+
+    def sample(self, eta: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+        a, b = self.conventional(eta)
+        return rng.beta(a, b, size=size)
+
+    def sufficient_statistics(self, theta: np.ndarray) -> np.ndarray:
+        theta = np.asarray(theta, dtype=float)
+        return np.stack([np.log(theta), np.log1p(-theta)], axis=-1)
+
+
+class Gamma(ExponentialFamily):
+    """Gamma(shape α, rate β) on θ > 0: s(θ) = (log θ, θ), η = (α − 1, −β)."""
+
+    name = "gamma"
+
+    @property
+    def dim(self) -> int:
+        return 2
+
+    @staticmethod
+    def natural(shape: float, rate: float) -> np.ndarray:
+        return np.array([shape - 1.0, -rate])
+
+    @staticmethod
+    def conventional(eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        eta = np.asarray(eta, dtype=float)
+        return eta[..., 0] + 1.0, -eta[..., 1]
+
+    def log_partition(self, eta: np.ndarray) -> np.ndarray:
+        shape, rate = self.conventional(eta)
+        return gammaln(shape) - shape * np.log(rate)
+
+    def mean_params(self, eta: np.ndarray) -> np.ndarray:
+        shape, rate = self.conventional(eta)
+        return np.stack([digamma(shape) - np.log(rate), shape / rate], axis=-1)
+
+    def fisher(self, eta: np.ndarray) -> np.ndarray:
+        shape, rate = self.conventional(eta)
+        row0 = np.stack([polygamma(1, shape), 1.0 / rate], axis=-1)
+        row1 = np.stack([1.0 / rate, shape / rate**2], axis=-1)
+        return np.stack([row0, row1], axis=-2)
+
+    def in_domain(self, eta: np.ndarray) -> np.ndarray:
+        shape, rate = self.conventional(eta)
+        return (shape > 0) & (rate > 0)
+
+    def sample(self, eta: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+        shape, rate = self.conventional(eta)
+        return rng.gamma(shape, 1.0 / rate, size=size)
+
+    def sufficient_statistics(self, theta: np.ndarray) -> np.ndarray:
+        theta = np.asarray(theta, dtype=float)
+        return np.stack([np.log(theta), theta], axis=-1)
+
+
+class Normal(ExponentialFamily):
+    """Normal(m, v) on θ ∈ ℝ: s(θ) = (θ, θ²), η = (m / v, −1 / (2v))."""
+
+    name = "normal"
+
+    @property
+    def dim(self) -> int:
+        return 2
+
+    @staticmethod
+    def natural(mean: float, variance: float) -> np.ndarray:
+        return np.array([mean / variance, -0.5 / variance])
+
+    @staticmethod
+    def conventional(eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        eta = np.asarray(eta, dtype=float)
+        variance = -0.5 / eta[..., 1]
+        return eta[..., 0] * variance, variance
+
+    def log_partition(self, eta: np.ndarray) -> np.ndarray:
+        eta = np.asarray(eta, dtype=float)
+        e1, e2 = eta[..., 0], eta[..., 1]
+        return -(e1**2) / (4.0 * e2) - 0.5 * np.log(-2.0 * e2)
+
+    def mean_params(self, eta: np.ndarray) -> np.ndarray:
+        mean, variance = self.conventional(eta)
+        return np.stack([mean, variance + mean**2], axis=-1)
+
+    def fisher(self, eta: np.ndarray) -> np.ndarray:
+        mean, v = self.conventional(eta)
+        row0 = np.stack([v, 2.0 * mean * v], axis=-1)
+        row1 = np.stack([2.0 * mean * v, 2.0 * v**2 + 4.0 * mean**2 * v], axis=-1)
+        return np.stack([row0, row1], axis=-2)
+
+    def in_domain(self, eta: np.ndarray) -> np.ndarray:
+        return np.asarray(eta, dtype=float)[..., 1] < 0
+
+    def sample(self, eta: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+        mean, variance = self.conventional(eta)
+        return rng.normal(mean, np.sqrt(variance), size=size)
+
+    def sufficient_statistics(self, theta: np.ndarray) -> np.ndarray:
+        theta = np.asarray(theta, dtype=float)
+        return np.stack([theta, theta**2], axis=-1)
+
+
+class Dirichlet(ExponentialFamily):
+    """Dirichlet(α₁..α_C) on the simplex: s(θ) = (log θ_c), η = (α_c − 1)."""
+
+    name = "dirichlet"
+
+    def __init__(self, categories: int) -> None:
+        if categories < 2:
+            raise ValueError("a Dirichlet needs at least 2 categories")
+        self.categories = categories
+
+    @property
+    def dim(self) -> int:
+        return self.categories
+
+    @staticmethod
+    def natural(alpha: np.ndarray) -> np.ndarray:
+        return np.asarray(alpha, dtype=float) - 1.0
+
+    def log_partition(self, eta: np.ndarray) -> np.ndarray:
+        alpha = np.asarray(eta, dtype=float) + 1.0
+        return np.sum(gammaln(alpha), axis=-1) - gammaln(np.sum(alpha, axis=-1))
+
+    def mean_params(self, eta: np.ndarray) -> np.ndarray:
+        alpha = np.asarray(eta, dtype=float) + 1.0
+        return digamma(alpha) - digamma(np.sum(alpha, axis=-1, keepdims=True))
+
+    def fisher(self, eta: np.ndarray) -> np.ndarray:
+        alpha = np.asarray(eta, dtype=float) + 1.0
+        diag = polygamma(1, alpha)
+        total = polygamma(1, np.sum(alpha, axis=-1))
+        eye = np.eye(self.categories)
+        return diag[..., :, None] * eye - total[..., None, None]
+
+    def in_domain(self, eta: np.ndarray) -> np.ndarray:
+        return np.all(np.asarray(eta, dtype=float) + 1.0 > 0, axis=-1)
+
+    def sample(self, eta: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+        return rng.dirichlet(np.asarray(eta, dtype=float) + 1.0, size=size)
+
+    def sufficient_statistics(self, theta: np.ndarray) -> np.ndarray:
+        return np.log(np.asarray(theta, dtype=float))

@@ -1,0 +1,106 @@
+"""Metrics computed from the raw records, vectorised: KL traces, convergence, latencies, quantiles.
+
+Definitions (``docs/architecture.md``, binding):
+
+- the *target* at slot i is the exact posterior of the data meant to be learned at slot i: all data,
+  then, from the slot before which an unlearning request arrives, all data but every node forgotten
+  so far;
+- the *convergence iteration* is the first slot at whose end KL(q ‖ target) ≤ tolerance;
+- a request arriving before slot r has *latency* i* − r + 1, with i* the first slot ≥ r at whose end
+  KL(q ‖ target) ≤ tolerance (1 if it is served in slot r itself);
+- a run's *cover iteration* is the first slot at which every node has held the token.
+
+States and targets are piecewise constant over slots, so KL is evaluated once per change (not once
+per slot) and looked up at any slot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .protocols.base import StateTrace
+
+KLFunction = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Segments:
+    """A piecewise-constant function of the slot: ``values[m]`` holds on slots
+    ``starts[m] .. starts[m+1] - 1`` (the last segment runs to the end of the run)."""
+
+    starts: np.ndarray
+    values: np.ndarray
+
+    def at(self, slots: np.ndarray) -> np.ndarray:
+        idx = np.searchsorted(self.starts, np.asarray(slots), side="right") - 1
+        out = np.full(idx.shape, np.nan)
+        ok = idx >= 0
+        out[ok] = self.values[idx[ok]]
+        return out
+
+    def first_at_or_below(self, threshold: float, from_slot: int = 1) -> int | None:
+        """First slot ≥ ``from_slot`` where the value is ≤ ``threshold``; None if there is none."""
+        idx = int(np.searchsorted(self.starts, from_slot, side="right") - 1)
+        if idx >= 0 and self.values[idx] <= threshold:
+            return from_slot
+        later = np.flatnonzero(self.values[idx + 1 :] <= threshold)
+        if later.size == 0:
+            return None
+        return int(self.starts[idx + 1 + later[0]])
+
+
+def kl_segments(
+    trace: StateTrace,
+    target_slots: np.ndarray,
+    targets: np.ndarray,
+    kl: KLFunction,
+    first_slot: int = 1,
+) -> Segments:
+    """KL(q ‖ target) as a piecewise-constant function of the slot, from ``first_slot`` on.
+
+    ``target_slots[m]`` is the first slot at which ``targets[m]`` applies (the first is ≤ ``first_slot``).
+    Slots before the trace's first record (a world that started late) have no value.
+    """
+    slots = trace.slots
+    states = trace.states
+    begin = max(first_slot, int(slots[0]) if slots.size else first_slot)
+    starts = np.unique(
+        np.concatenate([[begin], slots[slots > begin], target_slots[target_slots > begin]])
+    )
+    state_idx = np.searchsorted(slots, starts, side="right") - 1
+    target_idx = np.searchsorted(target_slots, starts, side="right") - 1
+    values = kl(states[state_idx], targets[target_idx])
+    return Segments(starts.astype(np.int64), np.asarray(values, dtype=float))
+
+
+def recorded_slots(n_slots: int, every: int, extra: list[int]) -> np.ndarray:
+    """Slots to write to ``metrics.csv``: slot 1, every multiple of ``every``, the last slot, and ``extra``."""
+    grid = np.arange(every, n_slots + 1, every, dtype=np.int64)
+    extras = np.array([s for s in extra if 1 <= s <= n_slots], dtype=np.int64)
+    return np.unique(np.concatenate([[1, n_slots], grid, extras]))
+
+
+def quantile_summary(values: np.ndarray) -> dict[str, float | int | None]:
+    """Mean, median and the 12.5th / 87.5th percentiles (the 75% band) of the non-missing values."""
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x)]
+    if x.size == 0:
+        return {
+            "count": 0,
+            "missing": int(np.size(values)),
+            "mean": None,
+            "median": None,
+            "p12_5": None,
+            "p87_5": None,
+        }
+    return {
+        "count": int(x.size),
+        "missing": int(np.size(values) - x.size),
+        "mean": float(np.mean(x)),
+        "median": float(np.median(x)),
+        "p12_5": float(np.percentile(x, 12.5)),
+        "p87_5": float(np.percentile(x, 87.5)),
+    }

@@ -1,0 +1,460 @@
+"""The standard figures of a results folder, readable at paper-column width.
+
+- ``kl_vs_iteration``: KL(q ‖ target) against the slot, median (or mean) over runs with the 75% band
+  (12.5th to 87.5th percentile), one line per variant, log scale;
+- ``kl_vs_time``: the same against simulated seconds (skipped when no slot takes any time);
+- ``unlearning_kl``: after the first unlearning request, KL of the unlearning protocol and of the
+  retrain-from-scratch baseline against the slot;
+- ``latency``: empirical CDF of unlearning latency and of retrain latency, means marked;
+- ``cover_time``: mean cover time (moves) per variant or against the number of nodes, with the exact
+  or theoretical value;
+- ``visits``: the graph with each node's share of token visits.
+
+Every function takes the tables as DataFrames, so a notebook can call them on :class:`Results`
+directly; :func:`plot_results` writes all that apply.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import networkx as nx  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+FORMATS = ("png", "pdf", "svg")
+STATISTICS = ("median", "mean")
+COLUMN_WIDTH_IN = 3.5  # one column of a two-column paper
+_STYLE: Any = {
+    "font.size": 8,
+    "axes.titlesize": 8,
+    "axes.labelsize": 8,
+    "legend.fontsize": 7,
+    "xtick.labelsize": 7,
+    "ytick.labelsize": 7,
+    "lines.linewidth": 1.2,
+    "figure.dpi": 100,
+    "savefig.dpi": 200,
+    "savefig.bbox": "tight",
+}
+MAX_NODES_DRAWN = 500
+
+
+def _figure(height: float = 2.6, width: float = COLUMN_WIDTH_IN) -> tuple[Figure, Axes]:
+    fig, ax = plt.subplots(figsize=(width, height))
+    return fig, ax
+
+
+def _save(fig: Figure, path: Path) -> Path:
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def _band_matrix(
+    metrics: pd.DataFrame, variant: str, column: str, x: str = "iteration"
+) -> tuple[np.ndarray, np.ndarray]:
+    """Runs × recorded-slot matrix of ``column`` for one variant, each run carried forward past its end
+    (a run stopped once done keeps its final state)."""
+    part = metrics.loc[metrics["variant"] == variant, ["run", x, column]]
+    grid = np.unique(part[x].to_numpy())
+    wide = part.pivot_table(index=x, columns="run", values=column, aggfunc="last", dropna=False)
+    wide = wide.reindex(grid).ffill()
+    return grid, wide.to_numpy(dtype=float).T
+
+
+def _center(values: np.ndarray, statistic: str) -> np.ndarray:
+    if not np.isnan(values).any():  # the nan-aware reductions are much slower
+        return values.mean(axis=0) if statistic == "mean" else np.median(values, axis=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(values, axis=0) if statistic == "mean" else np.nanmedian(values, axis=0)
+
+
+def _band(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The 75% band: 12.5th and 87.5th percentiles across runs at each point."""
+    if not np.isnan(values).any():
+        lo, hi = np.percentile(values, [12.5, 87.5], axis=0)
+        return lo, hi
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanpercentile(values, 12.5, axis=0), np.nanpercentile(values, 87.5, axis=0)
+
+
+def _floor(tolerance: float | None) -> float:
+    return (tolerance or 1e-9) * 1e-3
+
+
+def plot_kl_vs_iteration(
+    metrics: pd.DataFrame,
+    variants: Sequence[str],
+    path: Path,
+    *,
+    statistic: str = "median",
+    tolerance: float | None = None,
+    title: str = "",
+) -> Path:
+    """KL(q ‖ target) vs slot: ``statistic`` over runs and the 75% band, one line per variant."""
+    floor = _floor(tolerance)
+    with plt.rc_context(_STYLE):
+        fig, ax = _figure()
+        for i, variant in enumerate(variants):
+            grid, values = _band_matrix(metrics, variant, "kl")
+            values = np.maximum(values, floor)
+            lo, hi = _band(values)
+            color = f"C{i}"
+            ax.plot(grid, _center(values, statistic), color=color, label=variant)
+            ax.fill_between(grid, lo, hi, color=color, alpha=0.2, linewidth=0)
+        _finish_kl_axes(ax, tolerance, floor, statistic, "iteration (slot)", title)
+        return _save(fig, path)
+
+
+def plot_kl_vs_time(
+    metrics: pd.DataFrame,
+    variants: Sequence[str],
+    path: Path,
+    *,
+    statistic: str = "median",
+    tolerance: float | None = None,
+    title: str = "",
+    points: int = 400,
+) -> Path | None:
+    """KL vs simulated time, on a common time grid (each run's KL is a step function of time)."""
+    if not (metrics["time"].max() > 0):
+        return None
+    floor = _floor(tolerance)
+    grid = np.linspace(0.0, float(metrics["time"].max()), points)
+    with plt.rc_context(_STYLE):
+        fig, ax = _figure()
+        for i, variant in enumerate(variants):
+            part = metrics.loc[metrics["variant"] == variant]
+            rows = []
+            for _, run in part.groupby("run", sort=True):
+                t = run["time"].to_numpy()
+                kl = run["kl"].to_numpy(dtype=float)
+                idx = np.searchsorted(t, grid, side="right") - 1
+                vals = np.where(idx >= 0, kl[np.clip(idx, 0, None)], np.nan)
+                rows.append(vals)
+            values = np.maximum(np.asarray(rows), floor)
+            lo, hi = _band(values)
+            color = f"C{i}"
+            ax.plot(grid, _center(values, statistic), color=color, label=variant)
+            ax.fill_between(grid, lo, hi, color=color, alpha=0.2, linewidth=0)
+        _finish_kl_axes(ax, tolerance, floor, statistic, "simulated time (s)", title)
+        return _save(fig, path)
+
+
+def _finish_kl_axes(
+    ax: Axes, tolerance: float | None, floor: float, statistic: str, xlabel: str, title: str
+) -> None:
+    ax.set_yscale("log")
+    if tolerance:
+        ax.axhline(
+            tolerance, color="0.4", linestyle=":", linewidth=0.8, label=f"tolerance {tolerance:g}"
+        )
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(f"KL(q ‖ target) (nats), {statistic}")
+    ax.set_ylim(bottom=floor / 2)
+    ax.set_title(
+        title or f"KL divergence: {statistic} and 75% band (values < {floor:.0e} drawn at it)"
+    )
+    ax.legend(frameon=False)
+    ax.grid(True, which="major", alpha=0.3)
+
+
+def plot_unlearning_kl(
+    metrics: pd.DataFrame,
+    requests: pd.DataFrame,
+    variants: Sequence[str],
+    path: Path,
+    *,
+    statistic: str = "median",
+    tolerance: float | None = None,
+) -> Path | None:
+    """KL of unlearning (solid) vs retraining from scratch (dashed) against the slot, from the first request."""
+    if "retrain_kl" not in metrics.columns or requests.empty:
+        return None
+    floor = _floor(tolerance)
+    with plt.rc_context(_STYLE):
+        fig, ax = _figure()
+        for i, variant in enumerate(variants):
+            first = requests.loc[requests["variant"] == variant, "request_iteration"].min()
+            if not np.isfinite(first):
+                continue
+            grid, main = _band_matrix(metrics, variant, "kl")
+            _, retrain = _band_matrix(metrics, variant, "retrain_kl")
+            keep = grid >= first - 1
+            color = f"C{i}"
+            for values, style, name in ((main, "-", "unlearning"), (retrain, "--", "retrain")):
+                v = np.maximum(values[:, keep], floor)
+                lo, hi = _band(v)
+                ax.plot(
+                    grid[keep],
+                    _center(v, statistic),
+                    color=color,
+                    linestyle=style,
+                    label=f"{variant}: {name}",
+                )
+                ax.fill_between(grid[keep], lo, hi, color=color, alpha=0.12, linewidth=0)
+        _finish_kl_axes(
+            ax,
+            tolerance,
+            floor,
+            statistic,
+            "iteration (slot)",
+            "Unlearning vs retraining from scratch",
+        )
+        ax.set_ylabel("KL(q ‖ posterior without forgotten) (nats)")
+        return _save(fig, path)
+
+
+def plot_latency(requests: pd.DataFrame, variants: Sequence[str], path: Path) -> Path | None:
+    """Empirical CDF of unlearning latency (solid) and retrain latency (dashed), means marked."""
+    if requests.empty or requests["latency"].notna().sum() == 0:
+        return None
+    with plt.rc_context(_STYLE):
+        fig, ax = _figure()
+        for i, variant in enumerate(variants):
+            part = requests.loc[requests["variant"] == variant]
+            color = f"C{i}"
+            for column, style, name in (
+                ("latency", "-", "unlearning"),
+                ("retrain_latency", "--", "retrain"),
+            ):
+                x = part[column].to_numpy(dtype=float, na_value=np.nan)
+                x = np.sort(x[np.isfinite(x)])
+                if x.size == 0:
+                    continue
+                y = np.arange(1, x.size + 1) / x.size
+                mean = float(x.mean())
+                ax.step(
+                    x,
+                    y,
+                    where="post",
+                    color=color,
+                    linestyle=style,
+                    label=f"{variant}: {name} (mean {mean:.3g})",
+                )
+                ax.axvline(mean, color=color, linestyle=style, linewidth=0.7, alpha=0.7)
+        ax.set_xscale("log")
+        ax.set_xlabel("latency (slots, log scale)")
+        ax.set_ylabel("fraction of requests served")
+        ax.set_title("Unlearning vs retrain latency (ECDF; vertical lines: means)")
+        ax.legend(frameon=False)
+        ax.grid(True, alpha=0.3)
+        return _save(fig, path)
+
+
+def plot_cover_time(runs: pd.DataFrame, summary: dict[str, Any], path: Path) -> Path | None:
+    """Mean cover time (moves, 95% CI) per variant, or against the number of nodes when that is swept,
+    with the exact / theoretical expectation where known."""
+    if runs["cover_iteration"].notna().sum() == 0:
+        return None
+    variants = summary.get("variants", {})
+    rows = []
+    for label, entry in variants.items():
+        column = runs.loc[runs["variant"] == label, "cover_iteration"]
+        all_runs = column.to_numpy(dtype=float, na_value=np.nan) - 1
+        x = all_runs[np.isfinite(all_runs)]
+        if x.size == 0:
+            continue
+        resolved = entry.get("resolved", {})
+        topo = resolved.get("topology", {})
+        theory = entry.get("theory", {}) or {}
+        rows.append(
+            {
+                "label": label,
+                "kind": topo.get("kind", label),
+                "nodes": theory.get("nodes", topo.get("nodes")),
+                "mean": float(x.mean()),
+                "ci": 1.96 * float(x.std(ddof=1)) / math.sqrt(x.size) if x.size > 1 else 0.0,
+                "censored": 1.0 - x.size / all_runs.size,
+                "exact": theory.get("exact_cover_moves"),
+                "theory": theory.get("theoretical_cover_moves"),
+            }
+        )
+    if not rows:
+        return None
+    table = pd.DataFrame(rows)
+    by_nodes = table["nodes"].nunique() > 1
+    with plt.rc_context(_STYLE):
+        fig, ax = _figure()
+        if by_nodes:
+            for i, (kind, part) in enumerate(table.groupby("kind", sort=False)):
+                part = part.sort_values("nodes")
+                color = f"C{i}"
+                ax.errorbar(
+                    part["nodes"],
+                    part["mean"],
+                    yerr=part["ci"],
+                    fmt="o",
+                    ms=3,
+                    color=color,
+                    label=f"{kind} (simulated)",
+                )
+                ref = part["exact"].where(part["exact"].notna(), part["theory"])
+                if ref.notna().any():
+                    ax.plot(
+                        part["nodes"][ref.notna()],
+                        ref[ref.notna()],
+                        color=color,
+                        linestyle="-",
+                        linewidth=0.9,
+                    )
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel("number of nodes K")
+            ax.plot([], [], color="0.3", linestyle="-", label="exact / theory")
+        else:
+            pos = np.arange(len(table))
+            ax.errorbar(
+                pos,
+                table["mean"],
+                yerr=table["ci"],
+                fmt="o",
+                ms=4,
+                color="C0",
+                label="simulated mean (95% CI)",
+            )
+            ex = table["exact"].astype(float)
+            if ex.notna().any():
+                ax.scatter(
+                    pos[ex.notna()],
+                    ex[ex.notna()],
+                    marker="_",
+                    s=300,
+                    color="C3",
+                    label="exact expectation",
+                    zorder=3,
+                )
+            for p, (_, row) in zip(pos, table.iterrows(), strict=True):
+                if row["censored"] > 0:  # runs that ended before covering bias the mean down
+                    ax.annotate(
+                        f"{row['censored']:.0%} not covered:\nmean of covered runs",
+                        (p, row["mean"]),
+                        textcoords="offset points",
+                        xytext=(6, -14),
+                        fontsize=6,
+                    )
+            ax.set_xticks(pos, table["label"], rotation=0)
+            ax.set_xlabel("variant")
+        ax.set_ylabel("cover time (moves)")
+        ax.set_title("Cover time of the token walk")
+        ax.legend(frameon=False)
+        ax.grid(True, alpha=0.3)
+        return _save(fig, path)
+
+
+def plot_visits(visits: pd.DataFrame, graphs: dict[str, nx.Graph], path: Path) -> Path | None:
+    """The graph of each variant (up to 6), node colour and size by share of token visits."""
+    drawable = [(v, g) for v, g in graphs.items() if g.number_of_nodes() <= MAX_NODES_DRAWN]
+    if not drawable:
+        return None
+    drawable = drawable[:6]
+    n = len(drawable)
+    cols = min(n, 3)
+    rows = math.ceil(n / cols)
+    with plt.rc_context(_STYLE):
+        fig, axes = plt.subplots(
+            rows, cols, figsize=(COLUMN_WIDTH_IN * cols / 1.5, 2.4 * rows), squeeze=False
+        )
+        vmax = float(visits["share"].max()) if len(visits) else 1.0
+        mappable = None
+        for ax, (variant, graph) in zip(axes.flat, drawable, strict=False):
+            part = visits.loc[visits["variant"] == variant]
+            share = dict(zip(part["node"].map(str), part["share"], strict=True))
+            values = np.array([share.get(str(node), 0.0) for node in graph.nodes])
+            pos = (
+                nx.kamada_kawai_layout(graph)
+                if graph.number_of_nodes() <= 100
+                else nx.spring_layout(graph, seed=1)
+            )
+            nx.draw_networkx_edges(graph, pos, ax=ax, width=0.4, alpha=0.4)
+            mappable = nx.draw_networkx_nodes(
+                graph,
+                pos,
+                ax=ax,
+                node_size=20 + 400 * values / max(vmax, 1e-12),
+                node_color=values,
+                cmap="viridis",
+                vmin=0.0,
+                vmax=vmax,
+            )
+            ax.set_title(variant)
+            ax.set_axis_off()
+        for ax in list(axes.flat)[n:]:
+            ax.set_axis_off()
+        if mappable is not None:
+            fig.colorbar(
+                mappable, ax=axes.ravel().tolist(), shrink=0.8, label="share of token visits"
+            )
+        fig.suptitle("Share of slots each node held the token")
+        return _save(fig, path)
+
+
+def plot_results(
+    metrics: pd.DataFrame,
+    runs: pd.DataFrame,
+    requests: pd.DataFrame,
+    visits: pd.DataFrame | None,
+    summary: dict[str, Any],
+    out_dir: Path,
+    *,
+    fmt: str = "png",
+    statistic: str = "median",
+    graphs: dict[str, nx.Graph] | None = None,
+) -> list[Path]:
+    """Write every standard figure that applies to ``out_dir``; returns the files written."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    variants = list(summary.get("variants", {})) or sorted(metrics["variant"].unique())
+    tolerance = _tolerance(summary)
+    name = summary.get("name", "")
+    written: list[Path | None] = [
+        plot_kl_vs_iteration(
+            metrics,
+            variants,
+            out_dir / f"kl_vs_iteration.{fmt}",
+            statistic=statistic,
+            tolerance=tolerance,
+            title=f"{name}: KL vs iteration ({statistic}, 75% band)",
+        ),
+        plot_kl_vs_time(
+            metrics,
+            variants,
+            out_dir / f"kl_vs_time.{fmt}",
+            statistic=statistic,
+            tolerance=tolerance,
+            title=f"{name}: KL vs simulated time ({statistic}, 75% band)",
+        ),
+        plot_unlearning_kl(
+            metrics,
+            requests,
+            variants,
+            out_dir / f"unlearning_kl.{fmt}",
+            statistic=statistic,
+            tolerance=tolerance,
+        ),
+        plot_latency(requests, variants, out_dir / f"latency.{fmt}"),
+        plot_cover_time(runs, summary, out_dir / f"cover_time.{fmt}"),
+    ]
+    if visits is not None and graphs:
+        written.append(plot_visits(visits, graphs, out_dir / f"visits.{fmt}"))
+    return [p for p in written if p is not None]
+
+
+def _tolerance(summary: dict[str, Any]) -> float | None:
+    for entry in summary.get("variants", {}).values():
+        tol = entry.get("resolved", {}).get("metrics", {}).get("tolerance")
+        if tol:
+            return float(tol)
+    return None

@@ -1,0 +1,71 @@
+"""What a node does when it holds the token.
+
+The engine (:mod:`gossipsim.engine`) knows nothing about models: at every slot it calls
+:meth:`Protocol.on_token` of the protocol it was given, delivers unlearning requests through
+:meth:`Protocol.on_request`, and asks :meth:`Protocol.done` whether anything is left to do. A new
+algorithm is a new :class:`Protocol` subclass; the engine is never edited.
+
+Protocols record their own state in a :class:`StateTrace` each time it changes, as raw arrays; the
+metrics (KL divergences, latencies) are computed from the traces after the run, vectorised, so the
+per-hop work stays small.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+
+class StateTrace:
+    """Piecewise-constant record of a state vector over slots.
+
+    ``record(slot, state)`` says "at the end of ``slot`` the state is ``state``"; the state at any
+    later slot is the last one recorded at or before it (a later record for the same slot wins).
+    Slot 0 is the state before the first slot.
+    """
+
+    __slots__ = ("_slots", "_states")
+
+    def __init__(self) -> None:
+        self._slots: list[int] = []
+        self._states: list[np.ndarray] = []
+
+    def record(self, slot: int, state: np.ndarray) -> None:
+        self._slots.append(slot)
+        self._states.append(np.array(state, dtype=float, copy=True))
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    @property
+    def slots(self) -> np.ndarray:
+        return np.asarray(self._slots, dtype=np.int64)
+
+    @property
+    def states(self) -> np.ndarray:
+        return np.asarray(self._states, dtype=float)
+
+    def at(self, slots: np.ndarray) -> np.ndarray:
+        """Index into :attr:`states` of the state in force at each of ``slots`` (-1 before any)."""
+        return np.searchsorted(self.slots, np.asarray(slots), side="right") - 1
+
+
+class Protocol(ABC):
+    """A node's behaviour when it holds the token."""
+
+    @abstractmethod
+    def on_token(self, holder: int, slot: int) -> float:
+        """Do the holder's work for ``slot``; return the payload bits of the message it passes on."""
+
+    @abstractmethod
+    def on_request(self, node: int, slot: int) -> None:
+        """An unlearning request for ``node`` arrives before ``slot``."""
+
+    @abstractmethod
+    def done(self) -> bool:
+        """True when no further slot can change the state (until a new request arrives)."""
+
+    @abstractmethod
+    def traces(self) -> dict[str, StateTrace]:
+        """The recorded states, by world name (``"main"``, and e.g. ``"retrain"`` for a baseline)."""

@@ -1,0 +1,46 @@
+"""The retrain-from-scratch baseline, paired with the protocol under test on the same walk.
+
+:class:`WithRetrainBaseline` runs two worlds on one token walk: the protocol under test (``main``),
+which serves unlearning requests its own way, and a ``retrain`` world that serves every request by
+restarting from the prior and learning again without every node forgotten so far. Both see the same
+holders in the same slots (the same walk realisation and slot times), so the difference between their
+latencies is due to the protocol alone. Before the first request the retrain world is identical to
+the main one and is not simulated; the token's payload and timing are those of the main world.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .base import Protocol, StateTrace
+
+FreshProtocol = Callable[[frozenset[int], StateTrace, int], Protocol]
+
+
+class WithRetrainBaseline(Protocol):
+    """Pair ``main`` with a retrain-from-scratch world built by ``fresh(forgotten, trace, slot)``."""
+
+    def __init__(self, main: Protocol, fresh: FreshProtocol) -> None:
+        self.main = main
+        self.fresh = fresh
+        self.retrain: Protocol | None = None
+        self.forgotten: frozenset[int] = frozenset()
+        self.retrain_trace = StateTrace()
+
+    def on_token(self, holder: int, slot: int) -> float:
+        if self.retrain is not None:
+            self.retrain.on_token(holder, slot)
+        return self.main.on_token(holder, slot)
+
+    def on_request(self, node: int, slot: int) -> None:
+        self.main.on_request(node, slot)
+        self.forgotten = self.forgotten | {node}
+        self.retrain = self.fresh(self.forgotten, self.retrain_trace, slot)
+
+    def done(self) -> bool:
+        return self.main.done() and (self.retrain is None or self.retrain.done())
+
+    def traces(self) -> dict[str, StateTrace]:
+        out = dict(self.main.traces())
+        out["retrain"] = self.retrain_trace
+        return out

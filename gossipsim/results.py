@@ -1,0 +1,221 @@
+"""Results: tidy tables, a summary, and atomic writes of the results folder.
+
+A results folder holds ``metrics.csv``, ``runs.csv``, ``requests.csv``, ``summary.json`` and
+``plots/``. It is written under a temporary name next to the destination and renamed into place at
+the end, so a crash or a user error never leaves a half-written folder. Missing values (a run that
+never converged) are empty cells.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .metrics import quantile_summary
+from .runner import RunOutput
+from .scenario import Study
+
+RUN_COLUMNS = [
+    "variant",
+    "run",
+    "seed",
+    "cover_iteration",
+    "convergence_iteration",
+    "convergence_time",
+    "iterations",
+    "time",
+    "bits",
+]
+REQUEST_COLUMNS = [
+    "variant", "run", "request", "node", "request_iteration", "request_time",
+    "latency", "latency_time", "retrain_latency", "retrain_latency_time",
+]  # fmt: skip
+VISIT_COLUMNS = ["variant", "node", "visits", "share"]
+METRIC_COLUMNS = ["variant", "run", "iteration", "time", "holder", "kl", "bits", "retrain_kl"]
+
+
+@dataclass
+class Results:
+    """The three tables of a study (pandas DataFrames) and its summary."""
+
+    study: Study
+    metrics: pd.DataFrame
+    runs: pd.DataFrame
+    requests: pd.DataFrame
+    visits: pd.DataFrame
+    theory: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def variants(self) -> list[str]:
+        return [v.label for v in self.study.variants]
+
+    def summary(self) -> dict[str, Any]:
+        """Resolved scenario and, per variant, mean / median / 12.5th / 87.5th percentile of every
+        numeric column of runs.csv and requests.csv."""
+        out: dict[str, Any] = {
+            "name": self.study.name,
+            "scenario_file": self.study.path,
+            "scenario": _jsonable(self.study.raw),
+            "sweep": _jsonable(self.study.sweep),
+            "variants": {},
+        }
+        for variant in self.study.variants:
+            label = variant.label
+            entry: dict[str, Any] = {
+                "values": _jsonable(variant.values),
+                "resolved": _jsonable(variant.scenario.resolved()),
+                "runs": _column_summaries(
+                    self.runs[self.runs["variant"] == label], skip={"run", "seed"}
+                ),
+                "requests": _column_summaries(
+                    self.requests[self.requests["variant"] == label],
+                    skip={"run", "request", "node"},
+                ),
+            }
+            shares = self.visits.loc[self.visits["variant"] == label, "share"]
+            if len(shares):
+                entry["visit_share"] = {"min": float(shares.min()), "max": float(shares.max())}
+            if label in self.theory:
+                entry["theory"] = _jsonable(self.theory[label])
+            out["variants"][label] = entry
+        return out
+
+    def write(
+        self,
+        out_dir: str | os.PathLike[str],
+        *,
+        make_plots: Callable[[Results, Path], None] | None = None,
+    ) -> Path:
+        """Write the results folder atomically (tables, summary, and plots if ``make_plots`` is given)."""
+        dest = Path(out_dir)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+        try:
+            self.metrics.to_csv(tmp / "metrics.csv", index=False)
+            self.runs.to_csv(tmp / "runs.csv", index=False)
+            self.requests.to_csv(tmp / "requests.csv", index=False)
+            self.visits.to_csv(tmp / "visits.csv", index=False)
+            (tmp / "summary.json").write_text(
+                json.dumps(self.summary(), indent=2) + "\n", encoding="utf-8"
+            )
+            if make_plots is not None:
+                (tmp / "plots").mkdir()
+                make_plots(self, tmp / "plots")
+            old = None
+            if dest.exists():
+                old = dest.with_name(f".{dest.name}.old-{os.getpid()}")
+                dest.rename(old)
+            tmp.rename(dest)
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return dest
+
+
+def collect(
+    study: Study,
+    outputs: Iterable[tuple[int, RunOutput]],
+    node_labels: Sequence[Sequence[Any]] | None = None,
+) -> Results:
+    """Assemble the tables from run outputs (in the fixed order they are produced)."""
+    labels = [v.label for v in study.variants]
+    run_rows: list[dict[str, Any]] = []
+    request_rows: list[dict[str, Any]] = []
+    metric_parts: list[pd.DataFrame] = []
+    visits: dict[int, np.ndarray] = {}
+    for variant, out in outputs:
+        label = labels[variant]
+        visits[variant] = visits.get(variant, 0) + out.visits
+        run_rows.append({"variant": label, "run": out.run, **out.run_row})
+        for row in out.request_rows:
+            request_rows.append({"variant": label, "run": out.run, **row})
+        part = pd.DataFrame(out.metrics)
+        part.insert(0, "run", out.run)
+        part.insert(0, "variant", label)
+        metric_parts.append(part)
+    runs = pd.DataFrame(run_rows, columns=RUN_COLUMNS)
+    for col in ("cover_iteration", "convergence_iteration"):
+        runs[col] = runs[col].astype("Int64")
+    requests = pd.DataFrame(request_rows, columns=REQUEST_COLUMNS)
+    for col in ("request_iteration", "latency", "retrain_latency"):
+        requests[col] = requests[col].astype("Int64")
+    metrics = (
+        pd.concat(metric_parts, ignore_index=True)
+        if metric_parts
+        else pd.DataFrame(columns=METRIC_COLUMNS)
+    )
+    metrics = metrics[[c for c in METRIC_COLUMNS if c in metrics.columns]]
+    visit_parts = []
+    for variant, counts in sorted(visits.items()):
+        # node labels are those of the variant's graph; the caller passes them through node_labels
+        visit_parts.append(
+            pd.DataFrame(
+                {
+                    "variant": labels[variant],
+                    "node": node_labels[variant] if node_labels else np.arange(counts.size),
+                    "visits": counts,
+                    "share": counts / max(int(counts.sum()), 1),
+                }
+            )
+        )
+    visits_df = (
+        pd.concat(visit_parts, ignore_index=True)
+        if visit_parts
+        else pd.DataFrame(columns=VISIT_COLUMNS)
+    )
+    return Results(study, metrics, runs, requests, visits_df)
+
+
+def load_results(
+    out_dir: str | os.PathLike[str],
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+    """Read a results folder back: (metrics, runs, requests, summary)."""
+    d = Path(out_dir)
+    summary = json.loads((d / "summary.json").read_text(encoding="utf-8"))
+    metrics = pd.read_csv(d / "metrics.csv")
+    runs = pd.read_csv(d / "runs.csv")
+    requests = pd.read_csv(d / "requests.csv")
+    return metrics, runs, requests, summary
+
+
+def _column_summaries(df: pd.DataFrame, skip: set[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for col in df.columns:
+        if col in skip or col == "variant":
+            continue
+        series = df[col]
+        if not (pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)):
+            continue
+        out[col] = quantile_summary(series.to_numpy(dtype=float, na_value=np.nan))
+    return out
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return _jsonable(x.tolist())
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, float | np.floating):
+        f = float(x)
+        if math.isnan(f):
+            return None
+        if math.isinf(f):
+            return "inf" if f > 0 else "-inf"
+        return f
+    return x

@@ -1,0 +1,196 @@
+"""Next-holder policies for the token: who computes in the next time slot.
+
+Three schedulers are provided, each as a per-hop sampler (:class:`Walker`, used by the event engine)
+and as a transition matrix (:func:`transition_matrix`, used by the exact cover and hitting-time
+computations), so that simulation and theory share one definition:
+
+``metropolis-hastings``
+    eq. (5) of the core paper: the holder k proposes a neighbour j uniformly at random and passes the
+    token with probability ``min(1, deg(k) / deg(j))``; otherwise it keeps the token for the next slot.
+    The stationary distribution is uniform over the nodes.
+``simple-random-walk``
+    the token goes to a uniformly chosen neighbour (stationary distribution proportional to degree).
+``uniform``
+    any node, uniformly at random, regardless of the graph (a parameter-server baseline).
+
+A move to a neighbour and a Metropolis-Hastings rejection (stay) both take one slot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+
+import networkx as nx
+import numpy as np
+import scipy.sparse as sp
+
+from .errors import ConfigError
+
+SCHEDULER_KINDS: dict[str, str] = {
+    "metropolis-hastings": "propose a uniform neighbour j, accept with min(1, deg(k)/deg(j)), else stay (eq. 5)",
+    "simple-random-walk": "move to a uniformly chosen neighbour",
+    "uniform": "any node uniformly at random, ignoring the graph (parameter-server baseline)",
+}
+
+_BLOCK = 8192  # uniforms drawn per refill; fixed so the stream does not depend on the run length
+
+
+@dataclass(frozen=True, eq=False)
+class IndexedGraph:
+    """A connected graph with its nodes numbered 0..K-1 in ``graph.nodes`` order.
+
+    ``labels[i]`` is the original node id of index ``i``; ``neighbours[i]`` lists the indices of its
+    neighbours (sorted, no self-loops); ``indptr``/``indices`` are the same adjacency in CSR form.
+    """
+
+    labels: tuple[Hashable, ...]
+    neighbours: tuple[tuple[int, ...], ...]
+    indptr: np.ndarray
+    indices: np.ndarray
+    index_of: dict[Hashable, int] = field(repr=False)
+
+    @classmethod
+    def from_networkx(cls, graph: nx.Graph) -> IndexedGraph:
+        labels = tuple(graph.nodes)
+        index_of = {label: i for i, label in enumerate(labels)}
+        neighbours = tuple(
+            tuple(sorted(index_of[v] for v in graph.adj[u] if v != u)) for u in labels
+        )
+        degree = np.fromiter((len(n) for n in neighbours), dtype=np.int64, count=len(labels))
+        indptr = np.zeros(len(labels) + 1, dtype=np.int64)
+        np.cumsum(degree, out=indptr[1:])
+        indices = np.fromiter(
+            (j for n in neighbours for j in n), dtype=np.int64, count=int(indptr[-1])
+        )
+        return cls(labels, neighbours, indptr, indices, index_of)
+
+    @property
+    def size(self) -> int:
+        return len(self.labels)
+
+    @property
+    def degree(self) -> np.ndarray:
+        return np.diff(self.indptr)
+
+    def index(self, label: Hashable, key: str = "node") -> int:
+        """Index of node ``label``; a :class:`ConfigError` naming ``key`` if there is no such node."""
+        try:
+            return self.index_of[label]
+        except (KeyError, TypeError):
+            shown = ", ".join(repr(x) for x in self.labels[:5])
+            more = ", ..." if self.size > 5 else ""
+            raise ConfigError(
+                key, f"node {label!r} does not exist in the graph (nodes are {shown}{more})"
+            ) from None
+
+
+def check_scheduler(kind: str, key: str = "scheduler.kind") -> str:
+    if kind not in SCHEDULER_KINDS:
+        raise ConfigError(key, f"unknown scheduler {kind!r}; allowed: {', '.join(SCHEDULER_KINDS)}")
+    return kind
+
+
+def transition_matrix(
+    graph: IndexedGraph | nx.Graph, kind: str = "metropolis-hastings"
+) -> sp.csr_array:
+    """Transition matrix P[k, j] of the token walk (eq. 5 for Metropolis-Hastings), as sparse CSR.
+
+    For ``uniform`` the matrix is dense (every entry 1/K) and is returned in CSR form only for small
+    graphs; the cover/hitting code uses closed forms for that scheduler instead.
+    """
+    g = graph if isinstance(graph, IndexedGraph) else IndexedGraph.from_networkx(graph)
+    check_scheduler(kind)
+    n = g.size
+    if kind == "uniform":
+        return sp.csr_array(np.full((n, n), 1.0 / n))
+    deg = g.degree.astype(float)
+    rows = np.repeat(np.arange(n), g.degree)
+    cols = g.indices
+    if kind == "simple-random-walk":
+        vals = 1.0 / deg[rows]
+        return sp.csr_array((vals, (rows, cols)), shape=(n, n))
+    # Metropolis-Hastings: propose 1/deg(k), accept min(1, deg(k)/deg(j)); the rest stays at k.
+    vals = np.minimum(1.0, deg[rows] / deg[cols]) / deg[rows]
+    stay = 1.0 - np.bincount(rows, weights=vals, minlength=n)
+    stay[np.abs(stay) < 1e-15] = 0.0
+    mask = stay > 0
+    all_rows = np.concatenate([rows, np.flatnonzero(mask)])
+    all_cols = np.concatenate([cols, np.flatnonzero(mask)])
+    all_vals = np.concatenate([vals, stay[mask]])
+    return sp.csr_array((all_vals, (all_rows, all_cols)), shape=(n, n))
+
+
+def stationary_distribution(
+    graph: IndexedGraph | nx.Graph, kind: str = "metropolis-hastings"
+) -> np.ndarray:
+    """Stationary distribution of the walk: uniform for MH and uniform, degree-proportional for SRW."""
+    g = graph if isinstance(graph, IndexedGraph) else IndexedGraph.from_networkx(graph)
+    check_scheduler(kind)
+    if kind == "simple-random-walk":
+        deg = g.degree.astype(float)
+        return deg / deg.sum()
+    return np.full(g.size, 1.0 / g.size)
+
+
+class Walker:
+    """Samples the next holder, one hop at a time, for one run.
+
+    Two uniforms are consumed per hop whatever the scheduler, drawn from ``rng`` in fixed blocks, so
+    the walk realised by a seed never depends on how long the run lasts.
+    """
+
+    __slots__ = ("kind", "_nbrs", "_deg", "_n", "_rng", "_u", "_v", "_i", "next")
+
+    def __init__(self, graph: IndexedGraph, kind: str, rng: np.random.Generator) -> None:
+        self.kind = check_scheduler(kind)
+        self._nbrs: Sequence[Sequence[int]] = graph.neighbours
+        self._deg: list[int] = [len(x) for x in graph.neighbours]
+        self._n = graph.size
+        self._rng = rng
+        self._u: list[float] = []
+        self._v: list[float] = []
+        self._i = _BLOCK
+        self.next = {
+            "metropolis-hastings": self._next_mh,
+            "simple-random-walk": self._next_srw,
+            "uniform": self._next_uniform,
+        }[kind]
+
+    def start(self, start: int | None) -> int:
+        """Index of the first holder: ``start`` if given, else uniform over the nodes."""
+        if start is not None:
+            return start
+        return int(self._rng.integers(self._n))
+
+    def _refill(self) -> None:
+        self._u = self._rng.random(_BLOCK).tolist()
+        self._v = self._rng.random(_BLOCK).tolist()
+        self._i = 0
+
+    def _next_mh(self, k: int) -> int:
+        if self._i >= _BLOCK:
+            self._refill()
+        i = self._i
+        self._i = i + 1
+        nb = self._nbrs[k]
+        d = len(nb)
+        j = nb[int(self._u[i] * d)]  # u*d < d for u < 1 (exact unless d is a power of two)
+        if self._v[i] * self._deg[j] < d:  # accept with min(1, deg(k)/deg(j))
+            return j
+        return k
+
+    def _next_srw(self, k: int) -> int:
+        if self._i >= _BLOCK:
+            self._refill()
+        i = self._i
+        self._i = i + 1
+        nb = self._nbrs[k]
+        return nb[int(self._u[i] * len(nb))]
+
+    def _next_uniform(self, k: int) -> int:
+        if self._i >= _BLOCK:
+            self._refill()
+        i = self._i
+        self._i = i + 1
+        return int(self._u[i] * self._n)

@@ -1,0 +1,42 @@
+"""Exact and theoretical walk quantities for a world, written to summary.json next to the simulation."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from . import covertime as ct
+from .errors import ConfigError
+
+THEORY_MAX_NODES = (
+    20_000  # exact hitting times by a sparse solve stay well under a second below this
+)
+
+
+def theory_for(world: Any) -> dict[str, Any]:
+    """Expected cover moves (exact where a closed form or the subset chain applies, else the
+    theoretical value of the kind if known) and the exact expected unlearning latency of each
+    requested node from a stationary start."""
+    sc = world.scenario
+    kind = sc.scheduler.kind
+    out: dict[str, Any] = {"nodes": world.nodes}
+    try:
+        exact = ct.exact_cover_moves_with_method(world.indexed, kind)
+        out["exact_cover_moves"] = exact.moves
+        out["exact_cover_method"] = exact.method
+    except ConfigError:
+        pass
+    if kind == "metropolis-hastings" or kind == "simple-random-walk":
+        params = {k: v for k, v in sc.topology.params.items() if isinstance(v, int | float)}
+        with contextlib.suppress(TypeError, ValueError):
+            out["theoretical_cover_moves"] = ct.theoretical_cover_moves(
+                sc.topology.kind, world.nodes, **params
+            )
+    if world.requests and world.nodes <= THEORY_MAX_NODES:
+        out["expected_unlearning_latency"] = {
+            str(world.indexed.labels[r.node]): ct.expected_unlearning_latency(
+                world.indexed, r.node, kind
+            )
+            for r in world.requests
+        }
+    return out

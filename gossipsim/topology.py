@@ -1,0 +1,662 @@
+"""Communication graphs for the token walk: builders for every ``[topology] kind`` and graph checks.
+
+A topology is named by a *kind* (see :data:`TOPOLOGY_KINDS`) plus ``nodes`` and kind-specific
+parameters, and built with :func:`build_topology`:
+
+``complete``, ``ring``, ``star``, ``path``, ``grid``
+    deterministic families; ``nodes`` is always the total number of nodes (a star with K nodes has
+    centre 0 and leaves 1..K-1).
+``erdos_renyi``, ``random_regular``, ``barabasi_albert``, ``watts_strogatz``, ``random_geometric``
+    random families, drawn from ``seed`` (same seed => same graph); all scale to 10^5 nodes.
+``karate``, ``florentine``, ``les_miserables``, ``davis``
+    small real social networks bundled with NetworkX, with their own node labels.
+``edgelist``, ``graphml``
+    a graph read from a file (``path``, relative to the scenario's folder).
+
+Every graph goes through :func:`check_graph`, which is also what the Python API uses for a graph
+supplied by the user: the result is a simple, undirected, connected :class:`networkx.Graph` with at
+least two nodes (self-loops are dropped with a warning; a disconnected graph is an error, because the
+token could never reach every node). Node labels read from files that look like integers become
+ints (:func:`parse_label`), so ``3`` in a scenario and ``3`` in a file name the same node.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import numpy as np
+from scipy.spatial import cKDTree
+
+from .errors import ConfigError
+
+__all__ = [
+    "TOPOLOGY_KINDS",
+    "ParamSpec",
+    "TopologySpec",
+    "build_topology",
+    "check_graph",
+    "parse_label",
+]
+
+SeedLike = int | np.random.SeedSequence | np.random.Generator | None
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One parameter of a topology kind.
+
+    Attributes
+    ----------
+    name : str
+        Key under ``[topology]`` (errors name it as ``topology.<name>``).
+    type : type
+        ``int``, ``float`` or ``str`` (an int is accepted where a float is expected; bools never).
+    description : str
+        One line for help texts.
+    default : object or None
+        Value used when the key is absent; ``None`` means there is no default (see the description
+        for keys that are derived from ``nodes``, such as the grid's ``rows`` and ``cols``).
+    check : str
+        The allowed values, as shown in error messages, e.g. ``"0 <= p <= 1"``.
+
+    Examples
+    --------
+    >>> TOPOLOGY_KINDS["erdos_renyi"].params["p"].check
+    '0 <= p <= 1'
+    """
+
+    name: str
+    type: type
+    description: str
+    default: object | None = None
+    check: str = ""
+
+
+@dataclass(frozen=True)
+class TopologySpec:
+    """What a topology kind is and which keys it takes.
+
+    Attributes
+    ----------
+    name : str
+        The ``kind`` string.
+    description : str
+        One line for help texts.
+    params : dict of str to ParamSpec
+        Kind-specific parameters (``nodes`` is not listed here; see ``needs_nodes``).
+    random : bool
+        Whether the graph is drawn from the seed.
+    needs_nodes : bool
+        Whether ``nodes`` is required (it is optional for grids given ``rows`` and ``cols``, and for
+        bundled and file graphs, where it is only checked against the real node count).
+    from_file : bool
+        Whether the graph is read from ``path``.
+
+    Examples
+    --------
+    >>> spec = TOPOLOGY_KINDS["random_regular"]
+    >>> spec.random, spec.needs_nodes, list(spec.params)
+    (True, True, ['degree'])
+    """
+
+    name: str
+    description: str
+    params: dict[str, ParamSpec]
+    random: bool = False
+    needs_nodes: bool = True
+    from_file: bool = False
+
+
+def _p(
+    name: str, type_: type, description: str, check: str, default: object | None = None
+) -> ParamSpec:
+    return ParamSpec(name=name, type=type_, description=description, default=default, check=check)
+
+
+_PROB = _p("p", float, "edge probability", "0 <= p <= 1")
+_PATH = _p("path", str, "graph file, relative to the scenario file's folder", "an existing file")
+
+_SPECS = [
+    TopologySpec("complete", "every pair of nodes is connected", {}),
+    TopologySpec("ring", "cycle 0-1-...-(K-1)-0", {}),
+    TopologySpec("star", "centre 0 connected to leaves 1..K-1", {}),
+    TopologySpec("path", "line 0-1-...-(K-1)", {}),
+    TopologySpec(
+        "grid",
+        "2-D rows x cols lattice, nodes numbered row by row",
+        {
+            "rows": _p(
+                "rows",
+                int,
+                "number of rows (required unless nodes is given: then the largest divisor of "
+                "nodes that is <= sqrt(nodes))",
+                "rows >= 1, rows * cols >= 2",
+            ),
+            "cols": _p(
+                "cols",
+                int,
+                "number of columns (required unless nodes is given: then nodes // rows)",
+                "cols >= 1, rows * cols >= 2",
+            ),
+        },
+        needs_nodes=False,
+    ),
+    TopologySpec(
+        "erdos_renyi",
+        "G(n, p): each pair connected independently with probability p",
+        {"p": _PROB},
+        random=True,
+    ),
+    TopologySpec(
+        "random_regular",
+        "uniformly random simple graph with every node of the same degree",
+        {
+            "degree": _p(
+                "degree",
+                int,
+                "degree of every node",
+                "integer 1 <= degree < nodes with nodes * degree even",
+            )
+        },
+        random=True,
+    ),
+    TopologySpec(
+        "barabasi_albert",
+        "preferential attachment: each new node links to m existing nodes",
+        {"m": _p("m", int, "edges added per new node", "integer 1 <= m < nodes")},
+        random=True,
+    ),
+    TopologySpec(
+        "watts_strogatz",
+        "small world: ring lattice of k nearest neighbours, each edge rewired with probability p",
+        {
+            "k": _p("k", int, "neighbours in the ring lattice", "even integer 2 <= k < nodes"),
+            "p": _p("p", float, "rewiring probability", "0 <= p <= 1"),
+        },
+        random=True,
+    ),
+    TopologySpec(
+        "random_geometric",
+        "uniform points in the unit square, linked when within radius (node attribute 'pos')",
+        {"radius": _p("radius", float, "connection distance", "radius > 0")},
+        random=True,
+    ),
+    TopologySpec("karate", "Zachary's karate club (34 nodes, labels 0..33)", {}, needs_nodes=False),
+    TopologySpec(
+        "florentine",
+        "Florentine families marriage network (15 nodes, family names)",
+        {},
+        needs_nodes=False,
+    ),
+    TopologySpec(
+        "les_miserables",
+        "Les Miserables character co-occurrence (77 nodes, character names)",
+        {},
+        needs_nodes=False,
+    ),
+    TopologySpec(
+        "davis",
+        "Davis southern women bipartite network (32 nodes: 18 women, 14 events)",
+        {},
+        needs_nodes=False,
+    ),
+    TopologySpec(
+        "edgelist",
+        "edge list file: 'u v [weight ...]' per line, whitespace or comma separated, '#' comments",
+        {"path": _PATH},
+        needs_nodes=False,
+        from_file=True,
+    ),
+    TopologySpec(
+        "graphml",
+        "GraphML file (node and edge attributes kept)",
+        {"path": _PATH},
+        needs_nodes=False,
+        from_file=True,
+    ),
+]
+
+TOPOLOGY_KINDS: dict[str, TopologySpec] = {spec.name: spec for spec in _SPECS}
+"""All topology kinds, in documentation order: kind name -> :class:`TopologySpec`."""
+
+_INT_RE = re.compile(r"[+-]?[0-9]+")
+
+
+def parse_label(text: str) -> int | str:
+    """A node label read from text: an int if it looks like an integer, else the stripped string.
+
+    Parameters
+    ----------
+    text : str
+        The label as written in a file (surrounding whitespace is ignored).
+
+    Returns
+    -------
+    int or str
+        ``int(text)`` for an optional sign followed by ASCII digits, otherwise the stripped text.
+
+    Examples
+    --------
+    >>> parse_label(" 12 "), parse_label("-4"), parse_label("a3"), parse_label("3.0")
+    (12, -4, 'a3', '3.0')
+    """
+    s = text.strip()
+    if _INT_RE.fullmatch(s):
+        return int(s)
+    return s
+
+
+# --------------------------------------------------------------------------------------------------
+# checks
+
+
+def check_graph(graph: nx.Graph, key: str = "topology") -> nx.Graph:
+    """Validate a user graph and return a simple, undirected, connected copy of it.
+
+    Directed graphs become undirected, parallel edges of a multigraph are collapsed into one (the
+    attributes of one of them are kept), and self-loops are dropped with a :class:`UserWarning`.
+    The input is not modified.
+
+    Parameters
+    ----------
+    graph : networkx.Graph
+        Any NetworkX graph (``Graph``, ``DiGraph``, ``MultiGraph`` or ``MultiDiGraph``).
+    key : str
+        Setting named in errors and warnings.
+
+    Returns
+    -------
+    networkx.Graph
+        A new graph with the same node labels and node, edge and graph attributes.
+
+    Raises
+    ------
+    ConfigError
+        If ``graph`` is not a NetworkX graph, has fewer than 2 nodes, or is disconnected.
+
+    Examples
+    --------
+    >>> g = check_graph(nx.DiGraph([(0, 1), (1, 2)]))
+    >>> type(g).__name__, sorted(g.edges())
+    ('Graph', [(0, 1), (1, 2)])
+    """
+    if not isinstance(graph, nx.Graph):
+        raise ConfigError(key, f"expected a networkx graph, got {type(graph).__name__}")
+    return _finish(nx.Graph(graph), key)
+
+
+def _finish(graph: nx.Graph, key: str) -> nx.Graph:
+    """:func:`check_graph` for a simple undirected graph we own: modified in place and returned."""
+    loops = list(nx.selfloop_edges(graph))
+    if loops:
+        graph.remove_edges_from(loops)
+        warnings.warn(
+            f"{key}: dropped {len(loops)} self-loop{'s' if len(loops) != 1 else ''} "
+            "(a node passing the token to itself is not an edge)",
+            UserWarning,
+            stacklevel=3,
+        )
+    n = graph.number_of_nodes()
+    if n < 2:
+        raise ConfigError(
+            key, f"the graph has {n} node{'s' if n != 1 else ''}; at least 2 are needed"
+        )
+    if not nx.is_connected(graph):
+        sizes = sorted((len(c) for c in nx.connected_components(graph)), reverse=True)
+        shown = ", ".join(str(s) for s in sizes[:10]) + (", ..." if len(sizes) > 10 else "")
+        raise ConfigError(
+            key,
+            f"the graph is disconnected ({len(sizes)} components, sizes {shown}); "
+            "the token cannot reach every node",
+        )
+    return graph
+
+
+def _check_value(spec: ParamSpec, value: object) -> int | float | str:
+    key = f"topology.{spec.name}"
+    if spec.type is int:
+        if isinstance(value, bool) or not isinstance(value, int | np.integer):
+            raise ConfigError(key, f"must be an integer, got {value!r}; allowed: {spec.check}")
+        return int(value)
+    if spec.type is float:
+        if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+            raise ConfigError(key, f"must be a number, got {value!r}; allowed: {spec.check}")
+        x = float(value)
+        if not math.isfinite(x):
+            raise ConfigError(key, f"must be a finite number, got {value!r}; allowed: {spec.check}")
+        return x
+    if not isinstance(value, str | os.PathLike):
+        raise ConfigError(key, f"must be a string, got {value!r}; allowed: {spec.check}")
+    return os.fspath(value) if isinstance(value, os.PathLike) else value
+
+
+def _check_nodes(nodes: object) -> int:
+    if isinstance(nodes, bool) or not isinstance(nodes, int | np.integer):
+        raise ConfigError("topology.nodes", f"must be an integer >= 2, got {nodes!r}")
+    if nodes < 2:
+        raise ConfigError("topology.nodes", f"must be an integer >= 2, got {nodes}")
+    return int(nodes)
+
+
+def _require(condition: bool, name: str, spec: ParamSpec, value: object, why: str = "") -> None:
+    if not condition:
+        extra = f" ({why})" if why else ""
+        raise ConfigError(f"topology.{name}", f"must be {spec.check}, got {value!r}{extra}")
+
+
+def _nx_seed(seed: SeedLike) -> int:
+    """A 32-bit int seed for NetworkX: ``seed`` and ``SeedSequence(seed)`` give the same value."""
+    if isinstance(seed, np.random.Generator):
+        return int(seed.integers(0, 2**32))
+    if isinstance(seed, np.random.SeedSequence):
+        return int(seed.generate_state(1)[0])
+    if seed is None:
+        return int(np.random.SeedSequence().generate_state(1)[0])
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise ConfigError("seed", f"must be a non-negative integer, got {seed!r}")
+    return int(np.random.SeedSequence(int(seed)).generate_state(1)[0])
+
+
+# --------------------------------------------------------------------------------------------------
+# builders
+
+
+def _grid(nodes: int | None, params: dict[str, Any]) -> nx.Graph:
+    r: int | None = params.get("rows")
+    c: int | None = params.get("cols")
+    for name, value in (("rows", r), ("cols", c)):
+        _require(value is None or value >= 1, name, TOPOLOGY_KINDS["grid"].params[name], value)
+    if nodes is None:
+        if r is None or c is None:
+            missing = "nodes" if r is None and c is None else "rows" if r is None else "cols"
+            raise ConfigError(f"topology.{missing}", "a grid needs nodes, or both rows and cols")
+    elif r is None and c is None:
+        r = max(d for d in range(1, math.isqrt(nodes) + 1) if nodes % d == 0)
+        c = nodes // r
+    elif r is None or c is None:
+        given, name = (r, "rows") if c is None else (c, "cols")
+        assert given is not None
+        if nodes % given:
+            raise ConfigError(
+                f"topology.{name}",
+                f"nodes = {nodes} is not a multiple of {name} = {given}; "
+                f"give a divisor of {nodes} or leave {name} out",
+            )
+        r, c = (given, nodes // given) if name == "rows" else (nodes // given, given)
+    elif r * c != nodes:
+        raise ConfigError(
+            "topology.nodes",
+            f"nodes = {nodes} disagrees with rows * cols = {r} * {c} = {r * c}; give matching "
+            "values or leave nodes out",
+        )
+    assert r is not None and c is not None
+    if r * c < 2:
+        raise ConfigError("topology.rows", f"a grid needs rows * cols >= 2, got {r} * {c}")
+    g = nx.Graph()
+    g.add_nodes_from(range(r * c))
+    g.add_edges_from((i * c + j, i * c + j + 1) for i in range(r) for j in range(c - 1))
+    g.add_edges_from((i * c + j, (i + 1) * c + j) for i in range(r - 1) for j in range(c))
+    return g
+
+
+def _star(n: int) -> nx.Graph:
+    return nx.star_graph(n - 1)  # networkx: centre 0 plus n - 1 leaves
+
+
+def _random_geometric(n: int, radius: float, seed: int) -> nx.Graph:
+    # networkx's own generator sorts all pairs in Python; a KD-tree with ndarray output is ~3x faster.
+    pos = np.random.default_rng(seed).random((n, 2))
+    pairs = cKDTree(pos).query_pairs(radius, output_type="ndarray")
+    g = nx.Graph()
+    g.add_nodes_from((i, {"pos": (x, y)}) for i, (x, y) in enumerate(pos.tolist()))
+    g.add_edges_from(pairs.tolist())
+    return g
+
+
+_BUNDLED: dict[str, Callable[[], nx.Graph]] = {
+    "karate": nx.karate_club_graph,
+    "florentine": nx.florentine_families_graph,
+    "les_miserables": nx.les_miserables_graph,
+    "davis": nx.davis_southern_women_graph,
+}
+
+
+def _relabel_checked(labels: Mapping[str, int | str], where: str) -> None:
+    seen: dict[int | str, str] = {}
+    for text, label in labels.items():
+        other = seen.setdefault(label, text)
+        if other != text:
+            raise ConfigError(
+                "topology.path",
+                f"{where}: node ids {other!r} and {text!r} both read as node {label!r}; "
+                "ids that look like integers become integers, so write each node one way",
+            )
+
+
+def _read_edgelist(file: Path) -> nx.Graph:
+    try:
+        text = file.read_text(encoding="utf-8-sig")  # tolerate a byte-order mark
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError("topology.path", f"cannot read edge list {str(file)!r}: {exc}") from exc
+    g = nx.Graph()
+    labels: dict[str, int | str] = {}
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        fields = [f.strip() for f in line.split(",")] if "," in line else line.split()
+        if len(fields) < 2 or not fields[0] or not fields[1]:
+            raise ConfigError(
+                "topology.path",
+                f"{file}:{lineno}: expected 'u v' (two node labels separated by whitespace or a "
+                f"comma, optionally followed by a weight), got {raw.strip()!r}",
+            )
+        u = labels.setdefault(fields[0], parse_label(fields[0]))
+        v = labels.setdefault(fields[1], parse_label(fields[1]))
+        weight = _number(fields[2]) if len(fields) > 2 else None
+        if weight is None:
+            g.add_edge(u, v)
+        else:
+            g.add_edge(u, v, weight=weight)
+    if g.number_of_edges() == 0:
+        raise ConfigError("topology.path", f"edge list {str(file)!r} has no edges")
+    _relabel_checked(labels, str(file))
+    return g
+
+
+def _number(text: str) -> float | None:
+    try:
+        x = float(text)
+    except ValueError:
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _read_graphml(file: Path) -> nx.Graph:
+    try:
+        g = nx.read_graphml(file, node_type=str)
+    except Exception as exc:  # any parse failure of a user file is a user error
+        reason = str(exc) or type(exc).__name__
+        raise ConfigError("topology.path", f"cannot read GraphML {str(file)!r}: {reason}") from exc
+    mapping = {text: parse_label(text) for text in g.nodes}
+    _relabel_checked(mapping, str(file))
+    g = nx.relabel_nodes(g, mapping, copy=True)
+    return nx.Graph(g)  # undirected, parallel edges collapsed
+
+
+def _resolve(path: str | os.PathLike[str], base_dir: str | os.PathLike[str] | None) -> Path:
+    p = Path(path).expanduser()
+    if not p.is_absolute() and base_dir is not None:
+        p = Path(base_dir).expanduser() / p
+    if not p.exists():
+        where = f" (resolved against {str(base_dir)!r})" if base_dir is not None else ""
+        raise ConfigError(
+            "topology.path", f"file {str(path)!r} does not exist{where}; give an existing file"
+        )
+    if not p.is_file():
+        raise ConfigError("topology.path", f"{str(p)!r} is not a file; give a graph file")
+    return p
+
+
+def build_topology(
+    kind: str,
+    nodes: int | None = None,
+    params: Mapping[str, object] | None = None,
+    *,
+    path: str | os.PathLike[str] | None = None,
+    base_dir: str | os.PathLike[str] | None = None,
+    seed: SeedLike = None,
+) -> nx.Graph:
+    """Build the communication graph of a ``[topology]`` table.
+
+    Parameters
+    ----------
+    kind : str
+        One of :data:`TOPOLOGY_KINDS`.
+    nodes : int, optional
+        Total number of nodes K (>= 2). Required for the generated families except ``grid`` given
+        ``rows`` and ``cols``; for bundled and file graphs it is optional and must equal the real
+        node count if given.
+    params : mapping, optional
+        Kind-specific parameters (see ``TOPOLOGY_KINDS[kind].params``); unknown keys are errors.
+    path : str or path-like, optional
+        Graph file for ``edgelist``/``graphml`` (may also be given as ``params["path"]``).
+    base_dir : str or path-like, optional
+        Folder a relative ``path`` is resolved against (the scenario file's folder); default: the
+        current directory.
+    seed : int, SeedSequence or Generator, optional
+        Randomness for the random kinds (ignored by the others). An int ``s`` and
+        ``SeedSequence(s)`` give the same graph; a Generator is advanced by one draw; ``None`` means
+        fresh entropy.
+
+    Returns
+    -------
+    networkx.Graph
+        A simple, undirected, connected graph (see :func:`check_graph`).
+
+    Raises
+    ------
+    ConfigError
+        Naming ``topology.kind``, ``topology.nodes``, ``topology.<param>``, ``topology.path`` or
+        ``topology`` (for a graph that fails :func:`check_graph`, e.g. a disconnected one).
+
+    Examples
+    --------
+    >>> g = build_topology("star", 10)
+    >>> g.number_of_nodes(), g.degree[0]
+    (10, 9)
+    >>> a = build_topology("random_regular", 100, {"degree": 3}, seed=1)
+    >>> b = build_topology("random_regular", 100, {"degree": 3}, seed=1)
+    >>> sorted(a.edges()) == sorted(b.edges())
+    True
+    """
+    spec = TOPOLOGY_KINDS.get(kind) if isinstance(kind, str) else None
+    if spec is None:
+        raise ConfigError(
+            "topology.kind", f"unknown topology {kind!r}; allowed: {', '.join(TOPOLOGY_KINDS)}"
+        )
+    given: dict[str, Any] = dict(params or {})
+    for name in given:
+        if name not in spec.params:
+            allowed = ", ".join(["nodes", *spec.params])
+            raise ConfigError(
+                f"topology.{name}",
+                f"unknown parameter {name!r} for topology {kind!r}; allowed: {allowed}",
+            )
+    if path is not None:
+        if not spec.from_file:
+            files = ", ".join(k for k, s in TOPOLOGY_KINDS.items() if s.from_file)
+            raise ConfigError(
+                "topology.path", f"a file is only read for kinds {files}, not {kind!r}"
+            )
+        if "path" in given and str(given["path"]) != os.fspath(path):
+            raise ConfigError("topology.path", f"given twice: {given['path']!r} and {path!r}")
+        given["path"] = path
+    n = None if nodes is None else _check_nodes(nodes)
+    if spec.needs_nodes and n is None:
+        raise ConfigError("topology.nodes", f"topology {kind!r} needs nodes (an integer >= 2)")
+    values: dict[str, Any] = {}
+    for name, ps in spec.params.items():
+        if name in given:
+            values[name] = _check_value(ps, given[name])
+        elif ps.default is not None:
+            values[name] = ps.default
+        elif kind != "grid":  # a grid may derive rows and cols from nodes; _grid reports the rest
+            raise ConfigError(f"topology.{name}", f"topology {kind!r} needs {name} ({ps.check})")
+
+    graph = _build(spec, n, values, base_dir, seed)
+    return _finish(graph, "topology")
+
+
+def _build(
+    spec: TopologySpec,
+    n: int | None,
+    values: dict[str, Any],
+    base_dir: str | os.PathLike[str] | None,
+    seed: SeedLike,
+) -> nx.Graph:
+    kind = spec.name
+    ps = spec.params
+    if kind == "grid":
+        return _grid(n, values)
+    if spec.from_file:
+        file = _resolve(values["path"], base_dir)
+        graph = _read_edgelist(file) if kind == "edgelist" else _read_graphml(file)
+        if n is not None and graph.number_of_nodes() != n:
+            raise ConfigError(
+                "topology.nodes",
+                f"nodes = {n} but {str(file)!r} has {graph.number_of_nodes()} nodes; "
+                "give the file's node count or leave nodes out",
+            )
+        return graph
+    if kind in _BUNDLED:
+        graph = _BUNDLED[kind]()
+        if n is not None and graph.number_of_nodes() != n:
+            raise ConfigError(
+                "topology.nodes",
+                f"topology {kind!r} has exactly {graph.number_of_nodes()} nodes, got nodes = {n}; "
+                "give that count or leave nodes out",
+            )
+        return graph
+    assert n is not None  # every other kind needs nodes (checked by build_topology)
+    if kind == "complete":
+        return nx.complete_graph(n)
+    if kind == "ring":
+        return nx.cycle_graph(n)
+    if kind == "star":
+        return _star(n)
+    if kind == "path":
+        return nx.path_graph(n)
+
+    v = values
+    if kind == "erdos_renyi":
+        _require(0.0 <= v["p"] <= 1.0, "p", ps["p"], v["p"])
+        return nx.fast_gnp_random_graph(n, v["p"], seed=_nx_seed(seed))
+    if kind == "random_regular":
+        d = v["degree"]
+        _require(1 <= d < n, "degree", ps["degree"], d, f"nodes = {n}")
+        _require(n * d % 2 == 0, "degree", ps["degree"], d, f"nodes * degree = {n * d} is odd")
+        try:
+            return nx.random_regular_graph(d, n, seed=_nx_seed(seed))
+        except nx.NetworkXError as exc:  # pragma: no cover - networkx gives up after many tries
+            raise ConfigError("topology.degree", f"could not draw the graph: {exc}") from exc
+    if kind == "barabasi_albert":
+        _require(1 <= v["m"] < n, "m", ps["m"], v["m"], f"nodes = {n}")
+        return nx.barabasi_albert_graph(n, v["m"], seed=_nx_seed(seed))
+    if kind == "watts_strogatz":
+        k = v["k"]
+        _require(2 <= k < n and k % 2 == 0, "k", ps["k"], k, f"nodes = {n}")
+        _require(0.0 <= v["p"] <= 1.0, "p", ps["p"], v["p"])
+        return nx.watts_strogatz_graph(n, k, v["p"], seed=_nx_seed(seed))
+    if kind == "random_geometric":
+        _require(v["radius"] > 0.0, "radius", ps["radius"], v["radius"])
+        return _random_geometric(n, v["radius"], _nx_seed(seed))
+    raise AssertionError(f"no builder for topology {kind!r}")  # pragma: no cover

@@ -1,0 +1,305 @@
+"""The command line: end-to-end runs, determinism across workers, and one-line errors with exit 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from gossipsim.cli import main
+from tests.helpers import to_toml
+
+SMALL = """
+[scenario]
+name = "small"
+seed = 11
+runs = 6
+iterations = 120
+
+[topology]
+kind = "ring"
+nodes = 6
+
+[model]
+kind = "beta-bernoulli"
+prior = {{ a = 2, b = 2 }}
+
+[data]
+points_per_node = 20
+theta = 0.3
+
+[compute]
+seconds_per_iteration = 0.01
+
+[links]
+rate_bps = 12800
+latency_s = 0.002
+
+[[unlearning]]
+node = 2
+at_iteration = 60
+
+[metrics]
+tolerance = 1e-10
+record_every = {record_every}
+
+[sweep]
+"topology.kind" = ["ring", "complete"]
+"""
+
+
+def _write(tmp_path: Path, text: str, name: str = "s.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def _run(args: list[str], capsys) -> tuple[int, str, str]:
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_run_writes_the_results_folder(tmp_path, capsys):
+    scenario = _write(tmp_path, SMALL.format(record_every=1))
+    out = tmp_path / "res"
+    code, stdout, _ = _run(["run", str(scenario), "--out", str(out)], capsys)
+    assert code == 0, stdout
+    for name in ("metrics.csv", "runs.csv", "requests.csv", "summary.json", "visits.csv"):
+        assert (out / name).is_file(), name
+    metrics = pd.read_csv(out / "metrics.csv")
+    assert list(metrics.columns)[:7] == [
+        "variant",
+        "run",
+        "iteration",
+        "time",
+        "holder",
+        "kl",
+        "bits",
+    ]
+    runs = pd.read_csv(out / "runs.csv")
+    assert list(runs.columns)[:8] == [
+        "variant",
+        "run",
+        "seed",
+        "cover_iteration",
+        "convergence_iteration",
+        "convergence_time",
+        "iterations",
+        "time",
+    ]
+    assert len(runs) == 12 and set(runs["variant"]) == {"ring", "complete"}
+    requests = pd.read_csv(out / "requests.csv")
+    assert list(requests.columns)[:3] == ["variant", "run", "request"]
+    assert {
+        "node",
+        "request_iteration",
+        "latency",
+        "latency_time",
+        "retrain_latency",
+        "retrain_latency_time",
+    } <= set(requests.columns)
+    summary = json.loads((out / "summary.json").read_text())
+    stats = summary["variants"]["ring"]["runs"]["cover_iteration"]
+    assert set(stats) >= {"mean", "median", "p12_5", "p87_5"}
+    assert summary["variants"]["complete"]["requests"]["latency"]["mean"] >= 1
+    plots = {p.name for p in (out / "plots").iterdir()}
+    assert {
+        "kl_vs_iteration.png",
+        "kl_vs_time.png",
+        "latency.png",
+        "unlearning_kl.png",
+        "cover_time.png",
+        "visits.png",
+    } <= plots
+    # every slot is recorded; time and bits grow
+    one = metrics[(metrics.variant == "ring") & (metrics.run == 0)]
+    assert one["iteration"].tolist() == list(range(1, 121))
+    assert one["time"].is_monotonic_increasing and one["bits"].is_monotonic_increasing
+
+
+def test_record_every_keeps_last_and_event_slots(tmp_path, capsys):
+    scenario = _write(tmp_path, SMALL.format(record_every=50))
+    out = tmp_path / "res"
+    assert _run(["run", str(scenario), "--out", str(out), "--no-plots"], capsys)[0] == 0
+    metrics = pd.read_csv(out / "metrics.csv")
+    runs = pd.read_csv(out / "runs.csv")
+    requests = pd.read_csv(out / "requests.csv")
+    for (variant, run), part in metrics.groupby(["variant", "run"]):
+        its = set(part["iteration"])
+        assert {1, 50, 100, 120} <= its
+        row = runs[(runs.variant == variant) & (runs.run == run)].iloc[0]
+        if pd.notna(row.convergence_iteration):
+            assert int(row.convergence_iteration) in its
+        for _, req in requests[(requests.variant == variant) & (requests.run == run)].iterrows():
+            if pd.notna(req.latency):
+                assert int(req.request_iteration + req.latency - 1) in its
+
+
+def test_results_identical_for_any_number_of_workers(tmp_path, capsys):
+    scenario = _write(tmp_path, SMALL.format(record_every=1))
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert (
+        _run(["run", str(scenario), "--out", str(a), "--no-plots", "--workers", "1"], capsys)[0]
+        == 0
+    )
+    assert (
+        _run(["run", str(scenario), "--out", str(b), "--no-plots", "--workers", "2"], capsys)[0]
+        == 0
+    )
+    for name in ("metrics.csv", "runs.csv", "requests.csv", "visits.csv", "summary.json"):
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+
+
+def test_missing_values_are_empty_cells(tmp_path, capsys):
+    text = (
+        SMALL.format(record_every=1)
+        .replace("iterations = 120", "iterations = 3")
+        .replace("at_iteration = 60", "at_iteration = 2")
+    )
+    scenario = _write(tmp_path, text)
+    out = tmp_path / "res"
+    assert _run(["run", str(scenario), "--out", str(out), "--no-plots"], capsys)[0] == 0
+    lines = (out / "runs.csv").read_text().splitlines()
+    assert any(",," in line for line in lines[1:])  # never-converged runs leave empty cells
+    runs = pd.read_csv(out / "runs.csv")
+    assert runs["convergence_iteration"].isna().any()
+
+
+def test_validate_list_covertime_hitting_plot(tmp_path, capsys):
+    scenario = _write(tmp_path, SMALL.format(record_every=1))
+    code, out, _ = _run(["validate", str(scenario)], capsys)
+    assert code == 0 and "valid" in out
+    code, out, _ = _run(["list"], capsys)
+    assert (
+        code == 0
+        and "barabasi_albert" in out
+        and "dirichlet-categorical" in out
+        and "metropolis-hastings" in out
+    )
+    code, out, _ = _run(
+        [
+            "covertime",
+            "--topology",
+            "complete",
+            "--nodes",
+            "10",
+            "--runs",
+            "2000",
+            "--exact",
+            "--json",
+        ],
+        capsys,
+    )
+    data = json.loads(out)
+    assert code == 0 and set(data) >= {"mean_moves", "ci95_moves", "exact_moves", "runs"}
+    assert data["exact_moves"] == pytest.approx(25.4607, abs=1e-4)
+    assert data["ci95_moves"][0] < data["mean_moves"] < data["ci95_moves"][1]
+    code, out, _ = _run(
+        ["hitting", "--topology", "karate", "--node", "0", "--runs", "2000", "--exact", "--json"],
+        capsys,
+    )
+    data = json.loads(out)
+    assert code == 0 and set(data) >= {"mean_latency", "ci95_latency", "exact_latency", "runs"}
+    res = tmp_path / "res"
+    assert _run(["run", str(scenario), "--out", str(res), "--no-plots"], capsys)[0] == 0
+    code, out, _ = _run(["plot", str(res), "--format", "svg"], capsys)
+    assert code == 0 and (res / "plots" / "kl_vs_iteration.svg").is_file()
+
+
+def _base() -> dict:
+    return {
+        "scenario": {"runs": 2, "iterations": 20},
+        "topology": {"kind": "ring", "nodes": 5},
+        "model": {"kind": "beta-bernoulli"},
+        "data": {"points_per_node": 5},
+    }
+
+
+BAD_INPUTS = [
+    ({"topology": {"kind": "hypercube", "nodes": 5}}, "topology.kind"),
+    ({"scenario": {"runz": 3}}, "scenario.runz"),
+    ({"scenario": {"runs": "many"}}, "scenario.runs"),
+    ({"scenario": {"runs": 0}}, "scenario.runs"),
+    ({"topology": {"kind": "erdos_renyi", "nodes": 5, "p": 1.5}}, "topology.p"),
+    ({"topology": {"kind": "ring", "nodes": 1}}, "topology.nodes"),
+    ({"links": {"rate_bps": -5}}, "links.rate_bps"),
+    ({"links": {"latency_s": -1}}, "links.latency_s"),
+    ({"compute": {"seconds_per_iteration": -1}}, "compute.seconds_per_iteration"),
+    ({"metrics": {"tolerance": 0}}, "metrics.tolerance"),
+    ({"metrics": {"record_every": 0}}, "metrics.record_every"),
+    ({"data": {"theta": 1.5}}, "data.theta"),
+    ({"data": {"theta": [0.1, 0.2]}}, "data.theta"),
+    ({"data": {"points_per_node": [1, 2]}}, "data.points_per_node"),
+    ({"data": {"rate": 2.0}}, "data.rate"),
+    ({"model": {"kind": "beta-bernoulli", "prior": {"a": 0, "b": 2}}}, "model.prior.a"),
+    ({"model": {"kind": "gamma-poisson", "prior": {"shape": -1}}}, "model.prior.shape"),
+    ({"model": {"kind": "beta-bernoulli", "temperature": 0}}, "model.temperature"),
+    ({"model": {"kind": "beta-poisson"}}, "model.kind"),
+    ({"unlearning": [{"node": 99, "at_iteration": 5}]}, "unlearning[0].node"),
+    ({"unlearning": [{"node": 1}]}, "unlearning[0]"),
+    ({"unlearning": [{"node": 1, "at_time": -2.0}]}, "unlearning[0].at_time"),
+    ({"topology": {"kind": "edgelist", "path": "nope.edgelist"}}, "topology.path"),
+    ({"topology": {"kind": "edgelist", "path": "two.edgelist"}}, "disconnected"),
+    ({"topology": {"kind": "graphml", "path": "garbage.graphml"}}, "topology.path"),
+    ({"scheduler": {"kind": "teleport"}}, "scheduler.kind"),
+    ({"scheduler": {"start": 42}}, "scheduler.start"),
+    ({"sweep": {"topology.nodes": 5}}, "sweep.topology.nodes"),
+    ({"extra": {"x": 1}}, "extra"),
+    ({"data": {"path": "missing.csv"}}, "data.path"),
+    ({"data": {"path": "bad.csv"}}, "data.path"),
+]
+
+
+@pytest.mark.parametrize(("override", "key"), BAD_INPUTS, ids=[k for _, k in BAD_INPUTS])
+def test_bad_input_is_one_line_exit_2_and_no_results(tmp_path, capsys, override, key):
+    (tmp_path / "two.edgelist").write_text("0 1\n2 3\n")
+    (tmp_path / "garbage.graphml").write_text("<graphml><oops")
+    (tmp_path / "bad.csv").write_text("node,x\n0,1\n1,7\n")  # 7 is not a Bernoulli observation
+    raw = _base()
+    for section, table in override.items():
+        if isinstance(table, dict) and isinstance(raw.get(section), dict) and section != "topology":
+            raw[section] = {**raw[section], **table}
+        else:
+            raw[section] = table
+    if "path" in raw["data"]:
+        raw["data"] = {"path": raw["data"]["path"]}
+    scenario = _write(tmp_path, to_toml(raw))
+    out = tmp_path / "res"
+    code, stdout, stderr = _run(["run", str(scenario), "--out", str(out)], capsys)
+    assert code == 2, stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    assert key in lines[0] and "Traceback" not in stderr
+    assert not out.exists()
+    assert [p for p in tmp_path.iterdir() if p.name.startswith(".res")] == []
+    code, _, stderr = _run(["validate", str(scenario)], capsys)
+    assert code == 2 and len(stderr.strip().splitlines()) == 1
+
+
+def test_invalid_toml_is_one_line(tmp_path, capsys):
+    scenario = _write(tmp_path, "[scenario\n")
+    code, _, stderr = _run(["run", str(scenario)], capsys)
+    assert code == 2 and "not valid TOML" in stderr and len(stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "missing.toml"],
+        ["run", "x.toml", "--workers", "0"],
+        ["covertime", "--topology", "ring", "--nodes", "1"],
+        ["covertime", "--topology", "erdos_renyi", "--nodes", "10", "--param", "p=2"],
+        ["covertime", "--topology", "ring", "--nodes", "8", "--scheduler", "teleport"],
+        ["hitting", "--topology", "ring", "--nodes", "8", "--node", "99"],
+        ["plot", "/nonexistent/folder"],
+        ["frobnicate"],
+    ],
+)
+def test_cli_argument_errors(capsys, args):
+    code = main(args)
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err

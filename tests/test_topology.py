@@ -1,0 +1,426 @@
+"""Tests for gossipsim.topology: every kind, the shipped graph files, label parsing and each error."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from gossipsim.errors import ConfigError
+from gossipsim.topology import (
+    TOPOLOGY_KINDS,
+    ParamSpec,
+    TopologySpec,
+    build_topology,
+    check_graph,
+    parse_label,
+)
+
+TOPOLOGIES = Path(__file__).resolve().parents[1] / "topologies"
+HARTFORD = TOPOLOGIES / "hartford_drug.edgelist"
+LANL = TOPOLOGIES / "lanl_routes.graphml"
+
+RANDOM_PARAMS: dict[str, dict[str, object]] = {
+    "erdos_renyi": {"p": 0.3},
+    "random_regular": {"degree": 3},
+    "barabasi_albert": {"m": 2},
+    "watts_strogatz": {"k": 4, "p": 0.2},
+    "random_geometric": {"radius": 0.6},
+}
+
+
+def edges(graph: nx.Graph) -> list[tuple[object, object]]:
+    return sorted(tuple(sorted(e)) for e in graph.edges())
+
+
+def raises_for(key: str, *args: object, **kwargs: object) -> ConfigError:
+    with pytest.raises(ConfigError) as info:
+        build_topology(*args, **kwargs)  # type: ignore[arg-type]
+    assert info.value.key == key
+    assert str(info.value).startswith(f"{key}: ")
+    return info.value
+
+
+# --- specs -----------------------------------------------------------------------------------------
+
+
+def test_kinds_registry() -> None:
+    assert list(TOPOLOGY_KINDS) == [
+        "complete",
+        "ring",
+        "star",
+        "path",
+        "grid",
+        "erdos_renyi",
+        "random_regular",
+        "barabasi_albert",
+        "watts_strogatz",
+        "random_geometric",
+        "karate",
+        "florentine",
+        "les_miserables",
+        "davis",
+        "edgelist",
+        "graphml",
+    ]
+    for name, spec in TOPOLOGY_KINDS.items():
+        assert isinstance(spec, TopologySpec) and spec.name == name and spec.description
+        for pname, ps in spec.params.items():
+            assert isinstance(ps, ParamSpec) and ps.name == pname
+            assert ps.type in (int, float, str) and ps.check
+    assert {k for k, s in TOPOLOGY_KINDS.items() if s.random} == set(RANDOM_PARAMS)
+    assert {k for k, s in TOPOLOGY_KINDS.items() if s.from_file} == {"edgelist", "graphml"}
+
+
+# --- deterministic kinds -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "n_edges"), [("complete", 45), ("ring", 10), ("star", 9), ("path", 9)]
+)
+def test_simple_kinds(kind: str, n_edges: int) -> None:
+    g = build_topology(kind, 10)
+    assert type(g) is nx.Graph
+    assert sorted(g.nodes) == list(range(10))
+    assert g.number_of_edges() == n_edges
+    assert nx.is_connected(g)
+
+
+def test_star_hides_networkx_offset() -> None:
+    g = build_topology("star", 10)
+    assert g.number_of_nodes() == 10
+    assert g.degree[0] == 9
+    assert all(g.degree[i] == 1 for i in range(1, 10))
+
+
+def test_two_node_graphs() -> None:
+    for kind in ("complete", "ring", "star", "path"):
+        assert edges(build_topology(kind, 2)) == [(0, 1)]
+
+
+@pytest.mark.parametrize(
+    ("nodes", "params", "shape"),
+    [
+        (12, {}, (3, 4)),
+        (16, {}, (4, 4)),
+        (7, {}, (1, 7)),  # prime: a 1 x 7 grid
+        (None, {"rows": 2, "cols": 5}, (2, 5)),
+        (12, {"rows": 2}, (2, 6)),
+        (12, {"cols": 2}, (6, 2)),
+        (12, {"rows": 3, "cols": 4}, (3, 4)),
+    ],
+)
+def test_grid_shape(nodes: int | None, params: dict[str, int], shape: tuple[int, int]) -> None:
+    rows, cols = shape
+    g = build_topology("grid", nodes, params)
+    assert sorted(g.nodes) == list(range(rows * cols))
+    assert g.number_of_edges() == rows * (cols - 1) + (rows - 1) * cols
+    # row-major numbering: node i*cols + j is (i, j) of networkx's grid
+    expected = nx.relabel_nodes(nx.grid_2d_graph(rows, cols), lambda ij: ij[0] * cols + ij[1])
+    assert edges(g) == edges(expected)
+
+
+def test_grid_errors() -> None:
+    raises_for("topology.nodes", "grid", 12, {"rows": 3, "cols": 5})
+    raises_for("topology.rows", "grid", 12, {"rows": 5})
+    raises_for("topology.cols", "grid", None, {"rows": 3})
+    raises_for("topology.nodes", "grid", None, {})
+    raises_for("topology.rows", "grid", None, {"rows": 0, "cols": 4})
+    raises_for("topology.rows", "grid", None, {"rows": 1, "cols": 1})
+
+
+# --- random kinds --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", list(RANDOM_PARAMS))
+def test_random_kinds_deterministic(kind: str) -> None:
+    params = RANDOM_PARAMS[kind]
+    a = build_topology(kind, 40, params, seed=7)
+    b = build_topology(kind, 40, params, seed=7)
+    assert sorted(a.nodes) == list(range(40))
+    assert nx.is_connected(a)
+    assert edges(a) == edges(b)
+    # an int seed and SeedSequence(int) agree; Generators with the same state agree
+    assert edges(build_topology(kind, 40, params, seed=np.random.SeedSequence(7))) == edges(a)
+    g1 = build_topology(kind, 40, params, seed=np.random.default_rng(3))
+    g2 = build_topology(kind, 40, params, seed=np.random.default_rng(3))
+    assert edges(g1) == edges(g2)
+    others = [edges(build_topology(kind, 40, params, seed=s)) for s in range(1, 4)]
+    assert any(e != edges(a) for e in others)
+
+
+def test_random_regular_degrees() -> None:
+    g = build_topology("random_regular", 1000, {"degree": 3}, seed=1)
+    assert g.number_of_nodes() == 1000
+    assert {d for _, d in g.degree} == {3}
+
+
+def test_random_geometric_positions() -> None:
+    g = build_topology("random_geometric", 200, {"radius": 0.2}, seed=2)
+    for u, v in g.edges():
+        (x1, y1), (x2, y2) = g.nodes[u]["pos"], g.nodes[v]["pos"]
+        assert math.hypot(x1 - x2, y1 - y2) <= 0.2
+    pos = np.array([g.nodes[i]["pos"] for i in range(200)])
+    assert pos.min() >= 0 and pos.max() < 1
+
+
+def test_float_params_accept_ints() -> None:
+    g = build_topology("erdos_renyi", 5, {"p": 1}, seed=1)
+    assert g.number_of_edges() == 10
+
+
+# --- bundled graphs ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "count", "label"),
+    [
+        ("karate", 34, 0),
+        ("florentine", 15, "Medici"),
+        ("les_miserables", 77, "Valjean"),
+        ("davis", 32, "E1"),
+    ],
+)
+def test_bundled_graphs(kind: str, count: int, label: object) -> None:
+    g = build_topology(kind)
+    assert g.number_of_nodes() == count
+    assert label in g
+    assert nx.is_connected(g)
+    assert build_topology(kind, count).number_of_nodes() == count
+
+
+def test_bundled_nodes_mismatch() -> None:
+    err = raises_for("topology.nodes", "karate", 30)
+    assert "34" in str(err)
+
+
+# --- files ---------------------------------------------------------------------------------------
+
+
+def test_shipped_hartford() -> None:
+    g = build_topology("edgelist", path=HARTFORD)
+    assert (g.number_of_nodes(), g.number_of_edges()) == (193, 273)
+    assert nx.is_connected(g)
+    assert all(isinstance(n, int) for n in g.nodes)
+    assert build_topology("edgelist", 193, {"path": str(HARTFORD)}).number_of_nodes() == 193
+
+
+def test_shipped_lanl() -> None:
+    g = build_topology("graphml", path=LANL)
+    assert (g.number_of_nodes(), g.number_of_edges()) == (1281, 1296)
+    assert nx.is_connected(g)
+    assert all(isinstance(n, int) for n in g.nodes)
+    assert g.nodes[0]["rtt_ms"] == 0.0
+    assert all(isinstance(d["rtt_ms"], float) for _, d in g.nodes(data=True))
+
+
+def test_relative_path_resolves_against_base_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    g = build_topology("edgelist", path="hartford_drug.edgelist", base_dir=TOPOLOGIES)
+    assert g.number_of_nodes() == 193
+    scenarios = tmp_path / "scenarios"
+    scenarios.mkdir()
+    (tmp_path / "topologies").mkdir()
+    (tmp_path / "topologies" / "h.edgelist").write_text(HARTFORD.read_text())
+    g = build_topology("edgelist", path="../topologies/h.edgelist", base_dir=scenarios)
+    assert g.number_of_nodes() == 193
+    # without base_dir: the current directory
+    (tmp_path / "g.edgelist").write_text("0 1\n1 2\n")
+    monkeypatch.chdir(tmp_path)
+    assert build_topology("edgelist", path="g.edgelist").number_of_nodes() == 3
+    raises_for("topology.path", "edgelist", path="g.edgelist", base_dir=scenarios)
+
+
+def test_edgelist_format(tmp_path: Path) -> None:
+    f = tmp_path / "g.csv"
+    f.write_text("# header\n3 4\n4,a3, 2.5\n\n a3\t3 x  # trailing comment\n3.0 3 7\n")
+    g = build_topology("edgelist", path=f)
+    assert 3 in g and "3" not in g  # integer-looking labels become ints
+    assert set(g.nodes) == {3, 4, "a3", "3.0"}
+    assert g.edges[4, "a3"]["weight"] == 2.5
+    assert "weight" not in g.edges["a3", 3]  # non-numeric extra column ignored
+    assert g.edges["3.0", 3]["weight"] == 7.0
+
+
+def test_integer_label_agreement(tmp_path: Path) -> None:
+    f = tmp_path / "g.edgelist"
+    f.write_text("3 4\n")
+    g = build_topology("edgelist", path=f)
+    assert 3 in g and isinstance(next(iter(g.nodes)), int)
+    gml = tmp_path / "g.graphml"
+    nx.write_graphml(nx.Graph([("3", "b"), ("b", "-4")]), gml)
+    assert set(build_topology("graphml", path=gml).nodes) == {3, "b", -4}
+
+
+def test_label_collision(tmp_path: Path) -> None:
+    f = tmp_path / "g.edgelist"
+    f.write_text("3 03\n03 4\n")
+    raises_for("topology.path", "edgelist", path=f)
+
+
+def test_directed_multigraph_graphml(tmp_path: Path) -> None:
+    gml = tmp_path / "d.graphml"
+    nx.write_graphml(nx.MultiDiGraph([(1, 2), (2, 1), (1, 2), (2, 3)]), gml)
+    g = build_topology("graphml", path=gml)
+    assert type(g) is nx.Graph and edges(g) == [(1, 2), (2, 3)]
+
+
+def test_file_errors(tmp_path: Path) -> None:
+    err = raises_for("topology.path", "edgelist", path=tmp_path / "missing.edgelist")
+    assert "does not exist" in str(err)
+    bad = tmp_path / "bad.graphml"
+    bad.write_text("<graphml><graph><node id='1'>this is not graphml")
+    err = raises_for("topology.path", "graphml", path=bad)
+    assert "cannot read GraphML" in str(err)
+    one = tmp_path / "one.edgelist"
+    one.write_text("1 2\n3\n")
+    assert ":2:" in str(raises_for("topology.path", "edgelist", path=one))
+    binary = tmp_path / "bin.edgelist"
+    binary.write_bytes(b"\xff\xfe\x00\x01")
+    raises_for("topology.path", "edgelist", path=binary)
+    empty = tmp_path / "empty.edgelist"
+    empty.write_text("# nothing\n")
+    raises_for("topology.path", "edgelist", path=empty)
+    raises_for("topology.path", "edgelist", path=tmp_path)
+    raises_for("topology.path", "edgelist")  # missing
+    raises_for("topology.path", "ring", 5, path=HARTFORD)
+    raises_for("topology.nodes", "edgelist", 100, path=HARTFORD)
+    raises_for("topology.nodes", "graphml", 100, path=LANL)
+
+
+# --- parse_label ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "label"),
+    [
+        ("3", 3),
+        (" 12 ", 12),
+        ("-4", -4),
+        ("+5", 5),
+        ("0", 0),
+        ("a3", "a3"),
+        ("3.0", "3.0"),
+        ("1e3", "1e3"),
+        ("1_000", "1_000"),
+        (" x y ", "x y"),
+        ("", ""),
+    ],
+)
+def test_parse_label(text: str, label: object) -> None:
+    got = parse_label(text)
+    assert got == label and type(got) is type(label)
+
+
+# --- check_graph ---------------------------------------------------------------------------------
+
+
+def test_self_loops_dropped_with_warning() -> None:
+    g = nx.Graph([(0, 1), (1, 1), (2, 2), (1, 2)])
+    with pytest.warns(UserWarning, match="dropped 2 self-loops"):
+        h = check_graph(g)
+    assert nx.number_of_selfloops(h) == 0
+    assert nx.number_of_selfloops(g) == 2  # input untouched
+    assert h is not g
+
+
+def test_self_loop_in_file_warns(tmp_path: Path) -> None:
+    f = tmp_path / "g.edgelist"
+    f.write_text("1 1\n1 2\n")
+    with pytest.warns(UserWarning, match="topology: dropped 1 self-loop"):
+        g = build_topology("edgelist", path=f)
+    assert edges(g) == [(1, 2)]
+
+
+def test_check_graph_converts() -> None:
+    d = nx.DiGraph([(0, 1), (1, 0), (1, 2)])
+    d.nodes[0]["x"] = 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        g = check_graph(d)
+    assert type(g) is nx.Graph and edges(g) == [(0, 1), (1, 2)]
+    assert g.nodes[0]["x"] == 1
+    m = nx.MultiGraph([(0, 1), (0, 1), (1, 2)])
+    assert check_graph(m).number_of_edges() == 2
+
+
+def test_check_graph_errors() -> None:
+    g = nx.Graph([(0, 1), (2, 3), (3, 4)])
+    g.add_node(5)
+    with pytest.raises(ConfigError) as info:
+        check_graph(g, key="graph")
+    assert str(info.value) == (
+        "graph: the graph is disconnected (3 components, sizes 3, 2, 1); "
+        "the token cannot reach every node"
+    )
+    for bad in (nx.Graph(), nx.empty_graph(1)):
+        with pytest.raises(ConfigError, match="^topology: .*at least 2"):
+            check_graph(bad)
+    with pytest.raises(ConfigError, match="^topology: expected a networkx graph"):
+        check_graph([(0, 1)])
+
+
+# --- errors --------------------------------------------------------------------------------------
+
+
+def test_unknown_kind() -> None:
+    err = raises_for("topology.kind", "hypercube", 8)
+    assert "'hypercube'" in str(err) and "complete, ring, star, path, grid" in str(err)
+
+
+def test_unknown_param() -> None:
+    err = raises_for("topology.q", "erdos_renyi", 10, {"q": 0.5})
+    assert "allowed: nodes, p" in str(err)
+    raises_for("topology.p", "ring", 10, {"p": 0.5})
+
+
+def test_param_ranges_and_types() -> None:
+    err = raises_for("topology.p", "erdos_renyi", 10, {"p": 1.5}, seed=1)
+    assert "0 <= p <= 1" in str(err)
+    raises_for("topology.p", "erdos_renyi", 10, {"p": -0.1}, seed=1)
+    raises_for("topology.p", "erdos_renyi", 10, {"p": "high"}, seed=1)
+    raises_for("topology.p", "erdos_renyi", 10, {"p": float("nan")}, seed=1)
+    raises_for("topology.p", "watts_strogatz", 10, {"k": 2, "p": 2.0}, seed=1)
+    raises_for("topology.k", "watts_strogatz", 10, {"k": 3, "p": 0.1}, seed=1)
+    raises_for("topology.k", "watts_strogatz", 10, {"k": 10, "p": 0.1}, seed=1)
+    raises_for("topology.m", "barabasi_albert", 10, {"m": 10}, seed=1)
+    raises_for("topology.m", "barabasi_albert", 10, {"m": 0}, seed=1)
+    raises_for("topology.radius", "random_geometric", 10, {"radius": 0.0}, seed=1)
+    raises_for("topology.degree", "random_regular", 10, {"degree": 2.0}, seed=1)
+    raises_for("topology.degree", "random_regular", 10, {"degree": True}, seed=1)
+    raises_for("topology.degree", "random_regular", 10, {"degree": 10}, seed=1)
+
+
+def test_degree_times_nodes_odd() -> None:
+    err = raises_for("topology.degree", "random_regular", 11, {"degree": 3}, seed=1)
+    assert "odd" in str(err)
+
+
+def test_missing_param() -> None:
+    err = raises_for("topology.degree", "random_regular", 10)
+    assert "needs degree" in str(err)
+
+
+@pytest.mark.parametrize("nodes", [1, 0, -3, 2.5, True, "10"])
+def test_bad_nodes(nodes: object) -> None:
+    raises_for("topology.nodes", "ring", nodes)
+
+
+def test_nodes_required() -> None:
+    raises_for("topology.nodes", "complete")
+    raises_for("topology.nodes", "erdos_renyi", None, {"p": 0.5})
+
+
+def test_disconnected_random_graph() -> None:
+    err = raises_for("topology", "erdos_renyi", 20, {"p": 0.0}, seed=1)
+    assert "disconnected (20 components" in str(err)
+    assert "cannot reach every node" in str(err)
+
+
+def test_bad_seed() -> None:
+    raises_for("seed", "erdos_renyi", 10, {"p": 0.5}, seed=-1)
