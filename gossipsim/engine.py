@@ -116,10 +116,12 @@ def run_token(
         s = 0.0  # start time of the current slot
         total_bits = 0.0
         due = env.peek()  # time of the next event of any other process
+        next_at = min(by_iteration, default=0)  # next slot with a per-iteration request
         for slot in range(1, iterations + 1):
-            if pending or slot in by_iteration:
+            if pending or slot == next_at:
                 for r in by_iteration.pop(slot, ()):
                     pending.append((r, s))
+                next_at = min(by_iteration, default=0)
                 pending.sort()
                 for r, arrived in pending:
                     protocol.on_request(requests[r].node, slot)

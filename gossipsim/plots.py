@@ -110,11 +110,7 @@ def plot_kl_vs_iteration(
         fig, ax = _figure()
         for i, variant in enumerate(variants):
             grid, values = _band_matrix(metrics, variant, "kl")
-            values = np.maximum(values, floor)
-            lo, hi = _band(values)
-            color = f"C{i}"
-            ax.plot(grid, _center(values, statistic), color=color, label=variant)
-            ax.fill_between(grid, lo, hi, color=color, alpha=0.2, linewidth=0)
+            _draw_band(ax, grid, np.maximum(values, floor), statistic, f"C{i}", variant)
         _finish_kl_axes(ax, tolerance, floor, statistic, "iteration (slot)", title)
         return _save(fig, path)
 
@@ -145,13 +141,26 @@ def plot_kl_vs_time(
                 idx = np.searchsorted(t, grid, side="right") - 1
                 vals = np.where(idx >= 0, kl[np.clip(idx, 0, None)], np.nan)
                 rows.append(vals)
-            values = np.maximum(np.asarray(rows), floor)
-            lo, hi = _band(values)
-            color = f"C{i}"
-            ax.plot(grid, _center(values, statistic), color=color, label=variant)
-            ax.fill_between(grid, lo, hi, color=color, alpha=0.2, linewidth=0)
+            _draw_band(ax, grid, np.maximum(np.asarray(rows), floor), statistic, f"C{i}", variant)
         _finish_kl_axes(ax, tolerance, floor, statistic, "simulated time (s)", title)
         return _save(fig, path)
+
+
+def _draw_band(
+    ax: Axes,
+    x: np.ndarray,
+    values: np.ndarray,
+    statistic: str,
+    color: str,
+    label: str,
+    *,
+    linestyle: str = "-",
+    alpha: float = 0.2,
+) -> None:
+    """The centre line (median or mean over runs) and the shaded 75% band."""
+    lo, hi = _band(values)
+    ax.plot(x, _center(values, statistic), color=color, linestyle=linestyle, label=label)
+    ax.fill_between(x, lo, hi, color=color, alpha=alpha, linewidth=0)
 
 
 def _finish_kl_axes(
@@ -197,15 +206,8 @@ def plot_unlearning_kl(
             color = f"C{i}"
             for values, style, name in ((main, "-", "unlearning"), (retrain, "--", "retrain")):
                 v = np.maximum(values[:, keep], floor)
-                lo, hi = _band(v)
-                ax.plot(
-                    grid[keep],
-                    _center(v, statistic),
-                    color=color,
-                    linestyle=style,
-                    label=f"{variant}: {name}",
-                )
-                ax.fill_between(grid[keep], lo, hi, color=color, alpha=0.12, linewidth=0)
+                label = f"{variant}: {name}" if len(variants) > 1 else name
+                _draw_band(ax, grid[keep], v, statistic, color, label, linestyle=style, alpha=0.12)
         _finish_kl_axes(
             ax,
             tolerance,
@@ -243,14 +245,15 @@ def plot_latency(requests: pd.DataFrame, variants: Sequence[str], path: Path) ->
                     where="post",
                     color=color,
                     linestyle=style,
-                    label=f"{variant}: {name} (mean {mean:.3g})",
+                    label=(f"{variant}: " if len(variants) > 1 else "")
+                    + f"{name} (mean {mean:.3g})",
                 )
                 ax.axvline(mean, color=color, linestyle=style, linewidth=0.7, alpha=0.7)
         ax.set_xscale("log")
         ax.set_xlabel("latency (slots, log scale)")
         ax.set_ylabel("fraction of requests served")
         ax.set_title("Unlearning vs retrain latency (ECDF; vertical lines: means)")
-        ax.legend(frameon=False)
+        ax.legend(frameon=False, loc="upper left")
         ax.grid(True, alpha=0.3)
         return _save(fig, path)
 
@@ -302,19 +305,24 @@ def plot_cover_time(runs: pd.DataFrame, summary: dict[str, Any], path: Path) -> 
                     color=color,
                     label=f"{kind} (simulated)",
                 )
-                ref = part["exact"].where(part["exact"].notna(), part["theory"])
-                if ref.notna().any():
+                exact = part["exact"].notna()
+                if exact.any():  # exact expectation: closed form or subset chain
+                    ax.plot(part["nodes"][exact], part["exact"][exact], color=color, linewidth=0.9)
+                asymptotic = part["exact"].isna() & part["theory"].notna()
+                if asymptotic.any():  # only an asymptotic formula is known at these sizes
                     ax.plot(
-                        part["nodes"][ref.notna()],
-                        ref[ref.notna()],
+                        part["nodes"][asymptotic],
+                        part["theory"][asymptotic],
                         color=color,
-                        linestyle="-",
                         linewidth=0.9,
+                        linestyle="--",
                     )
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.set_xlabel("number of nodes K")
-            ax.plot([], [], color="0.3", linestyle="-", label="exact / theory")
+            ax.plot([], [], color="0.3", linestyle="-", label="exact expectation")
+            if table["exact"].isna().any() and table["theory"].notna().any():
+                ax.plot([], [], color="0.3", linestyle="--", label="asymptotic theory")
         else:
             pos = np.arange(len(table))
             ax.errorbar(
@@ -366,9 +374,13 @@ def plot_visits(visits: pd.DataFrame, graphs: dict[str, nx.Graph], path: Path) -
     rows = math.ceil(n / cols)
     with plt.rc_context(_STYLE):
         fig, axes = plt.subplots(
-            rows, cols, figsize=(COLUMN_WIDTH_IN * cols / 1.5, 2.4 * rows), squeeze=False
+            rows, cols, figsize=(COLUMN_WIDTH_IN * max(cols, 1.5) / 1.5, 2.6 * rows), squeeze=False
         )
-        vmax = float(visits["share"].max()) if len(visits) else 1.0
+        shown = visits[visits["variant"].isin([v for v, _ in drawable])]["share"]
+        vmin = float(shown.min()) if len(shown) else 0.0
+        vmax = float(shown.max()) if len(shown) else 1.0
+        vmax = vmax if vmax > vmin else vmin + 1e-12
+        size = 8 + 60 * 34 / max(max(g.number_of_nodes() for _, g in drawable), 34)
         mappable = None
         for ax, (variant, graph) in zip(axes.flat, drawable, strict=False):
             part = visits.loc[visits["variant"] == variant]
@@ -384,13 +396,16 @@ def plot_visits(visits: pd.DataFrame, graphs: dict[str, nx.Graph], path: Path) -
                 graph,
                 pos,
                 ax=ax,
-                node_size=20 + 400 * values / max(vmax, 1e-12),
+                node_size=size * (0.5 + (values - vmin) / (vmax - vmin)),
                 node_color=values,
                 cmap="viridis",
-                vmin=0.0,
+                vmin=vmin,
                 vmax=vmax,
+                edgecolors="0.3",
+                linewidths=0.3,
             )
             ax.set_title(variant)
+            ax.margins(0.08)
             ax.set_axis_off()
         for ax in list(axes.flat)[n:]:
             ax.set_axis_off()
@@ -398,7 +413,7 @@ def plot_visits(visits: pd.DataFrame, graphs: dict[str, nx.Graph], path: Path) -
             fig.colorbar(
                 mappable, ax=axes.ravel().tolist(), shrink=0.8, label="share of token visits"
             )
-        fig.suptitle("Share of slots each node held the token")
+        fig.suptitle("Share of slots each node held the token (summed over runs)", y=1.02)
         return _save(fig, path)
 
 

@@ -356,7 +356,9 @@ def iterate_runs(
                 progress(1)
             yield out
         return
-    chunk = max(1, min(64, len(tasks) // (workers * 8)))
+    # small chunks: run lengths differ widely across variants (a star of 1,000 nodes vs a complete
+    # graph of 10), and large chunks would leave one worker with all the long runs
+    chunk = max(1, min(8, len(tasks) // (workers * 64)))
     with ProcessPoolExecutor(
         max_workers=workers, initializer=_init_worker, initargs=(study,)
     ) as pool:

@@ -8,15 +8,16 @@ from typing import Any
 from . import covertime as ct
 from .errors import ConfigError
 
-THEORY_MAX_NODES = (
-    20_000  # exact hitting times by a sparse solve stay well under a second below this
-)
+# exact hitting times by a sparse solve stay well under a second below this size
+THEORY_MAX_NODES = 20_000
+# all-pairs hitting times for Matthews' bounds: about a second at this size
+MATTHEWS_SUMMARY_MAX_NODES = 2_000
 
 
 def theory_for(world: Any) -> dict[str, Any]:
-    """Expected cover moves (exact where a closed form or the subset chain applies, else the
-    theoretical value of the kind if known) and the exact expected unlearning latency of each
-    requested node from a stationary start."""
+    """Expected cover moves (exact where a closed form or the subset chain applies; otherwise
+    Matthews' bounds for graphs up to 2,000 nodes), the theoretical value of the kind if known, and
+    the exact expected unlearning latency of each requested node from a stationary start."""
     sc = world.scenario
     kind = sc.scheduler.kind
     out: dict[str, Any] = {"nodes": world.nodes}
@@ -25,7 +26,9 @@ def theory_for(world: Any) -> dict[str, Any]:
         out["exact_cover_moves"] = exact.moves
         out["exact_cover_method"] = exact.method
     except ConfigError:
-        pass
+        if world.nodes <= MATTHEWS_SUMMARY_MAX_NODES:
+            lo, hi = ct.matthews_bounds(world.indexed, kind)
+            out["matthews_cover_moves"] = [lo, hi]
     if kind == "metropolis-hastings" or kind == "simple-random-walk":
         params = {k: v for k, v in sc.topology.params.items() if isinstance(v, int | float)}
         with contextlib.suppress(TypeError, ValueError):

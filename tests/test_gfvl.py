@@ -78,7 +78,9 @@ def test_star_cover_time_matches_exact_subset_chain():
     )
     res = gs.run(raw)
     moves = res.runs["cover_iteration"].to_numpy(dtype=float) - 1
-    exact = gs.exact_cover_moves(gs.build_topology("star", 6), "metropolis-hastings")
+    exact = gs.exact_cover_moves(
+        gs.build_topology("star", 6), "metropolis-hastings", method="subset-chain"
+    )
     assert abs(moves.mean() - exact) < 4 * moves.std(ddof=1) / math.sqrt(moves.size)
 
 
@@ -156,3 +158,43 @@ def test_other_conjugate_models_converge_exactly():
         assert (res.runs["convergence_iteration"] == res.runs["cover_iteration"]).all(), model[
             "kind"
         ]
+
+
+def test_engine_latency_on_a_real_graph_matches_exact_hitting_times():
+    """Florentine families (15 nodes, MH walk): the engine's mean unlearning latency for a request at
+    slot 1500 (runs converged, stationary holder) matches 1 + Σ_v π(v)·H(v, k) within 4 standard errors."""
+    raw = base_scenario(
+        scenario={
+            "name": "t",
+            "seed": 21,
+            "runs": 400,
+            "iterations": 20000,
+            "stop_when_done": True,
+        },
+        topology={"kind": "florentine"},
+        unlearning=[{"node": "Pazzi", "at_iteration": 1500}],
+    )
+    res = gs.run(raw)
+    assert res.runs["cover_iteration"].max() < 1500  # every run had converged when the request came
+    lat = res.requests["latency"].to_numpy(dtype=float)
+    exact = res.theory["t"]["expected_unlearning_latency"]["Pazzi"]
+    graph = gs.build_topology("florentine")
+    assert exact == pytest.approx(
+        gs.expected_unlearning_latency(graph, list(graph.nodes).index("Pazzi"))
+    )
+    assert abs(lat.mean() - exact) < 4 * lat.std(ddof=1) / math.sqrt(lat.size)
+    # 15 nodes: the exact expected cover time comes from the subset chain; the engine agrees
+    moves = res.runs["cover_iteration"].to_numpy(dtype=float) - 1
+    exact_cover = res.theory["t"]["exact_cover_moves"]
+    assert res.theory["t"]["exact_cover_method"] == "subset-chain"
+    assert abs(moves.mean() - exact_cover) < 4 * moves.std(ddof=1) / math.sqrt(moves.size)
+
+
+def test_summary_gives_matthews_bounds_beyond_the_exact_limit():
+    raw = base_scenario(
+        scenario={"name": "t", "seed": 2, "runs": 2, "iterations": 10}, topology={"kind": "karate"}
+    )
+    theory = gs.run(raw).theory["t"]
+    lo, hi = theory["matthews_cover_moves"]
+    assert 0 < lo < hi
+    assert "exact_cover_moves" not in theory
