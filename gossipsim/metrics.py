@@ -16,37 +16,58 @@ per slot) and looked up at any slot.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .protocols.base import StateTrace
 
-KLFunction = Callable[[np.ndarray, np.ndarray], np.ndarray]
+if TYPE_CHECKING:
+    from .models.base import Target
 
 
 @dataclass(frozen=True)
 class Segments:
-    """A piecewise-constant function of the slot: ``values[m]`` holds on slots
-    ``starts[m] .. starts[m+1] - 1`` (the last segment runs to the end of the run)."""
+    """A piecewise-constant function of the slot: ``kl[m]`` holds on slots
+    ``starts[m] .. starts[m+1] - 1`` (the last segment runs to the end of the run).
+
+    ``best[m]`` is the best-in-family KL of the target in force (NaN when the target is in the
+    family); with ``excess`` the thresholds apply to ``kl − best`` instead of ``kl``.
+    """
 
     starts: np.ndarray
-    values: np.ndarray
+    kl: np.ndarray
+    best: np.ndarray
+    excess: bool = False
 
-    def at(self, slots: np.ndarray) -> np.ndarray:
+    @property
+    def values(self) -> np.ndarray:
+        """What the tolerance is compared with."""
+        return self.kl - np.nan_to_num(self.best) if self.excess else self.kl
+
+    def _lookup(self, series: np.ndarray, slots: np.ndarray) -> np.ndarray:
         idx = np.searchsorted(self.starts, np.asarray(slots), side="right") - 1
         out = np.full(idx.shape, np.nan)
         ok = idx >= 0
-        out[ok] = self.values[idx[ok]]
+        out[ok] = series[idx[ok]]
         return out
+
+    def at(self, slots: np.ndarray) -> np.ndarray:
+        """KL at each of ``slots`` (NaN before the first segment)."""
+        return self._lookup(self.kl, slots)
+
+    def best_at(self, slots: np.ndarray) -> np.ndarray:
+        return self._lookup(self.best, slots)
 
     def first_at_or_below(self, threshold: float, from_slot: int = 1) -> int | None:
         """First slot ≥ ``from_slot`` where the value is ≤ ``threshold``; None if there is none."""
+        values = self.values
         idx = int(np.searchsorted(self.starts, from_slot, side="right") - 1)
-        if idx >= 0 and self.values[idx] <= threshold:
+        if idx >= 0 and values[idx] <= threshold:
             return from_slot
-        later = np.flatnonzero(self.values[idx + 1 :] <= threshold)
+        later = np.flatnonzero(values[idx + 1 :] <= threshold)
         if later.size == 0:
             return None
         return int(self.starts[idx + 1 + later[0]])
@@ -55,9 +76,10 @@ class Segments:
 def kl_segments(
     trace: StateTrace,
     target_slots: np.ndarray,
-    targets: np.ndarray,
-    kl: KLFunction,
+    targets: Sequence[Target],
     first_slot: int = 1,
+    *,
+    excess: bool = False,
 ) -> Segments:
     """KL(q ‖ target) as a piecewise-constant function of the slot, from ``first_slot`` on.
 
@@ -72,8 +94,14 @@ def kl_segments(
     )
     state_idx = np.searchsorted(slots, starts, side="right") - 1
     target_idx = np.searchsorted(target_slots, starts, side="right") - 1
-    values = kl(states[state_idx], targets[target_idx])
-    return Segments(starts.astype(np.int64), np.asarray(values, dtype=float))
+    kl = np.empty(starts.size)
+    best = np.full(starts.size, np.nan)
+    for t in np.unique(target_idx):  # one vectorised call per target
+        mask = target_idx == t
+        kl[mask] = targets[t].kl(states[state_idx[mask]])
+        if targets[t].best_family_kl is not None:
+            best[mask] = targets[t].best_family_kl
+    return Segments(starts.astype(np.int64), kl, best, excess)
 
 
 def recorded_slots(n_slots: int, every: int, extra: list[int]) -> np.ndarray:

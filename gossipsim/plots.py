@@ -103,15 +103,36 @@ def plot_kl_vs_iteration(
     statistic: str = "median",
     tolerance: float | None = None,
     title: str = "",
+    x_scale: dict[str, float] | None = None,
+    xlabel: str = "iteration (slot)",
 ) -> Path:
-    """KL(q ‖ target) vs slot: ``statistic`` over runs and the 75% band, one line per variant."""
+    """KL(q ‖ target) vs slot: ``statistic`` over runs and the 75% band, one line per variant.
+
+    ``x_scale`` multiplies each variant's slots (e.g. by L for total local iterations L·i, Fig. 4).
+    Where the target lies outside the family, its best-in-family KL is drawn dashed.
+    """
     floor = _floor(tolerance)
     with plt.rc_context(_STYLE):
         fig, ax = _figure()
+        best_drawn = False
         for i, variant in enumerate(variants):
             grid, values = _band_matrix(metrics, variant, "kl")
-            _draw_band(ax, grid, np.maximum(values, floor), statistic, f"C{i}", variant)
-        _finish_kl_axes(ax, tolerance, floor, statistic, "iteration (slot)", title)
+            x = grid * (x_scale or {}).get(variant, 1.0)
+            _draw_band(ax, x, np.maximum(values, floor), statistic, f"C{i}", variant)
+            if "best_family_kl" in metrics.columns:
+                _, best = _band_matrix(metrics, variant, "best_family_kl")
+                if np.isfinite(best).any():
+                    label = None if best_drawn else "best in family"
+                    ax.plot(
+                        x,
+                        _center(best, "median"),
+                        color=f"C{i}",
+                        linestyle="--",
+                        linewidth=0.8,
+                        label=label,
+                    )
+                    best_drawn = True
+        _finish_kl_axes(ax, tolerance, floor, statistic, xlabel, title)
         return _save(fig, path)
 
 
@@ -417,6 +438,58 @@ def plot_visits(visits: pd.DataFrame, graphs: dict[str, nx.Graph], path: Path) -
         return _save(fig, path)
 
 
+EVALUATION_LABELS = {
+    "accuracy": "held-out accuracy",
+    "nll": "held-out NLL (nats)",
+    "ece": "held-out ECE",
+    "rmse": "held-out RMSE",
+}
+
+
+def plot_evaluation(
+    metrics: pd.DataFrame,
+    variants: Sequence[str],
+    columns: Sequence[str],
+    path: Path,
+    *,
+    statistic: str = "median",
+    reference: dict[str, dict[str, float]] | None = None,
+    title: str = "",
+) -> Path | None:
+    """Held-out metrics (accuracy, NLL, ECE, ...) and KL vs slot, one panel each; dashed: the same
+    metrics of the target posterior (the centralised optimum) where known."""
+    columns = [c for c in columns if c in metrics.columns]
+    if not columns:
+        return None
+    panels = [*columns, "kl"]
+    with plt.rc_context(_STYLE):
+        fig, axes = plt.subplots(
+            len(panels), 1, figsize=(COLUMN_WIDTH_IN, 1.5 * len(panels)), sharex=True
+        )
+        for ax, column in zip(np.atleast_1d(axes), panels, strict=True):
+            for i, variant in enumerate(variants):
+                grid, values = _band_matrix(metrics.dropna(subset=[column]), variant, column)
+                if column == "kl":
+                    values = np.maximum(values, 1e-12)
+                _draw_band(ax, grid, values, statistic, f"C{i}", variant)
+                ref = (reference or {}).get(variant, {}).get(column)
+                if ref is not None:
+                    ax.axhline(ref, color=f"C{i}", linestyle="--", linewidth=0.8)
+            if column == "kl":
+                ax.set_yscale("log")
+                ax.set_ylabel("KL to optimum")
+            else:
+                ax.set_ylabel(EVALUATION_LABELS.get(column, column))
+            ax.grid(True, alpha=0.3)
+        last = np.atleast_1d(axes)[-1]
+        last.set_xlabel("iteration (slot)")
+        np.atleast_1d(axes)[0].legend(frameon=False, fontsize=6)
+        np.atleast_1d(axes)[0].set_title(
+            title or f"{statistic} and 75% band; dashed: centralised optimum"
+        )
+        return _save(fig, path)
+
+
 def plot_results(
     metrics: pd.DataFrame,
     runs: pd.DataFrame,
@@ -462,9 +535,48 @@ def plot_results(
         plot_latency(requests, variants, out_dir / f"latency.{fmt}"),
         plot_cover_time(runs, summary, out_dir / f"cover_time.{fmt}"),
     ]
+    local = _local_iterations(summary)
+    if any(v > 1 for v in local.values()):  # Fig. 4: against total local iterations L·i
+        written.append(
+            plot_kl_vs_iteration(
+                metrics,
+                variants,
+                out_dir / f"kl_vs_local_iterations.{fmt}",
+                statistic=statistic,
+                tolerance=tolerance,
+                x_scale=local,
+                xlabel="total local iterations L·i",
+                title=f"{name}: KL vs total local iterations ({statistic}, 75% band)",
+            )  # fmt: skip
+        )
+    evaluation = [c for c in EVALUATION_LABELS if c in metrics.columns]
+    if evaluation:
+        reference = {
+            label: entry.get("theory", {}).get("target", {}).get("all", {})
+            for label, entry in summary.get("variants", {}).items()
+        }
+        written.append(
+            plot_evaluation(
+                metrics,
+                variants,
+                evaluation,
+                out_dir / f"evaluation.{fmt}",
+                statistic=statistic,
+                reference=reference,
+                title=f"{name}: held-out metrics ({statistic}, 75% band)",
+            )  # fmt: skip
+        )
     if visits is not None and graphs:
         written.append(plot_visits(visits, graphs, out_dir / f"visits.{fmt}"))
     return [p for p in written if p is not None]
+
+
+def _local_iterations(summary: dict[str, Any]) -> dict[str, float]:
+    out = {}
+    for label, entry in summary.get("variants", {}).items():
+        value = entry.get("resolved", {}).get("protocol", {}).get("local_iterations", 1)
+        out[label] = float(value or 1)
+    return out
 
 
 def _tolerance(summary: dict[str, Any]) -> float | None:

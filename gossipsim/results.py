@@ -35,13 +35,17 @@ RUN_COLUMNS = [
     "iterations",
     "time",
     "bits",
+    "best_family_kl",
+    "damped_steps",
 ]
 REQUEST_COLUMNS = [
     "variant", "run", "request", "node", "request_iteration", "request_time",
     "latency", "latency_time", "retrain_latency", "retrain_latency_time",
 ]  # fmt: skip
 VISIT_COLUMNS = ["variant", "node", "visits", "share"]
-METRIC_COLUMNS = ["variant", "run", "iteration", "time", "holder", "kl", "bits", "retrain_kl"]
+METRIC_COLUMNS = [
+    "variant", "run", "iteration", "time", "holder", "kl", "bits", "retrain_kl", "best_family_kl",
+]  # fmt: skip
 
 
 @dataclass
@@ -156,7 +160,12 @@ def collect(
         if metric_parts
         else pd.DataFrame(columns=METRIC_COLUMNS)
     )
-    metrics = metrics[[c for c in METRIC_COLUMNS if c in metrics.columns]]
+    metrics = metrics[
+        [c for c in METRIC_COLUMNS if c in metrics.columns]
+        + [
+            c for c in metrics.columns if c not in METRIC_COLUMNS
+        ]  # model columns: accuracy, nll, ...
+    ]
     visit_parts = []
     for variant, counts in sorted(visits.items()):
         # node labels are those of the variant's graph; the caller passes them through node_labels

@@ -17,20 +17,19 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import networkx as nx
 import numpy as np
 
 from .covertime import cover_iteration
-from .data import points_per_node, read_observations, synthetic_observations
 from .engine import Request, RunRecord, run_token
 from .errors import ConfigError
-from .families import CONJUGATE_MODELS, ConjugateModel, ExponentialFamily
+from .families import ExponentialFamily
 from .links import LinkModel
 from .metrics import Segments, kl_segments, recorded_slots
-from .protocols import ConjugateGFVL, Protocol, StateTrace, WithRetrainBaseline
+from .models import MODEL_KINDS, Model, Target
+from .protocols import Protocol, StateTrace, WithRetrainBaseline
 from .scenario import Scenario, Study
 from .scheduling import IndexedGraph, Walker, stationary_distribution
 from .topology import build_topology
@@ -47,17 +46,13 @@ def run_seed(scenario_seed: int, run: int) -> int:
 
 @dataclass
 class World:
-    """Everything the runs of one variant share: graph, model, data (when fixed), requests."""
+    """Everything the runs of one variant share: graph, model (with its data when drawn once),
+    requests, links."""
 
     scenario: Scenario
     graph: nx.Graph
     indexed: IndexedGraph
-    model: ConjugateModel
-    family: ExponentialFamily
-    prior: np.ndarray
-    points: list[int]
-    node_params: list[dict[str, Any]]
-    factors: np.ndarray | None
+    model: Model
     requests: tuple[Request, ...]
     start: int | None
     links: LinkModel
@@ -65,6 +60,15 @@ class World:
     @property
     def nodes(self) -> int:
         return self.indexed.size
+
+    @property
+    def family(self) -> ExponentialFamily:
+        return self.model.family
+
+    @property
+    def points(self) -> list[int]:
+        """Observations per node (of the data drawn once, or as configured)."""
+        return self.model.node_sizes(self.model.fixed_data)
 
 
 def build_world(scenario: Scenario) -> World:
@@ -79,9 +83,6 @@ def build_world(scenario: Scenario) -> World:
         seed=np.random.SeedSequence([scenario.run.seed, _TOPOLOGY_TAG]),
     )
     indexed = IndexedGraph.from_networkx(graph)
-    model = CONJUGATE_MODELS[scenario.model.kind](scenario.model.options)
-    prior = model.prior_natural(model.check_prior(scenario.model.prior))
-    k = indexed.size
     requests = []
     for i, req in enumerate(scenario.unlearning):
         node = indexed.index(req.node, f"unlearning[{i}].node")
@@ -89,47 +90,22 @@ def build_world(scenario: Scenario) -> World:
     start: int | None = None
     if scenario.scheduler.start not in ("uniform", "stationary"):
         start = indexed.index(scenario.scheduler.start, "scheduler.start")
-    factors = None
-    points: list[int] = []
-    node_params: list[dict[str, Any]] = []
-    if scenario.data.path is not None:
-        path = Path(scenario.data.path)
-        if not path.is_absolute():
-            path = Path(scenario.base_dir) / path
-        observations = read_observations(path, indexed, model)
-        factors = _factors(model, observations, scenario.model.temperature)
-        points = [len(x) for x in observations]
-    else:
-        points = points_per_node(scenario.data.points_per_node, k)
-        node_params = model.check_data_params(scenario.data.params, k)
-        if scenario.data.draw == "once":
-            rng = np.random.default_rng(np.random.SeedSequence([scenario.run.seed, _DATA_TAG]))
-            factors = _factors(
-                model,
-                synthetic_observations(model, points, node_params, rng),
-                scenario.model.temperature,
-            )
+    data_rng = np.random.default_rng(np.random.SeedSequence([scenario.run.seed, _DATA_TAG]))
+    model = MODEL_KINDS[scenario.model.kind](scenario, indexed, data_rng)  # type: ignore[call-arg]
+    if scenario.metrics.excess and not model.has_best_family:
+        raise ConfigError(
+            "metrics.excess",
+            f"model {scenario.model.kind!r} has its exact target in the family: no best-in-family KL to subtract",
+        )
     return World(
         scenario=scenario,
         graph=graph,
         indexed=indexed,
         model=model,
-        family=model.family,
-        prior=prior,
-        points=points,
-        node_params=node_params,
-        factors=factors,
         requests=tuple(requests),
         start=start,
         links=LinkModel(scenario.links.rate_bps, scenario.links.latency_s),
     )
-
-
-def _factors(
-    model: ConjugateModel, observations: Sequence[np.ndarray], temperature: float
-) -> np.ndarray:
-    """Exact local factors s_k = (1/α) Σ_x [s_l(x); 1] (eq. 13), one row per node."""
-    return np.stack([model.statistics(x) for x in observations]) / temperature
 
 
 @dataclass
@@ -147,12 +123,13 @@ class RunOutput:
 def simulate_run(world: World, run: int, seed: int) -> RunOutput:
     """Run one token walk of ``world`` with the given run seed and compute its metrics."""
     sc = world.scenario
-    walk_ss, start_ss, _protocol_ss, data_ss = np.random.SeedSequence(seed).spawn(4)
-    factors = world.factors
-    if factors is None:
-        rng = np.random.default_rng(data_ss)
-        observations = synthetic_observations(world.model, world.points, world.node_params, rng)
-        factors = _factors(world.model, observations, sc.model.temperature)
+    walk_ss, start_ss, protocol_ss, data_ss = np.random.SeedSequence(seed).spawn(4)
+    model = world.model
+    data = (
+        model.fixed_data
+        if model.fixed_data is not None
+        else model.draw_data(np.random.default_rng(data_ss))
+    )
     walker = Walker(world.indexed, sc.scheduler.kind, np.random.default_rng(walk_ss))
     start_rng = np.random.default_rng(start_ss)
     if world.start is not None:
@@ -162,8 +139,7 @@ def simulate_run(world: World, run: int, seed: int) -> RunOutput:
         start = int(start_rng.choice(world.nodes, p=pi))
     else:
         start = int(start_rng.integers(world.nodes))
-    bits = sc.protocol.bits_per_entry * world.family.dim
-    protocol = _make_protocol(world, factors, bits)
+    protocol = _make_protocol(world, data, protocol_ss)
     record = run_token(
         walker=walker,
         protocol=protocol,
@@ -174,53 +150,51 @@ def simulate_run(world: World, run: int, seed: int) -> RunOutput:
         requests=world.requests,
         stop_when_done=sc.run.stop_when_done,
     )
-    return _measure(world, factors, record, run, seed)
+    return _measure(world, data, record, protocol.stats(), run, seed)
 
 
-def _make_protocol(world: World, factors: np.ndarray, bits: float) -> Protocol:
-    main = ConjugateGFVL(world.prior, factors, bits_per_message=bits)
+def _make_protocol(world: World, data: Any, seed: np.random.SeedSequence) -> Protocol:
+    model = world.model
+    bits = world.scenario.protocol.bits_per_entry * model.message_entries
+    main_ss, retrain_ss = seed.spawn(2)
+    main = model.make_protocol(data, np.random.default_rng(main_ss), bits=bits)
     if not (world.requests and world.scenario.protocol.retrain_baseline):
         return main
+    retrain_rng = np.random.default_rng(retrain_ss)
 
     def fresh(forgotten: frozenset[int], trace: StateTrace, slot: int) -> Protocol:
-        return ConjugateGFVL(
-            world.prior,
-            factors,
-            bits_per_message=bits,
-            forgotten=forgotten,
-            trace=trace,
-            start_slot=slot,
+        return model.make_protocol(
+            data, retrain_rng, bits=bits, forgotten=forgotten, trace=trace, start_slot=slot
         )
 
     return WithRetrainBaseline(main, fresh)
 
 
-def _target_trace(
-    world: World, factors: np.ndarray, record: RunRecord
-) -> tuple[np.ndarray, np.ndarray]:
-    """Slots at which the target changes and the targets' natural parameters (exact posteriors)."""
-    included = np.ones(world.nodes, dtype=bool)
+def _target_trace(world: World, data: Any, record: RunRecord) -> tuple[np.ndarray, list[Target]]:
+    """Slots at which the target changes and the exact targets from then on."""
+    forgotten: frozenset[int] = frozenset()
     slots = [0]
-    targets = [world.prior + factors[included].sum(axis=0)]
+    targets = [world.model.target(data, forgotten)]
     for arrival in sorted(record.arrivals, key=lambda a: (a.slot, a.request)):
-        included[arrival.node] = False
-        targets.append(world.prior + factors[included].sum(axis=0))
+        forgotten = forgotten | {arrival.node}
+        targets.append(world.model.target(data, forgotten))
         slots.append(arrival.slot)
-    return np.asarray(slots, dtype=np.int64), np.asarray(targets)
+    return np.asarray(slots, dtype=np.int64), targets
 
 
 def _measure(
-    world: World, factors: np.ndarray, record: RunRecord, run: int, seed: int
+    world: World, data: Any, record: RunRecord, stats: dict[str, float], run: int, seed: int
 ) -> RunOutput:
     sc = world.scenario
     tol = sc.metrics.tolerance
     n = record.slots
-    target_slots, targets = _target_trace(world, factors, record)
+    target_slots, targets = _target_trace(world, data, record)
     traces = record.traces
-    main = kl_segments(traces["main"], target_slots, targets, world.family.kl)
+    excess = sc.metrics.excess
+    main = kl_segments(traces["main"], target_slots, targets, excess=excess)
     retrain: Segments | None = None
     if "retrain" in traces and len(traces["retrain"]):
-        retrain = kl_segments(traces["retrain"], target_slots, targets, world.family.kl)
+        retrain = kl_segments(traces["retrain"], target_slots, targets, excess=excess)
     end_times = record.end_times
 
     def time_of(slot: int | None) -> float:
@@ -279,6 +253,15 @@ def _measure(
         "kl": main.at(slots),
         "bits": record.bits[idx],
     }
+    has_best = any(t.best_family_kl is not None for t in targets)
+    if has_best:
+        metrics["best_family_kl"] = main.best_at(slots)
+    columns = world.model.evaluation_columns()
+    if columns:
+        trace = traces["main"]
+        evaluated = world.model.evaluate(data, trace.states[trace.at(slots)])
+        for column in columns:
+            metrics[column] = evaluated[column]
     if retrain is not None or (world.requests and sc.protocol.retrain_baseline):
         metrics["retrain_kl"] = (
             retrain.at(slots) if retrain is not None else np.full(slots.size, np.nan)
@@ -291,6 +274,8 @@ def _measure(
         "iterations": n,
         "time": float(end_times[-1]),
         "bits": float(record.bits[-1]),
+        "best_family_kl": targets[-1].best_family_kl if has_best else np.nan,
+        "damped_steps": stats.get("damped_steps", np.nan),
     }
     visits = np.bincount(record.holders, minlength=world.nodes)
     return RunOutput(run, seed, run_row, request_rows, metrics, visits)

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .families import CONJUGATE_MODELS
 from .protocols import PROTOCOL_KINDS
 from .scheduling import SCHEDULER_KINDS
 
@@ -42,7 +41,7 @@ SECTIONS: dict[str, dict[str, str]] = {
         "*": "kind-specific parameters: p, degree, m, k, radius, rows, cols",
     },
     "model": {
-        "kind": "beta-bernoulli | gamma-poisson | normal-normal | dirichlet-categorical",
+        "kind": "beta-bernoulli | gamma-poisson | normal-normal | dirichlet-categorical | beta-exponential",
         "prior": "table of prior parameters (see `gossipsim list`)",
         "temperature": "α of eq. (2), > 0 (default 1)",
         "sigma": "normal-normal: known observation standard deviation (default 1)",
@@ -58,6 +57,15 @@ SECTIONS: dict[str, dict[str, str]] = {
         "kind": "gfvl",
         "retrain_baseline": "also run the retrain-from-scratch baseline on the same walk (default true)",
         "bits_per_entry": "payload bits per natural-parameter entry (default 64)",
+        "local_iterations": "non-conjugate models: natural-gradient steps L per visit (default 1)",
+        "learning_rate": "non-conjugate models: ρ > 0 (default 0.005)",
+        "schedule": "constant (default) | inverse: ρ_i = ρ / (1 + (i − 1)/decay_iterations)",
+        "decay_iterations": "τ of the inverse schedule, > 0 (default 1000)",
+        "samples": "Monte Carlo samples S >= 1 (default 30)",
+        "samples_per": "point (default: S per data point, as the authors' code) | total (S in all, eq. 18)",
+        "baseline": "REINFORCE baseline c (default 0)",
+        "estimator": "reinforce (default) | reparameterization | exact (where the model has it)",
+        "refine_after_unlearning": "keep taking natural-gradient steps after a request (default true)",
     },
     "scheduler": {
         "kind": "metropolis-hastings (default) | simple-random-walk | uniform",
@@ -76,8 +84,13 @@ SECTIONS: dict[str, dict[str, str]] = {
     "metrics": {
         "tolerance": "KL threshold for convergence and latency, > 0 (default 1e-9)",
         "record_every": "write every n-th slot to metrics.csv (default 1)",
+        "excess": "judge convergence and latency by KL − best-in-family KL (default false)",
+        "ece_bins": "bins M of the expected calibration error (default 10)",
     },
-    "sweep": {"*": "dotted key = [values, ...]; the cartesian product becomes the variants"},
+    "sweep": {
+        "*": "dotted key = [values, ...]; the cartesian product becomes the variants",
+        "cases": "[[sweep.cases]] tables of dotted key = value set together (one sweep dimension)",
+    },
 }
 
 
@@ -113,6 +126,7 @@ class DataSettings:
     path: str | None = None
     draw: str = "once"
     params: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -120,6 +134,21 @@ class ProtocolSettings:
     kind: str = "gfvl"
     retrain_baseline: bool = True
     bits_per_entry: int = 64
+    local_iterations: int = 1
+    learning_rate: float = 5e-3
+    schedule: str = "constant"
+    decay_iterations: float = 1000.0
+    samples: int = 30
+    samples_per: str = "point"
+    baseline: float = 0.0
+    estimator: str = "reinforce"
+    refine_after_unlearning: bool = True
+
+
+NATGRAD_KEYS = (
+    "local_iterations", "learning_rate", "schedule", "decay_iterations", "samples", "samples_per",
+    "baseline", "estimator", "refine_after_unlearning",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -145,6 +174,8 @@ class UnlearningSettings:
 class MetricsSettings:
     tolerance: float = 1e-9
     record_every: int = 1
+    excess: bool = False
+    ece_bins: int = 10
 
 
 @dataclass(frozen=True)
@@ -234,25 +265,80 @@ def parse_study(raw: Mapping[str, Any], *, path: str | None = None) -> Study:
     for section in raw_dict:
         if section not in SECTIONS:
             raise ConfigError(section, f"unknown section; allowed: {', '.join(SECTIONS)}")
-    sweep = _flatten_sweep(raw_dict.pop("sweep", {}))
+    sweep_table = raw_dict.pop("sweep", {})
+    cases = _sweep_cases(sweep_table.pop("cases", None) if isinstance(sweep_table, dict) else None)
+    sweep = _flatten_sweep(sweep_table)
     base_dir = str(Path(path).resolve().parent) if path else os.getcwd()
     default_name = Path(path).stem if path else "scenario"
     keys = list(sweep)
     variants = []
-    for combo in itertools.product(*(sweep[k] for k in keys)):
-        values = dict(zip(keys, combo, strict=True))
-        variant_raw = copy.deepcopy(raw_dict)
-        for dotted, value in values.items():
-            _set_dotted(variant_raw, dotted, value)
-        scenario = parse_scenario(variant_raw, base_dir=base_dir, default_name=default_name)
-        variants.append(Variant(_label(values, scenario.run.name), values, scenario))
+    for case_label, case in cases:
+        for combo in itertools.product(*(sweep[k] for k in keys)):
+            values = {**case, **dict(zip(keys, combo, strict=True))}
+            variant_raw = copy.deepcopy(raw_dict)
+            for dotted, value in values.items():
+                _set_dotted(variant_raw, dotted, value)
+            scenario = parse_scenario(variant_raw, base_dir=base_dir, default_name=default_name)
+            swept = dict(zip(keys, combo, strict=True))
+            if case_label is not None:
+                label = case_label + (", " + _label(swept, "") if swept else "")
+            else:
+                label = _label(values, scenario.run.name)
+            variants.append(Variant(label, values, scenario))
     labels = [v.label for v in variants]
     if len(set(labels)) != len(labels):
         raise ConfigError("sweep", "two variants have the same label; sweep values must differ")
     raw_out = dict(raw_dict)
-    if sweep:
-        raw_out["sweep"] = sweep
+    if sweep or cases != [(None, {})]:
+        raw_out["sweep"] = {
+            **sweep,
+            **(
+                {"cases": [{**c, **({"label": lab} if lab else {})} for lab, c in cases]}
+                if cases != [(None, {})]
+                else {}
+            ),
+        }
     return Study(variants[0].scenario.run.name, path, raw_out, sweep, tuple(variants))
+
+
+def _sweep_cases(cases: Any) -> list[tuple[str | None, dict[str, Any]]]:
+    """``[[sweep.cases]]``: each table sets several dotted keys together (and may name itself with
+    ``label``); the cases form one dimension of the sweep."""
+    if cases is None:
+        return [(None, {})]
+    if not isinstance(cases, list) or not cases or not all(isinstance(c, dict) for c in cases):
+        raise ConfigError(
+            "sweep.cases",
+            'must be an array of tables: [[sweep.cases]] "protocol.local_iterations" = 10 ...',
+        )
+    out: list[tuple[str | None, dict[str, Any]]] = []
+    for i, case in enumerate(cases):
+        case = dict(case)
+        label = case.pop("label", None)
+        if label is not None and not isinstance(label, str):
+            raise ConfigError(f"sweep.cases[{i}].label", "must be a string")
+        flat = _flatten_assignments(case, f"sweep.cases[{i}]")
+        if not flat:
+            raise ConfigError(f"sweep.cases[{i}]", "sets no key")
+        out.append((label, flat))
+    return out
+
+
+def _flatten_assignments(table: dict[str, Any], where: str, prefix: str = "") -> dict[str, Any]:
+    sweepable = [s for s in SECTIONS if s not in ("sweep", "unlearning")]
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, dict) and "." not in dotted and dotted in sweepable and prefix == "":
+            out.update(_flatten_assignments(value, where, dotted + "."))
+            continue
+        section = dotted.split(".")[0]
+        if section not in sweepable or "." not in dotted:
+            raise ConfigError(
+                f"{where}.{dotted}", f"needs a dotted key into one of: {', '.join(sweepable)}"
+            )
+        out[dotted] = value
+    return out
 
 
 def _flatten_sweep(table: Any, prefix: str = "") -> dict[str, list[Any]]:
@@ -432,51 +518,39 @@ def parse_scenario(
         params=params,
     )
 
-    m = _Section(raw, "model", set(SECTIONS["model"]))
-    model_kind = m.string("kind", None, CONJUGATE_MODELS)
+    from .models import MODEL_KINDS
+
+    m = _Section(raw, "model")
+    model_kind = m.string("kind", None, MODEL_KINDS)
     if model_kind is None:
-        raise ConfigError("model.kind", f"is required; allowed: {', '.join(CONJUGATE_MODELS)}")
-    prior = m.values.get("prior", {})
-    if not isinstance(prior, dict):
-        raise ConfigError("model.prior", "must be a table such as { a = 2, b = 2 }")
-    options: dict[str, Any] = {}
-    if "sigma" in m.values:
-        if model_kind != "normal-normal":
-            raise ConfigError("model.sigma", 'applies only to kind = "normal-normal"')
-        options["sigma"] = m.number("sigma", None, positive=True)
-    if model_kind == "dirichlet-categorical":
-        alpha = prior.get("alpha")
-        categories = m.integer(
-            "categories", len(alpha) if isinstance(alpha, list) else None, minimum=2
-        )
-        if categories is None:
+        raise ConfigError("model.kind", f"is required; allowed: {', '.join(MODEL_KINDS)}")
+    model_cls = MODEL_KINDS[model_kind]
+    model_allowed = {"kind", "prior", "temperature", *model_cls.model_keys}
+    for key in m.values:
+        if key not in model_allowed:
             raise ConfigError(
-                "model.categories",
-                "is required for dirichlet-categorical unless prior.alpha is given",
+                f"model.{key}",
+                f"unknown key for kind {model_kind!r}; allowed: {', '.join(sorted(model_allowed))}",
             )
-        options["categories"] = categories
-        if alpha is None:
-            prior = {**prior, "alpha": [1.0] * categories}
-    elif "categories" in m.values:
-        raise ConfigError("model.categories", 'applies only to kind = "dirichlet-categorical"')
-    model_obj = CONJUGATE_MODELS[model_kind](options)
-    checked_prior = model_obj.check_prior(prior)
+    prior, options = model_cls.prepare(m.values)
     model = ModelSettings(
         kind=model_kind,
-        prior={k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in checked_prior.items()},
+        prior=prior,
         temperature=_float(m.number("temperature", 1.0, positive=True)),
         options=options,
     )
 
     d = _Section(raw, "data")
-    generator_keys = {p.name for p in model_obj.data_params}
+    generator_keys = {p.name for p in model_cls.data_params}
+    data_allowed = {"points_per_node", "path", "draw", *generator_keys, *model_cls.data_keys}
     for key in d.values:
-        if key not in ("points_per_node", "path", "draw") and key not in generator_keys:
-            allowed = ["points_per_node", "path", "draw", *sorted(generator_keys)]
+        if key not in data_allowed:
             raise ConfigError(
                 f"data.{key}",
-                f"unknown key for model {model_kind!r}; allowed: {', '.join(allowed)}",
+                f"unknown key for model {model_kind!r}; allowed: {', '.join(sorted(data_allowed))}",
             )
+    if "path" in d.values and not model_cls.reads_files:
+        raise ConfigError("data.path", f"model {model_kind!r} does not read observation files")
     ppn_raw = d.values.get("points_per_node", 100)
     points: int | tuple[int, ...]
     if isinstance(ppn_raw, list):
@@ -499,13 +573,31 @@ def parse_scenario(
         path=data_path,
         draw=str(d.string("draw", "once", {"once": 1, "per-run": 1})),
         params={k: v for k, v in d.values.items() if k in generator_keys},
+        options={k: v for k, v in d.values.items() if k in model_cls.data_keys},
     )
 
     pr = _Section(raw, "protocol", set(SECTIONS["protocol"]))
+    if model_cls.conjugate:
+        for key in NATGRAD_KEYS:
+            if key in pr.values:
+                raise ConfigError(
+                    f"protocol.{key}",
+                    f"applies only to non-conjugate models; {model_kind!r} is learned by exact conjugate updates",
+                )
+    estimators = getattr(model_cls, "estimators", ("reinforce",))
     protocol = ProtocolSettings(
         kind=str(pr.string("kind", "gfvl", PROTOCOL_KINDS)),
         retrain_baseline=pr.boolean("retrain_baseline", True),
         bits_per_entry=_int(pr.integer("bits_per_entry", 64, minimum=1)),
+        local_iterations=_int(pr.integer("local_iterations", 1, minimum=1)),
+        learning_rate=_float(pr.number("learning_rate", 5e-3, positive=True)),
+        schedule=str(pr.string("schedule", "constant", {"constant": 1, "inverse": 1})),
+        decay_iterations=_float(pr.number("decay_iterations", 1000.0, positive=True)),
+        samples=_int(pr.integer("samples", 30, minimum=1)),
+        samples_per=str(pr.string("samples_per", "point", {"point": 1, "total": 1})),
+        baseline=_float(pr.number("baseline", 0.0)),
+        estimator=str(pr.string("estimator", "reinforce", dict.fromkeys(estimators, 1))),
+        refine_after_unlearning=pr.boolean("refine_after_unlearning", True),
     )
 
     sc = _Section(raw, "scheduler", set(SECTIONS["scheduler"]))
@@ -567,6 +659,8 @@ def parse_scenario(
     metrics = MetricsSettings(
         tolerance=_float(me.number("tolerance", 1e-9, positive=True)),
         record_every=_int(me.integer("record_every", 1, minimum=1)),
+        excess=me.boolean("excess", False),
+        ece_bins=_int(me.integer("ece_bins", 10, minimum=1)),
     )
     return Scenario(
         run=run,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+import numpy as np
+
 from . import covertime as ct
 from .errors import ConfigError
 
@@ -42,4 +44,37 @@ def theory_for(world: Any) -> dict[str, Any]:
             )
             for r in world.requests
         }
+    out.update(target_summary(world))
+    return out
+
+
+def target_summary(world: Any) -> dict[str, Any]:
+    """For data drawn once: the best-in-family KL of the target (all data, and without the requested
+    nodes) and, for models with held-out metrics, those metrics of the target posterior itself."""
+    model = world.model
+    data = model.fixed_data
+    if data is None:
+        return {}
+    out: dict[str, Any] = {}
+    forgotten: frozenset[int] = frozenset()
+    stages = [("all", forgotten)]
+    for r in world.requests:
+        forgotten = forgotten | {r.node}
+        stages.append(
+            (
+                f"without {','.join(str(world.indexed.labels[n]) for n in sorted(forgotten))}",
+                forgotten,
+            )
+        )
+    for name, nodes in stages:
+        target = model.target(data, nodes)
+        entry: dict[str, Any] = {}
+        if target.best_family_kl is not None:
+            entry["best_family_kl"] = target.best_family_kl
+        state = getattr(target, "eta", None)
+        if state is not None and model.evaluation_columns():
+            values = model.evaluate(data, np.asarray(state)[None, :])
+            entry.update({k: float(np.asarray(v)[0]) for k, v in values.items()})
+        if entry:
+            out.setdefault("target", {})[name] = entry
     return out

@@ -31,7 +31,9 @@ def test_csv_observations_give_the_exact_posterior(tmp_path):
     assert world.indexed.labels == (1, 2, 3, 10)  # "10" in both files is the integer node 10
     assert world.points == [3, 1, 0, 4]
     # Beta(2, 2) prior + 6 ones and 2 zeros
-    np.testing.assert_array_equal(world.prior + world.factors.sum(axis=0), [1 + 6, 1 + 2])
+    np.testing.assert_array_equal(
+        world.model.prior + world.model.fixed_data.sum(axis=0), [1 + 6, 1 + 2]
+    )
     res = gs.run(study)
     assert (res.metrics.groupby("run")["kl"].last() <= 1e-10).all()
     assert res.requests["node"].tolist() == [10] * 5
@@ -44,9 +46,9 @@ def test_per_node_parameters_and_sizes():
     world = gs.build_world(gs.parse_study(raw).variants[0].scenario)
     assert world.points[:3] == [5, 0, 50]
     # nodes 0-4 draw only zeros, nodes 5-9 only ones: factors (Σx, Σ(1-x))
-    np.testing.assert_array_equal(world.factors[:5, 0], 0)
-    np.testing.assert_array_equal(world.factors[5:, 1], 0)
-    np.testing.assert_array_equal(world.factors.sum(axis=1), world.points)
+    np.testing.assert_array_equal(world.model.fixed_data[:5, 0], 0)
+    np.testing.assert_array_equal(world.model.fixed_data[5:, 1], 0)
+    np.testing.assert_array_equal(world.model.fixed_data.sum(axis=1), world.points)
 
 
 def test_wrong_length_per_node_list_is_an_error():

@@ -10,6 +10,7 @@ from .conjugate import (
     NormalNormal,
 )
 from .expfam import Beta, Dirichlet, ExponentialFamily, Gamma, Normal
+from .gaussian import GaussianDiagonal, GaussianFull
 
 __all__ = [
     "CONJUGATE_MODELS",
@@ -20,6 +21,8 @@ __all__ = [
     "DirichletCategorical",
     "ExponentialFamily",
     "Gamma",
+    "GaussianDiagonal",
+    "GaussianFull",
     "GammaPoisson",
     "ModelParam",
     "Normal",

@@ -2,11 +2,19 @@
 
 from .base import Protocol, StateTrace
 from .gfvl import ConjugateGFVL
+from .natgrad import NaturalGradientGFVL
 from .retrain import WithRetrainBaseline
 
 PROTOCOL_KINDS: dict[str, str] = {
-    "gfvl": "gossip federated variational learning (Algorithm 1); exact conjugate updates (eqs. 13-14) "
-    "and unlearning by subtracting the node's natural parameter (eq. 21)",
+    "gfvl": "gossip federated variational learning (Algorithm 1): exact conjugate updates (eqs. 13-14) or "
+    "natural-gradient steps (eq. 17); unlearning by subtracting the node's natural parameter (eq. 21)",
 }
 
-__all__ = ["PROTOCOL_KINDS", "ConjugateGFVL", "Protocol", "StateTrace", "WithRetrainBaseline"]
+__all__ = [
+    "PROTOCOL_KINDS",
+    "ConjugateGFVL",
+    "NaturalGradientGFVL",
+    "Protocol",
+    "StateTrace",
+    "WithRetrainBaseline",
+]

@@ -69,3 +69,7 @@ class Protocol(ABC):
     @abstractmethod
     def traces(self) -> dict[str, StateTrace]:
         """The recorded states, by world name (``"main"``, and e.g. ``"retrain"`` for a baseline)."""
+
+    def stats(self) -> dict[str, float]:
+        """Counters reported per run in runs.csv (e.g. ``damped_steps``)."""
+        return {}

@@ -40,6 +40,9 @@ class WithRetrainBaseline(Protocol):
     def done(self) -> bool:
         return self.main.done() and (self.retrain is None or self.retrain.done())
 
+    def stats(self) -> dict[str, float]:
+        return self.main.stats()
+
     def traces(self) -> dict[str, StateTrace]:
         out = dict(self.main.traces())
         out["retrain"] = self.retrain_trace

@@ -1,0 +1,135 @@
+"""What the runner needs from a model: node data, protocols, exact targets and evaluation.
+
+A model turns the ``[model]`` and ``[data]`` sections of one variant into
+
+- ``fixed_data`` (drawn once) or ``draw_data(rng)`` (a new data set per run),
+- ``make_protocol(...)``: the protocol that learns from that data (and the retrain baseline's fresh
+  copies),
+- ``target(data, forgotten)``: the exact target posterior of the data meant to be learned, with
+  ``kl(states)`` vectorised over a trace of posteriors, and the best-in-family KL where the target is
+  not in the variational family,
+- ``evaluate(data, states)``: extra per-slot columns (held-out accuracy, NLL, ECE, ...).
+
+New models (particle posteriors, Bayesian neural networks) implement this interface; the engine and
+the runner do not change.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..families import ExponentialFamily, ModelParam
+from ..protocols import Protocol, StateTrace
+
+
+class Target(ABC):
+    """An exact target posterior."""
+
+    #: min over the variational family of KL(member ‖ target); None when the target is in the family
+    best_family_kl: float | None = None
+
+    @abstractmethod
+    def kl(self, states: np.ndarray) -> np.ndarray:
+        """KL(q ‖ target) for each row of ``states`` (natural parameters of q)."""
+
+
+class FamilyTarget(Target):
+    """A target in the variational family itself, given by its natural parameters."""
+
+    def __init__(self, family: ExponentialFamily, eta: np.ndarray) -> None:
+        self.family = family
+        self.eta = np.asarray(eta, dtype=float)
+
+    def kl(self, states: np.ndarray) -> np.ndarray:
+        return self.family.kl(states, self.eta)
+
+
+class Model(ABC):
+    """One variant's model: family, prior, data and how to learn and judge it."""
+
+    kind: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    prior_params: ClassVar[tuple[ModelParam, ...]] = ()
+    data_params: ClassVar[tuple[ModelParam, ...]] = ()
+    #: model-section keys beyond kind, prior and temperature
+    model_keys: ClassVar[tuple[str, ...]] = ()
+    #: data-section keys beyond points_per_node, path, draw and the generator parameters
+    data_keys: ClassVar[tuple[str, ...]] = ()
+    #: whether the model is learned by exact conjugate updates (else by natural-gradient G-FVL)
+    conjugate: ClassVar[bool] = True
+    #: whether ``[data] path`` (a node,x CSV file) is supported
+    reads_files: ClassVar[bool] = False
+
+    family: ExponentialFamily
+    prior: np.ndarray
+    fixed_data: Any | None = None
+
+    #: whether targets may lie outside the family (a best-in-family KL is then defined)
+    has_best_family: ClassVar[bool] = False
+
+    @property
+    def message_entries(self) -> int:
+        """Numbers one message carries (64 bits each by default)."""
+        return int(getattr(self.family, "message_entries", self.family.dim))
+
+    @abstractmethod
+    def draw_data(self, rng: np.random.Generator) -> Any:
+        """A fresh data set for one run (``[data] draw = "per-run"``)."""
+
+    @abstractmethod
+    def make_protocol(
+        self,
+        data: Any,
+        rng: np.random.Generator,
+        *,
+        bits: float,
+        forgotten: frozenset[int] = frozenset(),
+        trace: StateTrace | None = None,
+        start_slot: int = 0,
+    ) -> Protocol:
+        """The protocol that learns ``data`` (from the prior, without the ``forgotten`` nodes)."""
+
+    @abstractmethod
+    def target(self, data: Any, forgotten: frozenset[int]) -> Target:
+        """The exact posterior of all data but the ``forgotten`` nodes'."""
+
+    def evaluation_columns(self) -> tuple[str, ...]:
+        """Extra metrics.csv columns computed by :meth:`evaluate`."""
+        return ()
+
+    def evaluate(self, data: Any, states: np.ndarray) -> dict[str, np.ndarray]:
+        """Extra per-slot metrics of the posteriors ``states`` (one row each)."""
+        return {}
+
+    def node_sizes(self, data: Any) -> list[int]:
+        """Number of observations at each node."""
+        return []
+
+    @classmethod
+    def prepare(
+        cls, model: Mapping[str, Any], key: str = "model"
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Validated prior parameters (defaults filled in) and model options from ``[model]``."""
+        from ..families.conjugate import _check_params
+
+        prior = model.get("prior", {})
+        if not isinstance(prior, dict):
+            raise ConfigError(f"{key}.prior", "must be a table of prior parameters")
+        checked = _check_params(prior, cls.prior_params, f"{key}.prior")
+        return {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in checked.items()}, {}
+
+    @classmethod
+    def describe_prior(cls) -> str:
+        return ", ".join(
+            f"{p.name}" + ("" if p.default is None else f"={_fmt(p.default)}")
+            for p in cls.prior_params
+        )
+
+
+def _fmt(x: Any) -> str:
+    return f"{x:g}" if isinstance(x, float | int) else str(x)

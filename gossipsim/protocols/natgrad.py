@@ -1,0 +1,135 @@
+"""Natural-gradient G-FVL for non-conjugate models (Section III-C), with gossip unlearning.
+
+Every factor shares the prior's sufficient statistics (eqs. 15-16), so q has natural parameter
+η = η₀ + Σ_k η_k. When node k holds the token it takes L local steps (eq. 17),
+
+    η^[l] = η^[l−1] − ρ_i (η_k^[l−1] + (1/α) ∇_μ E_{q(θ|η^[l−1])}[L_k(θ)]),
+    η_k^[l] = η_k^[l−1] + (η^[l] − η^[l−1])                     (eq. 8: t_k ← t_k · q^[l] / q^[l−1]),
+
+with the gradient in mean parameters supplied by the model (REINFORCE, eqs. 18-20, or another
+estimator). L_k is the *sum* of the node's log-losses. A step that would leave the natural-parameter
+domain is halved until it does not (backtracking) and counted in ``damped_steps``; after 60 halvings
+the step is dropped (also counted).
+
+Unlearning (eq. 21): at the forgotten node's next visit η ← η − η_k and η_k ← 0; the node never
+contributes again. With ``refine_after_unlearning`` (default) the other nodes keep taking
+natural-gradient steps at their visits, which moves q towards the optimum without the forgotten data;
+without it, every node stops updating once a request has arrived, so q is exactly the subtraction.
+
+Learning-rate schedules: ``constant`` (ρ_i = ρ) and ``inverse`` (ρ_i = ρ / (1 + (i − 1)/τ), with i
+the slot, carried by the token, and τ = ``decay_iterations``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import numpy as np
+
+from ..families import ExponentialFamily
+from .base import Protocol, StateTrace
+
+#: ∇_μ E_{q(θ|η)}[L_k(θ)] for node k, estimated with the given generator
+MeanGradient = Callable[[np.ndarray, int, np.random.Generator], np.ndarray]
+
+MAX_HALVINGS = 60
+
+
+def learning_rate(rho: float, schedule: str, decay_iterations: float, slot: int) -> float:
+    """ρ_i of the documented schedules."""
+    if schedule == "inverse":
+        return rho / (1.0 + (slot - 1) / decay_iterations)
+    return rho
+
+
+class NaturalGradientGFVL(Protocol):
+    """G-FVL with L natural-gradient steps per visit (eq. 17) and exact unlearning (eq. 21)."""
+
+    def __init__(
+        self,
+        family: ExponentialFamily,
+        prior: np.ndarray,
+        nodes: int,
+        gradient: MeanGradient,
+        rng: np.random.Generator,
+        *,
+        local_iterations: int = 1,
+        rho: float = 5e-3,
+        schedule: str = "constant",
+        decay_iterations: float = 1000.0,
+        temperature: float = 1.0,
+        refine_after_unlearning: bool = True,
+        bits_per_message: float | None = None,
+        forgotten: Iterable[int] = (),
+        trace: StateTrace | None = None,
+        start_slot: int = 0,
+        in_domain: Callable[[np.ndarray], bool] | None = None,
+    ) -> None:
+        self.family = family
+        self.in_domain = (
+            in_domain if in_domain is not None else (lambda eta: bool(family.in_domain(eta)))
+        )
+        self.eta = np.array(prior, dtype=float, copy=True)
+        self.local = np.zeros((nodes, self.eta.size))
+        self.gradient = gradient
+        self.rng = rng
+        self.local_iterations = local_iterations
+        self.rho = rho
+        self.schedule = schedule
+        self.decay_iterations = decay_iterations
+        self.temperature = temperature
+        self.refine = refine_after_unlearning
+        self.bits = float(64 * self.eta.size if bits_per_message is None else bits_per_message)
+        self.forgotten = np.zeros(nodes, dtype=bool)
+        self.forgotten[list(forgotten)] = True
+        self.frozen = False
+        self.damped_steps = 0
+        self.trace = trace if trace is not None else StateTrace()
+        self.trace.record(start_slot, self.eta)
+
+    def on_token(self, holder: int, slot: int) -> float:
+        if self.forgotten[holder]:
+            if np.any(self.local[holder] != 0.0):
+                self.eta = self.eta - self.local[holder]  # eq. (21)
+                self.local[holder] = 0.0
+                self.trace.record(slot, self.eta)
+            return self.bits
+        if self.frozen:
+            return self.bits
+        rho = learning_rate(self.rho, self.schedule, self.decay_iterations, slot)
+        eta = self.eta
+        local = self.local[holder]
+        for _ in range(self.local_iterations):
+            g = self.gradient(eta, holder, self.rng)
+            step = -rho * (local + g / self.temperature)  # eq. (17)
+            candidate = eta + step
+            if not self.in_domain(candidate):
+                self.damped_steps += 1
+                for _ in range(MAX_HALVINGS):
+                    step = 0.5 * step
+                    candidate = eta + step
+                    if self.in_domain(candidate):
+                        break
+                else:
+                    continue  # no admissible step: drop it
+            eta = candidate
+            local = local + step
+        self.eta = eta
+        self.local[holder] = local
+        self.trace.record(slot, eta)
+        return self.bits
+
+    def on_request(self, node: int, slot: int) -> None:
+        self.forgotten[node] = True
+        if not self.refine:
+            self.frozen = True
+
+    def done(self) -> bool:
+        # stochastic steps keep changing q; only a frozen protocol with nothing left to remove is done
+        return self.frozen and not np.any(self.local[self.forgotten] != 0.0)
+
+    def traces(self) -> dict[str, StateTrace]:
+        return {"main": self.trace}
+
+    def stats(self) -> dict[str, float]:
+        return {"damped_steps": float(self.damped_steps)}
