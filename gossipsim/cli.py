@@ -384,7 +384,7 @@ def _cmd_plot(args: argparse.Namespace) -> int:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    from .families import CONJUGATE_MODELS
+    from .models import MODEL_KINDS
     from .protocols import PROTOCOL_KINDS
     from .scheduling import SCHEDULER_KINDS
     from .topology import TOPOLOGY_KINDS
@@ -400,13 +400,15 @@ def _cmd_list(args: argparse.Namespace) -> int:
             f"  {name:<17} {spec.description}" + (f"  [{nodes}{params}]" if nodes or params else "")
         )
     print("models ([model] kind):")
-    for name, model in CONJUGATE_MODELS.items():
-        prior = ", ".join(
-            f"{p.name}" + ("" if p.default is None else f"={p.default:g}")
-            for p in model.prior_params
+    for name, model in MODEL_KINDS.items():
+        data = ", ".join([p.name for p in model.data_params] + list(model.data_keys)) or "-"
+        how = "exact conjugate updates" if model.conjugate else "natural-gradient G-FVL"
+        estimators = getattr(model, "estimators", ())
+        extra = (
+            f"; estimators: {', '.join(estimators)}" if estimators and not model.conjugate else ""
         )
-        data = ", ".join(p.name for p in model.data_params)
-        print(f"  {name:<22} {model.description}\n  {'':<22} prior: {prior}; data: {data}")
+        print(f"  {name:<22} {model.description}")
+        print(f"  {'':<22} prior: {model.describe_prior()}; data: {data}; {how}{extra}")
     print("schedulers ([scheduler] kind):")
     for name, text in SCHEDULER_KINDS.items():
         print(f"  {name:<20} {text}")

@@ -31,6 +31,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 FORMATS = ("png", "pdf", "svg")
 STATISTICS = ("median", "mean")
@@ -105,6 +106,7 @@ def plot_kl_vs_iteration(
     title: str = "",
     x_scale: dict[str, float] | None = None,
     xlabel: str = "iteration (slot)",
+    excess: bool = False,
 ) -> Path:
     """KL(q ‖ target) vs slot: ``statistic`` over runs and the 75% band, one line per variant.
 
@@ -123,16 +125,20 @@ def plot_kl_vs_iteration(
                 _, best = _band_matrix(metrics, variant, "best_family_kl")
                 if np.isfinite(best).any():
                     label = None if best_drawn else "best in family"
-                    ax.plot(
-                        x,
-                        _center(best, "median"),
-                        color=f"C{i}",
-                        linestyle="--",
-                        linewidth=0.8,
-                        label=label,
-                    )
+                    line = _center(best, "median")
+                    ax.plot(x, line, color=f"C{i}", linestyle="--", linewidth=0.8, label=label)
+                    if excess and tolerance:
+                        label = None if best_drawn else f"best + tolerance {tolerance:g}"
+                        ax.plot(
+                            x,
+                            line + tolerance,
+                            color=f"C{i}",
+                            linestyle=":",
+                            linewidth=0.8,
+                            label=label,
+                        )
                     best_drawn = True
-        _finish_kl_axes(ax, tolerance, floor, statistic, xlabel, title)
+        _finish_kl_axes(ax, tolerance, floor, statistic, xlabel, title, excess=excess)
         return _save(fig, path)
 
 
@@ -185,19 +191,31 @@ def _draw_band(
 
 
 def _finish_kl_axes(
-    ax: Axes, tolerance: float | None, floor: float, statistic: str, xlabel: str, title: str
+    ax: Axes,
+    tolerance: float | None,
+    floor: float,
+    statistic: str,
+    xlabel: str,
+    title: str,
+    *,
+    excess: bool = False,
 ) -> None:
     ax.set_yscale("log")
-    if tolerance:
+    if tolerance and not excess:
         ax.axhline(
             tolerance, color="0.4", linestyle=":", linewidth=0.8, label=f"tolerance {tolerance:g}"
         )
     ax.set_xlabel(xlabel)
     ax.set_ylabel(f"KL(q ‖ target) (nats), {statistic}")
-    ax.set_ylim(bottom=floor / 2)
+    data = [np.asarray(line.get_ydata(), dtype=float) for line in ax.get_lines()]
+    lowest = min(
+        (float(np.nanmin(y)) for y in data if y.size and np.isfinite(y).any()), default=floor
+    )
+    ax.set_ylim(bottom=max(floor, lowest) / 2)
     ax.set_title(
         title or f"KL divergence: {statistic} and 75% band (values < {floor:.0e} drawn at it)"
     )
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=5))
     ax.legend(frameon=False)
     ax.grid(True, which="major", alpha=0.3)
 
@@ -506,6 +524,7 @@ def plot_results(
     out_dir.mkdir(parents=True, exist_ok=True)
     variants = list(summary.get("variants", {})) or sorted(metrics["variant"].unique())
     tolerance = _tolerance(summary)
+    excess = _excess(summary)
     name = summary.get("name", "")
     written: list[Path | None] = [
         plot_kl_vs_iteration(
@@ -515,6 +534,7 @@ def plot_results(
             statistic=statistic,
             tolerance=tolerance,
             title=f"{name}: KL vs iteration ({statistic}, 75% band)",
+            excess=excess,
         ),
         plot_kl_vs_time(
             metrics,
@@ -546,6 +566,7 @@ def plot_results(
                 tolerance=tolerance,
                 x_scale=local,
                 xlabel="total local iterations L·i",
+                excess=excess,
                 title=f"{name}: KL vs total local iterations ({statistic}, 75% band)",
             )  # fmt: skip
         )
@@ -577,6 +598,13 @@ def _local_iterations(summary: dict[str, Any]) -> dict[str, float]:
         value = entry.get("resolved", {}).get("protocol", {}).get("local_iterations", 1)
         out[label] = float(value or 1)
     return out
+
+
+def _excess(summary: dict[str, Any]) -> bool:
+    return any(
+        bool(entry.get("resolved", {}).get("metrics", {}).get("excess", False))
+        for entry in summary.get("variants", {}).values()
+    )
 
 
 def _tolerance(summary: dict[str, Any]) -> float | None:

@@ -41,10 +41,12 @@ SECTIONS: dict[str, dict[str, str]] = {
         "*": "kind-specific parameters: p, degree, m, k, radius, rows, cols",
     },
     "model": {
-        "kind": "beta-bernoulli | gamma-poisson | normal-normal | dirichlet-categorical | beta-exponential",
+        "kind": "beta-bernoulli | gamma-poisson | normal-normal | dirichlet-categorical | "
+        "beta-exponential | linear-regression | logistic-regression",
+        "family": "regression models: gaussian-full (default) | gaussian-diagonal (logistic only)",
         "prior": "table of prior parameters (see `gossipsim list`)",
         "temperature": "α of eq. (2), > 0 (default 1)",
-        "sigma": "normal-normal: known observation standard deviation (default 1)",
+        "sigma": "normal-normal, linear-regression: known noise standard deviation (default 1)",
         "categories": "dirichlet-categorical: number of categories (default: length of prior.alpha)",
     },
     "data": {
@@ -52,6 +54,14 @@ SECTIONS: dict[str, dict[str, str]] = {
         "path": "CSV file with columns node,x (one observation per row) instead of synthetic data",
         "draw": "once (default: one data set shared by all runs and variants with the same data settings) | per-run",
         "*": "generator parameters: theta, rate, mean, sigma, probs; a scalar or a list with one per node",
+        "dataset": "regression models: synthetic | breast_cancer | wine | digits | iris | diabetes",
+        "partition": "regression models: iid | dirichlet | labels",
+        "concentration": "Dirichlet label-skew concentration β > 0",
+        "labels_per_node": "labels partition: classes per node",
+        "sizes": "iid partition: equal | random",
+        "test_fraction": "held-out fraction in (0, 1) (default 0.2)",
+        "features": "synthetic regression data: dimension (default 5)",
+        "noise": "synthetic linear data: noise standard deviation",
     },
     "protocol": {
         "kind": "gfvl",

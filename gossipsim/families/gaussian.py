@@ -257,7 +257,7 @@ class GaussianFull(ExponentialFamily):
         dev = np.asarray(thetas, dtype=float).reshape(-1, self.d) - mean
         total = scale * np.sum(w)
         first = scale * (w @ dev)
-        second = scale * np.einsum("s,si,sj->ij", w, dev, dev)
+        second = scale * (dev.T @ (dev * w[:, None]))  # Σ_s w_s D_s D_sᵀ by BLAS
         g_mean = lam @ first
         g_cov = _sym(0.5 * lam @ second @ lam - 0.5 * total * lam)
         g1 = g_mean - 2.0 * g_cov @ mean

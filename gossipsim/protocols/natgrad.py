@@ -9,7 +9,8 @@ Every factor shares the prior's sufficient statistics (eqs. 15-16), so q has nat
 with the gradient in mean parameters supplied by the model (REINFORCE, eqs. 18-20, or another
 estimator). L_k is the *sum* of the node's log-losses. A step that would leave the natural-parameter
 domain is halved until it does not (backtracking) and counted in ``damped_steps``; after 60 halvings
-the step is dropped (also counted).
+the step is dropped. A gradient estimate that is not finite (a Monte Carlo draw at the edge of the
+support) is dropped and counted the same way.
 
 Unlearning (eq. 21): at the forgotten node's next visit η ← η − η_k and η_k ← 0; the node never
 contributes again. With ``refine_after_unlearning`` (default) the other nodes keep taking
@@ -100,7 +101,11 @@ class NaturalGradientGFVL(Protocol):
         eta = self.eta
         local = self.local[holder]
         for _ in range(self.local_iterations):
-            g = self.gradient(eta, holder, self.rng)
+            with np.errstate(all="ignore"):  # a non-finite estimate is counted below, not warned
+                g = self.gradient(eta, holder, self.rng)
+            if not np.all(np.isfinite(g)):
+                self.damped_steps += 1  # e.g. a Monte Carlo draw at the edge of the support
+                continue
             step = -rho * (local + g / self.temperature)  # eq. (17)
             candidate = eta + step
             if not self.in_domain(candidate):
