@@ -228,8 +228,10 @@ def plot_unlearning_kl(
     *,
     statistic: str = "median",
     tolerance: float | None = None,
+    excess: bool = False,
 ) -> Path | None:
-    """KL of unlearning (solid) vs retraining from scratch (dashed) against the slot, from the first request."""
+    """KL of unlearning (solid) vs retraining from scratch (dashed) against the slot, from the first
+    request; the best-in-family KL (dotted) where the target is outside the family."""
     if "retrain_kl" not in metrics.columns or requests.empty:
         return None
     floor = _floor(tolerance)
@@ -247,6 +249,27 @@ def plot_unlearning_kl(
                 v = np.maximum(values[:, keep], floor)
                 label = f"{variant}: {name}" if len(variants) > 1 else name
                 _draw_band(ax, grid[keep], v, statistic, color, label, linestyle=style, alpha=0.12)
+            if "best_family_kl" in metrics.columns:
+                _, best = _band_matrix(metrics, variant, "best_family_kl")
+                line = _center(best[:, keep], "median")
+                if np.isfinite(line).any():
+                    ax.plot(
+                        grid[keep],
+                        line,
+                        color=color,
+                        linestyle=":",
+                        linewidth=0.8,
+                        label="best in family",
+                    )
+                    if excess and tolerance:
+                        ax.plot(
+                            grid[keep],
+                            line + tolerance,
+                            color="0.4",
+                            linestyle=":",
+                            linewidth=0.8,
+                            label=f"best + tolerance {tolerance:g}",
+                        )
         _finish_kl_axes(
             ax,
             tolerance,
@@ -254,6 +277,7 @@ def plot_unlearning_kl(
             statistic,
             "iteration (slot)",
             "Unlearning vs retraining from scratch",
+            excess=excess,
         )
         ax.set_ylabel("KL(q ‖ posterior without forgotten) (nats)")
         return _save(fig, path)
@@ -551,6 +575,7 @@ def plot_results(
             out_dir / f"unlearning_kl.{fmt}",
             statistic=statistic,
             tolerance=tolerance,
+            excess=excess,
         ),
         plot_latency(requests, variants, out_dir / f"latency.{fmt}"),
         plot_cover_time(runs, summary, out_dir / f"cover_time.{fmt}"),

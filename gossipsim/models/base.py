@@ -25,6 +25,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..families import ExponentialFamily, ModelParam
 from ..protocols import Protocol, StateTrace
+from ..scheduling import IndexedGraph
 
 
 class Target(ABC):
@@ -67,6 +68,7 @@ class Model(ABC):
 
     family: ExponentialFamily
     prior: np.ndarray
+    graph: IndexedGraph
     fixed_data: Any | None = None
 
     #: whether targets may lie outside the family (a best-in-family KL is then defined)
@@ -94,9 +96,30 @@ class Model(ABC):
     ) -> Protocol:
         """The protocol that learns ``data`` (from the prior, without the ``forgotten`` nodes)."""
 
-    @abstractmethod
     def target(self, data: Any, forgotten: frozenset[int]) -> Target:
-        """The exact posterior of all data but the ``forgotten`` nodes'."""
+        """The exact posterior of all data but the ``forgotten`` nodes' (cached for the data drawn
+        once: every run of a variant shares its targets)."""
+        cache: dict[frozenset[int], Target] = self.__dict__.setdefault("_target_cache", {})
+        if data is self.fixed_data and forgotten in cache:
+            return cache[forgotten]
+        target = self.compute_target(data, forgotten)
+        if data is self.fixed_data:
+            cache[forgotten] = target
+        return target
+
+    @abstractmethod
+    def compute_target(self, data: Any, forgotten: frozenset[int]) -> Target:
+        """The exact posterior of all data but the ``forgotten`` nodes' (uncached)."""
+
+    def included(self, forgotten: frozenset[int]) -> np.ndarray:
+        """Boolean mask of the nodes whose data the target includes."""
+        mask = np.ones(self.nodes, dtype=bool)
+        mask[list(forgotten)] = False
+        return mask
+
+    @property
+    def nodes(self) -> int:
+        return int(self.graph.size)
 
     def evaluation_columns(self) -> tuple[str, ...]:
         """Extra metrics.csv columns computed by :meth:`evaluate`."""

@@ -186,7 +186,6 @@ class BetaExponential(Model):
         self.points = points_per_node(scenario.data.points_per_node, graph.size)
         self.node_params = check_theta(scenario.data.params.get("theta", 0.5), graph.size)
         self.protocol_settings = scenario.protocol
-        self._targets: dict[frozenset[int], Target] = {}
         self.fixed_data = self.draw_data(data_rng) if scenario.data.draw == "once" else None
 
     def draw_data(self, rng: np.random.Generator) -> ExponentialData:
@@ -254,18 +253,12 @@ class BetaExponential(Model):
         )  # fmt: skip
         return protocol
 
-    def target(self, data: Any, forgotten: frozenset[int]) -> Target:
-        if data is self.fixed_data and forgotten in self._targets:
-            return self._targets[forgotten]
-        included = np.ones(self.graph.size, dtype=bool)
-        included[list(forgotten)] = False
+    def compute_target(self, data: Any, forgotten: frozenset[int]) -> Target:
+        included = self.included(forgotten)
         n = float(data.counts[included].sum())
         z = float(data.sums[included].sum())
         alpha = self.temperature
-        target = ExactPosterior(self.a0 - 1 - n / alpha, self.b0 - 1, z / alpha)
-        if data is self.fixed_data:
-            self._targets[forgotten] = target
-        return target
+        return ExactPosterior(self.a0 - 1 - n / alpha, self.b0 - 1, z / alpha)
 
     def node_sizes(self, data: Any) -> list[int]:
         return list(self.points)

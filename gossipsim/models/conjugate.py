@@ -40,7 +40,6 @@ class ConjugateExpFam(Model):
         self.points: list[int] = []
         self.node_params: list[dict[str, Any]] = []
         self.fixed_data = None
-        self._targets: dict[frozenset[int], Target] = {}
         if data.path is not None:
             path = Path(data.path)
             if not path.is_absolute():
@@ -79,15 +78,8 @@ class ConjugateExpFam(Model):
             start_slot=start_slot,
         )
 
-    def target(self, data: Any, forgotten: frozenset[int]) -> Target:
-        if data is self.fixed_data and forgotten in self._targets:
-            return self._targets[forgotten]
-        included = np.ones(self.graph.size, dtype=bool)
-        included[list(forgotten)] = False
-        target = FamilyTarget(self.family, self.prior + data[included].sum(axis=0))
-        if data is self.fixed_data:
-            self._targets[forgotten] = target
-        return target
+    def compute_target(self, data: Any, forgotten: frozenset[int]) -> Target:
+        return FamilyTarget(self.family, self.prior + data[self.included(forgotten)].sum(axis=0))
 
     def node_sizes(self, data: Any) -> list[int]:
         return list(self.points)

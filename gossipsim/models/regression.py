@@ -117,7 +117,6 @@ class GaussianRegression(Model):
                     "data.dataset",
                     f"{self.dataset!r} is a {DATASETS[self.dataset].task} task; {self.kind} takes: synthetic, {', '.join(fitting)}",
                 )
-        self._targets: dict[frozenset[int], Target] = {}
         first = self.draw_data(data_rng)  # validates every data key once
         self.d = first.X_test.shape[1]
         self.family = self.make_family(
@@ -191,11 +190,6 @@ class GaussianRegression(Model):
     def node_sizes(self, data: Any) -> list[int]:
         return [int(y.size) for y in data.y] if data is not None else []
 
-    def _included(self, forgotten: frozenset[int]) -> np.ndarray:
-        included = np.ones(self.graph.size, dtype=bool)
-        included[list(forgotten)] = False
-        return included
-
     def _moments(self, states: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return self.family.conventional(np.asarray(states, dtype=float))
 
@@ -258,15 +252,10 @@ class LinearRegression(GaussianRegression):
             start_slot=start_slot,
         )
 
-    def target(self, data: Any, forgotten: frozenset[int]) -> Target:
-        if data is self.fixed_data and forgotten in self._targets:
-            return self._targets[forgotten]
-        target = FamilyTarget(
-            self.family, self.prior + self.factors(data)[self._included(forgotten)].sum(axis=0)
+    def compute_target(self, data: Any, forgotten: frozenset[int]) -> Target:
+        return FamilyTarget(
+            self.family, self.prior + self.factors(data)[self.included(forgotten)].sum(axis=0)
         )
-        if data is self.fixed_data:
-            self._targets[forgotten] = target
-        return target
 
     def evaluation_columns(self) -> tuple[str, ...]:
         return ("rmse", "nll")
@@ -350,13 +339,8 @@ class LogisticRegression(GaussianRegression):
             forgotten=forgotten, trace=trace, start_slot=start_slot,
         )  # fmt: skip
 
-    def target(self, data: Any, forgotten: frozenset[int]) -> Target:
-        if data is self.fixed_data and forgotten in self._targets:
-            return self._targets[forgotten]
-        target = FamilyTarget(self.family, self.centralised_optimum(data, forgotten))
-        if data is self.fixed_data:
-            self._targets[forgotten] = target
-        return target
+    def compute_target(self, data: Any, forgotten: frozenset[int]) -> Target:
+        return FamilyTarget(self.family, self.centralised_optimum(data, forgotten))
 
     def centralised_optimum(
         self,
@@ -368,7 +352,7 @@ class LogisticRegression(GaussianRegression):
     ) -> np.ndarray:
         """The variational optimum on the pooled data of the included nodes: eq. (17) with the exact
         estimator, one node holding everything, step ρ = 1 halved while it leaves the domain."""
-        X, y = data.pooled(self._included(forgotten))
+        X, y = data.pooled(self.included(forgotten))
         pooled = RegressionData((X,), (y,), data.X_test, data.y_test)
         gradient = self.mean_gradient(pooled, "exact")
         rng = np.random.default_rng(0)  # unused by the exact estimator
