@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from .errors import ConfigError
+from .executors import Outcome, execute
 from .results import Results, collect
-from .runner import World, build_world, iterate_runs
+from .runner import World, build_world
 from .scenario import Study, load_scenario, parse_study
+from .store import RunStore
 
 
 def run(
@@ -18,13 +21,23 @@ def run(
     runs: int | None = None,
     seed: int | None = None,
     workers: int = 1,
+    cluster: str | None = None,
+    out: str | os.PathLike[str] | None = None,
+    resume: bool = False,
+    make_plots: Callable[[Results, Path], None] | None = None,
     progress: bool | None = False,
 ) -> Results:
     """Run every variant of a scenario and return its :class:`~gossipsim.results.Results`.
 
     ``scenario`` is a loaded :class:`Study`, a path to a TOML file, or the scenario as nested dicts.
-    ``runs`` and ``seed`` override the file's values. Results are identical for any ``workers``.
-    ``progress`` shows a progress bar on stderr (``None``: only when stderr is a terminal).
+    ``runs`` and ``seed`` override the file's values. Runs execute in this process (``workers=1``),
+    a local process pool (``workers=W``) or on a Dask cluster (``cluster="tcp://host:8786"`` or
+    ``"local:N"``); the results are identical whatever the choice.
+
+    With ``out`` every finished run is committed to that folder as it completes and the tables (and
+    the figures, with ``make_plots``) are written there at the end; ``resume=True`` continues an
+    interrupted sweep in ``out``. ``progress`` shows a progress bar on stderr (runs done / total,
+    rate, ETA; ``None``: only when stderr is a terminal).
 
     >>> import gossipsim as gs
     >>> res = gs.run("scenarios/fig3_beta_bernoulli.toml", runs=20)   # doctest: +SKIP
@@ -37,36 +50,47 @@ def run(
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
             raise ConfigError("seed", f"must be an integer >= 0 (got {seed!r})")
         study = study.with_overrides(runs=runs, seed=seed)
+    if workers < 1:
+        raise ConfigError("--workers", f"must be >= 1 (got {workers})")
+    if resume and out is None:
+        raise ConfigError("--resume", "needs --out, the folder of the interrupted sweep")
     worlds = check(study)
-    total = sum(v.scenario.run.runs for v in study.variants)
+    store = RunStore(out, study, resume=resume) if out is not None else None
+    tasks = [
+        (v, r)
+        for v in range(len(study.variants))
+        for r in range(study.variants[v].scenario.run.runs)
+    ]
+    done: set[tuple[int, int]] = store.finished() if store is not None else set()
+    todo = [t for t in tasks if t not in done]
+    outcomes: dict[tuple[int, int], Outcome] = {}
     bar = None
     if progress is not False:
         from tqdm import tqdm
 
-        bar = tqdm(
-            total=total,
-            unit="run",
-            file=sys.stderr,
-            disable=None if progress is None else False,
-            desc=study.name,
-        )
+        bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), unit="run", file=sys.stderr,
+                   disable=None if progress is None else False, desc=study.name)  # fmt: skip
     try:
-        results = collect(
-            study,
-            iterate_runs(
-                study,
-                workers=workers,
-                progress=(lambda n: bar.update(n)) if bar is not None else None,
-                worlds=worlds,
-            ),
-            node_labels=[w.indexed.labels for w in worlds],
-        )
+        for variant, outcome in execute(
+            study, todo, workers=workers, cluster=cluster, worlds=worlds
+        ):
+            if store is not None:
+                store.save(variant, outcome)
+            else:
+                outcomes[(variant, outcome.run)] = outcome
+            if bar is not None:
+                bar.update(1)
     finally:
         if bar is not None:
             bar.close()
+    ordered = store.load() if store is not None else ((t[0], outcomes[t]) for t in sorted(outcomes))
+    results = collect(study, ordered, node_labels=[w.indexed.labels for w in worlds])
     from .theory import theory_for
 
     results.theory = {v.label: theory_for(w) for v, w in zip(study.variants, worlds, strict=True)}
+    if store is not None:
+        results.write(store.dir, make_plots=make_plots)
+        store.finish()
     return results
 
 

@@ -88,6 +88,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="local worker processes (results identical for any number)",
     )
     run.add_argument(
+        "--cluster",
+        help="run on Dask: a scheduler address tcp://host:8786, or local:N for a local cluster of N workers",
+    )
+    run.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue an interrupted sweep in --out, skipping finished runs",
+    )
+    run.add_argument(
         "--format", choices=("png", "pdf", "svg"), default="png", help="figure format (default png)"
     )
     run.add_argument(
@@ -150,6 +159,21 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "list", help="topologies, models, schedulers and protocols with their parameters"
     )
+
+    st = sub.add_parser("status", help="runs done, failed and remaining of a results folder")
+    st.add_argument("dir")
+    st.add_argument("--json", action="store_true")
+
+    cmp_ = sub.add_parser(
+        "compare", help="overlay the KL curves of several results folders in one figure"
+    )
+    cmp_.add_argument("dirs", nargs="+", metavar="DIR")
+    cmp_.add_argument(
+        "--out",
+        default="compare.png",
+        help="figure file (default compare.png; .pdf/.svg by extension)",
+    )
+    cmp_.add_argument("--statistic", choices=("median", "mean"), default="median")
     return parser
 
 
@@ -178,6 +202,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "hitting": _cmd_hitting,
             "plot": _cmd_plot,
             "list": _cmd_list,
+            "status": _cmd_status,
+            "compare": _cmd_compare,
         }[args.command]
         return handler(args)
     except ConfigError as exc:
@@ -201,7 +227,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         raise ConfigError("--out", f"{str(out)!r} exists and is not a folder")
     progress = {"auto": None, "on": True, "off": False}[args.progress]
-    results = run(study, runs=args.runs, seed=args.seed, workers=args.workers, progress=progress)
 
     def make_plots(res: Results, folder: Path) -> None:
         from .plots import plot_results
@@ -211,9 +236,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
             fmt=args.format, statistic=args.statistic, graphs=_graphs(res.study),
         )  # fmt: skip
 
-    written = results.write(out, make_plots=None if args.no_plots else make_plots)
+    results = run(
+        study, runs=args.runs, seed=args.seed, workers=args.workers, cluster=args.cluster,
+        out=out, resume=args.resume, make_plots=None if args.no_plots else make_plots,
+        progress=progress,
+    )  # fmt: skip
     runs = results.runs
-    print(f"wrote {written}/ ({len(runs)} runs, {len(results.variants)} variant(s))")
+    print(f"wrote {out}/ ({len(runs)} runs, {len(results.variants)} variant(s))")
     for label, part in runs.groupby("variant", sort=False):
         cover = part["cover_iteration"].astype(float).mean()
         conv = part["convergence_iteration"].astype(float)
@@ -224,6 +253,55 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if len(req):
             line += f"; mean unlearning latency {req['latency'].astype(float).mean():.2f} vs retrain {req['retrain_latency'].astype(float).mean():.2f}"
         print(line)
+    failed = len(results.failures)
+    if failed:
+        print(
+            f"gossipsim: {failed} run(s) failed; their errors and seeds are in {out}/failures.csv",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    from .store import status
+
+    info = status(args.dir)
+    if args.json:
+        print(json.dumps(info))
+    else:
+        state = "complete" if info["complete"] else "interrupted or running"
+        print(
+            f"{args.dir}: {info['name']} ({state}): {info['done']} done, {info['failed']} failed, {info['remaining']} remaining of {info['runs']} runs"
+        )
+    return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from .plots import plot_kl_vs_iteration
+    from .results import load_results
+
+    frames = []
+    labels = []
+    for folder in args.dirs:
+        if not (Path(folder) / "summary.json").is_file():
+            raise ConfigError(
+                "DIR", f"{folder!r} is not a finished gossipsim results folder (no summary.json)"
+            )
+        metrics, _, _, summary = load_results(folder)
+        name = Path(folder).name
+        metrics = metrics.assign(variant=name + ": " + metrics["variant"].astype(str))
+        frames.append(metrics)
+        labels += [f"{name}: {v}" for v in summary.get("variants", {})]
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    plot_kl_vs_iteration(
+        pd.concat(frames, ignore_index=True), labels, out, statistic=args.statistic,
+        title=f"KL vs iteration ({args.statistic}, 75% band)",
+    )  # fmt: skip
+    print(out)
     return 0
 
 

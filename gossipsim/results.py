@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .executors import RunFailure
 from .metrics import quantile_summary
 from .runner import RunOutput
 from .scenario import Study
@@ -43,6 +44,7 @@ REQUEST_COLUMNS = [
     "latency", "latency_time", "retrain_latency", "retrain_latency_time",
 ]  # fmt: skip
 VISIT_COLUMNS = ["variant", "node", "visits", "share"]
+FAILURE_COLUMNS = ["variant", "run", "seed", "error"]
 METRIC_COLUMNS = [
     "variant", "run", "iteration", "time", "holder", "kl", "bits", "retrain_kl", "best_family_kl",
 ]  # fmt: skip
@@ -57,6 +59,7 @@ class Results:
     runs: pd.DataFrame
     requests: pd.DataFrame
     visits: pd.DataFrame
+    failures: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=FAILURE_COLUMNS))
     theory: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
@@ -86,6 +89,7 @@ class Results:
                     skip={"run", "request", "node"},
                 ),
             }
+            entry["failed_runs"] = int((self.failures["variant"] == label).sum())
             shares = self.visits.loc[self.visits["variant"] == label, "share"]
             if len(shares):
                 entry["visit_share"] = {"min": float(shares.min()), "max": float(shares.max())}
@@ -100,47 +104,63 @@ class Results:
         *,
         make_plots: Callable[[Results, Path], None] | None = None,
     ) -> Path:
-        """Write the results folder atomically (tables, summary, and plots if ``make_plots`` is given)."""
+        """Write the tables, the summary and (with ``make_plots``) the figures into ``out_dir``.
+
+        Everything is first written to a staging folder inside ``out_dir`` and then renamed into
+        place file by file, so no file is ever half written.
+        """
         dest = Path(out_dir)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+        dest.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=dest))
         try:
-            self.metrics.to_csv(tmp / "metrics.csv", index=False)
-            self.runs.to_csv(tmp / "runs.csv", index=False)
-            self.requests.to_csv(tmp / "requests.csv", index=False)
-            self.visits.to_csv(tmp / "visits.csv", index=False)
-            (tmp / "summary.json").write_text(
+            self.metrics.to_csv(staging / "metrics.csv", index=False)
+            self.runs.to_csv(staging / "runs.csv", index=False)
+            self.requests.to_csv(staging / "requests.csv", index=False)
+            self.visits.to_csv(staging / "visits.csv", index=False)
+            self.failures.to_csv(staging / "failures.csv", index=False)
+            (staging / "summary.json").write_text(
                 json.dumps(self.summary(), indent=2) + "\n", encoding="utf-8"
             )
             if make_plots is not None:
-                (tmp / "plots").mkdir()
-                make_plots(self, tmp / "plots")
-            old = None
-            if dest.exists():
-                old = dest.with_name(f".{dest.name}.old-{os.getpid()}")
-                dest.rename(old)
-            tmp.rename(dest)
-            if old is not None:
-                shutil.rmtree(old, ignore_errors=True)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+                (staging / "plots").mkdir()
+                make_plots(self, staging / "plots")
+            for name in (
+                "metrics.csv",
+                "runs.csv",
+                "requests.csv",
+                "visits.csv",
+                "failures.csv",
+                "summary.json",
+            ):
+                os.replace(staging / name, dest / name)
+            if make_plots is not None:
+                shutil.rmtree(dest / "plots", ignore_errors=True)
+                os.replace(staging / "plots", dest / "plots")
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
         return dest
 
 
 def collect(
     study: Study,
-    outputs: Iterable[tuple[int, RunOutput]],
+    outputs: Iterable[tuple[int, RunOutput | RunFailure]],
     node_labels: Sequence[Sequence[Any]] | None = None,
 ) -> Results:
-    """Assemble the tables from run outputs (in the fixed order they are produced)."""
+    """Assemble the tables from run outputs, in the order given (the caller sorts by variant, run);
+    failed runs go to the failures table."""
     labels = [v.label for v in study.variants]
     run_rows: list[dict[str, Any]] = []
     request_rows: list[dict[str, Any]] = []
     metric_parts: list[pd.DataFrame] = []
     visits: dict[int, np.ndarray] = {}
+    failure_rows: list[dict[str, Any]] = []
     for variant, out in outputs:
         label = labels[variant]
+        if isinstance(out, RunFailure):
+            failure_rows.append(
+                {"variant": label, "run": out.run, "seed": out.seed, "error": out.error}
+            )
+            continue
         visits[variant] = visits.get(variant, 0) + out.visits
         run_rows.append({"variant": label, "run": out.run, **out.run_row})
         for row in out.request_rows:
@@ -184,7 +204,8 @@ def collect(
         if visit_parts
         else pd.DataFrame(columns=VISIT_COLUMNS)
     )
-    return Results(study, metrics, runs, requests, visits_df)
+    failures = pd.DataFrame(failure_rows, columns=FAILURE_COLUMNS)
+    return Results(study, metrics, runs, requests, visits_df, failures)
 
 
 def load_results(

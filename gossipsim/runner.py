@@ -13,9 +13,6 @@ Randomness (all explicit, no global state):
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +27,7 @@ from .links import LinkModel
 from .metrics import Segments, kl_segments, recorded_slots
 from .models import MODEL_KINDS, Model, Target
 from .protocols import Protocol, StateTrace, WithRetrainBaseline
-from .scenario import Scenario, Study
+from .scenario import Scenario
 from .scheduling import IndexedGraph, Walker, stationary_distribution
 from .topology import build_topology
 
@@ -283,79 +280,3 @@ def _measure(
 
 def _latency(done_at: int | None, request_slot: int) -> float:
     return float(done_at - request_slot + 1) if done_at is not None else np.nan
-
-
-# ----------------------------------------------------------------------------- many runs
-
-_WORLD_CACHE: dict[tuple[int, str], World] = {}
-_STUDY: Study | None = None
-
-
-def _init_worker(study: Study) -> None:
-    global _STUDY
-    _STUDY = study
-    _WORLD_CACHE.clear()
-
-
-def _world_for(study: Study, variant: int) -> World:
-    key = (variant, study.variants[variant].label)
-    if key not in _WORLD_CACHE:
-        if len(_WORLD_CACHE) > 8:
-            _WORLD_CACHE.clear()
-        _WORLD_CACHE[key] = build_world(study.variants[variant].scenario)
-    return _WORLD_CACHE[key]
-
-
-def _task(variant: int, run: int) -> tuple[int, RunOutput]:
-    assert _STUDY is not None
-    world = _world_for(_STUDY, variant)
-    return variant, simulate_run(world, run, run_seed(world.scenario.run.seed, run))
-
-
-def iterate_runs(
-    study: Study,
-    *,
-    workers: int = 1,
-    progress: Callable[[int], object] | None = None,
-    worlds: Sequence[World] | None = None,
-) -> Iterator[tuple[int, RunOutput]]:
-    """Yield ``(variant index, RunOutput)`` for every run of every variant, in a fixed order.
-
-    With ``workers > 1`` runs execute in a process pool; the order of the yielded results (and so
-    every table) is the same for any number of workers.
-    """
-    if workers < 1:
-        raise ConfigError("--workers", f"must be >= 1 (got {workers})")
-    tasks = [
-        (v, r)
-        for v in range(len(study.variants))
-        for r in range(study.variants[v].scenario.run.runs)
-    ]
-    if workers == 1 or len(tasks) == 1:
-        _init_worker(study)
-        for v, world in enumerate(worlds or ()):  # already built by the caller: reuse them
-            _WORLD_CACHE[(v, study.variants[v].label)] = world
-        for v, r in tasks:
-            out = _task(v, r)
-            if progress:
-                progress(1)
-            yield out
-        return
-    # small chunks: run lengths differ widely across variants (a star of 1,000 nodes vs a complete
-    # graph of 10), and large chunks would leave one worker with all the long runs
-    chunk = max(1, min(8, len(tasks) // (workers * 64)))
-    with ProcessPoolExecutor(
-        max_workers=workers, initializer=_init_worker, initargs=(study,)
-    ) as pool:
-        for out in pool.map(_task_star, tasks, chunksize=chunk):
-            if progress:
-                progress(1)
-            yield out
-
-
-def _task_star(args: tuple[int, int]) -> tuple[int, RunOutput]:
-    return _task(*args)
-
-
-def default_workers() -> int:
-    return max(1, min(os.cpu_count() or 1, 8))

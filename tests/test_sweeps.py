@@ -1,0 +1,197 @@
+"""Executors, resumable results, failures, status and compare (issue: scale)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import gossipsim as gs
+from gossipsim import executors
+from gossipsim.cli import main
+from tests.helpers import base_scenario, to_toml
+
+TABLES = ("metrics.csv", "runs.csv", "requests.csv", "visits.csv", "failures.csv")
+
+
+def _scenario(
+    tmp_path: Path, runs: int = 8, iterations: int = 150, name: str = "s.toml", **over
+) -> Path:
+    raw = base_scenario(
+        scenario={"name": "sweep", "seed": 3, "runs": runs, "iterations": iterations},
+        unlearning=[{"node": 2, "at_iteration": 60}],
+        **over,
+    )
+    raw["sweep"] = {"topology.kind": ["ring", "complete"]}
+    path = tmp_path / name
+    path.write_text(to_toml(raw))
+    return path
+
+
+def _same_tables(a: Path, b: Path) -> None:
+    for name in (*TABLES, "summary.json"):
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+
+
+def test_identical_tables_for_serial_pool_and_dask_local_cluster(tmp_path, capsys):
+    pytest.importorskip("dask.distributed")
+    path = _scenario(tmp_path)
+    for out, extra in (
+        ("serial", []),
+        ("pool", ["--workers", "2"]),
+        ("dask", ["--cluster", "local:2"]),
+    ):
+        assert main(["run", str(path), "--out", str(tmp_path / out), "--no-plots", *extra]) == 0
+    _same_tables(tmp_path / "serial", tmp_path / "pool")
+    _same_tables(tmp_path / "serial", tmp_path / "dask")
+    assert not (tmp_path / "dask" / ".gossipsim" / "parts").exists()  # merged and cleaned up
+
+
+def test_resume_after_sigkill_gives_the_uninterrupted_tables(tmp_path):
+    """Kill the process (SIGKILL) mid-sweep, resume, and the tables equal an uninterrupted sweep's."""
+    path = _scenario(tmp_path, runs=30, iterations=3000)
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    cmd = [
+        sys.executable,
+        "-m",
+        "gossipsim.cli",
+        "run",
+        str(path),
+        "--no-plots",
+        "--progress",
+        "off",
+    ]
+    subprocess.run(
+        [*cmd, "--out", str(tmp_path / "full")], check=True, env=env, stdout=subprocess.DEVNULL
+    )
+    proc = subprocess.Popen(
+        [*cmd, "--out", str(tmp_path / "cut")], env=env, stdout=subprocess.DEVNULL
+    )
+    parts = tmp_path / "cut" / ".gossipsim" / "parts"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(list(parts.glob("v*.pkl"))) < 12:
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    finished = len(list(parts.glob("v*.pkl")))
+    assert 0 < finished < 60, finished  # really interrupted mid-sweep
+    assert not (tmp_path / "cut" / "runs.csv").exists()
+    status = subprocess.run(
+        [sys.executable, "-m", "gossipsim.cli", "status", str(tmp_path / "cut"), "--json"],
+        check=True, env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    info = json.loads(status.stdout)
+    assert (
+        info["complete"] is False
+        and info["done"] == finished
+        and info["remaining"] == 60 - finished
+    )
+    subprocess.run(
+        [*cmd, "--out", str(tmp_path / "cut"), "--resume"],
+        check=True,
+        env=env,
+        stdout=subprocess.DEVNULL,
+    )
+    _same_tables(tmp_path / "full", tmp_path / "cut")
+    runs = pd.read_csv(tmp_path / "cut" / "runs.csv")
+    assert len(runs) == 60 and not runs.duplicated(["variant", "run"]).any()
+
+
+def test_resume_refuses_another_scenario(tmp_path, capsys):
+    path = _scenario(tmp_path, runs=2)
+    out = tmp_path / "res"
+    assert main(["run", str(path), "--out", str(out), "--no-plots"]) == 0
+    other = _scenario(tmp_path, runs=2, name="other.toml", metrics={"tolerance": 1e-6})
+    capsys.readouterr()
+    assert main(["run", str(other), "--out", str(out), "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "--resume" in err and "another scenario" in err
+    # the same scenario with another --runs is another sweep too
+    assert main(["run", str(path), "--out", str(out), "--resume", "--runs", "3"]) == 2
+    # resuming a finished sweep runs nothing and rewrites the same tables
+    before = (out / "runs.csv").read_bytes()
+    assert main(["run", str(path), "--out", str(out), "--resume", "--no-plots"]) == 0
+    assert (out / "runs.csv").read_bytes() == before
+
+
+def test_a_failing_run_is_recorded_and_the_sweep_continues(tmp_path, monkeypatch, capsys):
+    real = executors.simulate_run
+
+    def flaky(world, run, seed):
+        if run == 1:
+            raise RuntimeError("disk on fire")
+        return real(world, run, seed)
+
+    monkeypatch.setattr(executors, "simulate_run", flaky)
+    path = _scenario(tmp_path, runs=3)
+    out = tmp_path / "res"
+    assert main(["run", str(path), "--out", str(out), "--no-plots"]) == 1
+    failures = pd.read_csv(out / "failures.csv")
+    assert list(failures["run"]) == [1, 1] and failures["error"].str.contains("disk on fire").all()
+    assert failures["seed"].notna().all()
+    runs = pd.read_csv(out / "runs.csv")
+    assert sorted(runs["run"].unique()) == [0, 2]
+    assert "failed" in capsys.readouterr().err
+    assert main(["status", str(out)]) == 0
+    assert "4 done, 2 failed, 0 remaining of 6 runs" in capsys.readouterr().out
+
+
+def test_compare_overlays_folders(tmp_path, capsys):
+    path = _scenario(tmp_path, runs=2)
+    for out in ("a", "b"):
+        assert main(["run", str(path), "--out", str(tmp_path / out), "--no-plots"]) == 0
+    figure = tmp_path / "cmp.png"
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(figure)]) == 0
+    assert figure.stat().st_size > 10_000
+
+
+def test_out_must_not_clobber_a_foreign_folder(tmp_path, capsys):
+    path = _scenario(tmp_path, runs=1)
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("keep me")
+    assert main(["run", str(path), "--out", str(foreign)]) == 2
+    assert (foreign / "notes.txt").read_text() == "keep me"
+    assert "--out" in capsys.readouterr().err
+
+
+def test_cluster_errors_are_one_line(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("dask.distributed")
+    path = _scenario(tmp_path, runs=1)
+    monkeypatch.setattr(executors, "CLUSTER_TIMEOUT_S", 1.0)
+    for cluster, expect in (
+        ("tcp://127.0.0.1:9", "cannot reach"),
+        ("local:0", "local:N"),
+        ("nowhere", "scheduler address"),
+    ):
+        start = time.monotonic()
+        assert main(["run", str(path), "--out", str(tmp_path / "res"), "--cluster", cluster]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "--cluster" in err and expect in err, err
+        assert time.monotonic() - start < 30
+
+
+def test_cluster_without_dask_says_how_to_install(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "dask.distributed", None)  # import fails as if not installed
+    path = _scenario(tmp_path, runs=1)
+    assert main(["run", str(path), "--out", str(tmp_path / "res"), "--cluster", "local:2"]) == 2
+    err = capsys.readouterr().err
+    assert "pip install 'gossipsim[cluster]'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_python_api_streams_to_a_folder_and_resumes(tmp_path):
+    path = _scenario(tmp_path, runs=3)
+    study = gs.load_scenario(path)
+    res = gs.run(study, out=tmp_path / "api")
+    again = gs.run(study, out=tmp_path / "api", resume=True)
+    pd.testing.assert_frame_equal(res.runs, again.runs)
+    assert (
+        json.loads((tmp_path / "api" / ".gossipsim" / "study.json").read_text())["complete"] is True
+    )
