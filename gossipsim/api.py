@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .errors import ConfigError
-from .executors import Outcome, execute
+from .executors import Outcome, execute, units
 from .results import Results, collect
 from .runner import World, build_world
 from .scenario import Study, load_scenario, parse_study
@@ -22,6 +22,7 @@ def run(
     seed: int | None = None,
     workers: int = 1,
     cluster: str | None = None,
+    engine: str = "event",
     out: str | os.PathLike[str] | None = None,
     resume: bool = False,
     make_plots: Callable[[Results, Path], None] | None = None,
@@ -32,7 +33,9 @@ def run(
     ``scenario`` is a loaded :class:`Study`, a path to a TOML file, or the scenario as nested dicts.
     ``runs`` and ``seed`` override the file's values. Runs execute in this process (``workers=1``),
     a local process pool (``workers=W``) or on a Dask cluster (``cluster="tcp://host:8786"`` or
-    ``"local:N"``); the results are identical whatever the choice.
+    ``"local:N"``); the results are identical whatever the choice. ``engine`` is ``"event"`` (the
+    SimPy engine), ``"vectorized"`` (many runs at once in NumPy, for exact conjugate scenarios with
+    requests at iterations; same tables) or ``"auto"`` (vectorised wherever it applies).
 
     With ``out`` every finished run is committed to that folder as it completes and the tables (and
     the figures, with ``make_plots``) are written there at the end; ``resume=True`` continues an
@@ -55,6 +58,7 @@ def run(
     if resume and out is None:
         raise ConfigError("--resume", "needs --out, the folder of the interrupted sweep")
     worlds = check(study)
+    engines, notes = choose_engines(study, worlds, engine)
     store = RunStore(out, study, resume=resume) if out is not None else None
     tasks = [
         (v, r)
@@ -71,8 +75,9 @@ def run(
         bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), unit="run", file=sys.stderr,
                    disable=None if progress is None else False, desc=study.name)  # fmt: skip
     try:
+        work = units(todo, engines)
         for variant, outcome in execute(
-            study, todo, workers=workers, cluster=cluster, worlds=worlds
+            study, work, workers=workers, cluster=cluster, worlds=worlds
         ):
             if store is not None:
                 store.save(variant, outcome)
@@ -88,10 +93,34 @@ def run(
     from .theory import theory_for
 
     results.theory = {v.label: theory_for(w) for v, w in zip(study.variants, worlds, strict=True)}
+    results.engines = {v.label: note for v, note in zip(study.variants, notes, strict=True)}
     if store is not None:
         results.write(store.dir, make_plots=make_plots)
         store.finish()
     return results
+
+
+def choose_engines(study: Study, worlds: list[World], engine: str) -> tuple[list[str], list[str]]:
+    """The engine of each variant and a note saying why (for ``engine="auto"``)."""
+    from .fastpath import ENGINES, unavailable
+
+    if engine not in ENGINES:
+        raise ConfigError("--engine", f"unknown engine {engine!r}; allowed: {', '.join(ENGINES)}")
+    chosen, notes = [], []
+    for variant, world in zip(study.variants, worlds, strict=True):
+        reason = unavailable(world) if engine != "event" else None
+        if engine == "vectorized" and reason is not None:
+            raise ConfigError(
+                "--engine",
+                f"the vectorized engine cannot run variant {variant.label!r}: {reason}; use auto or event",
+            )
+        if engine == "event" or reason is not None:
+            chosen.append("event")
+            notes.append("event" + (f" ({reason})" if reason else ""))
+        else:
+            chosen.append("vectorized")
+            notes.append("vectorized")
+    return chosen, notes
 
 
 def check(study: Study) -> list[World]:

@@ -92,6 +92,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="run on Dask: a scheduler address tcp://host:8786, or local:N for a local cluster of N workers",
     )
     run.add_argument(
+        "--engine",
+        choices=("auto", "event", "vectorized"),
+        default="auto",
+        help="auto (default: the vectorized engine wherever it applies, else the event engine) | event | vectorized",
+    )
+    run.add_argument(
         "--resume",
         action="store_true",
         help="continue an interrupted sweep in --out, skipping finished runs",
@@ -238,11 +244,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     results = run(
         study, runs=args.runs, seed=args.seed, workers=args.workers, cluster=args.cluster,
-        out=out, resume=args.resume, make_plots=None if args.no_plots else make_plots,
+        engine=args.engine, out=out, resume=args.resume,
+        make_plots=None if args.no_plots else make_plots,
         progress=progress,
     )  # fmt: skip
     runs = results.runs
     print(f"wrote {out}/ ({len(runs)} runs, {len(results.variants)} variant(s))")
+    engines = list(results.engines.values())
+    print(
+        "engine: "
+        + "; ".join(f"{e} for {engines.count(e)} variant(s)" for e in sorted(set(engines)))
+    )
     for label, part in runs.groupby("variant", sort=False):
         cover = part["cover_iteration"].astype(float).mean()
         conv = part["convergence_iteration"].astype(float)

@@ -24,6 +24,7 @@ from .runner import RunOutput, World, build_world, run_seed, simulate_run
 from .scenario import Study
 
 Task = tuple[int, int]  # (variant index, run index)
+Unit = tuple[int, tuple[int, ...], str]  # (variant, runs, engine): the unit of work
 
 CLUSTER_TIMEOUT_S = 10.0
 
@@ -54,15 +55,47 @@ def _world(study: Study, variant: int) -> World:
     return worlds[variant]
 
 
-def run_task(study: Study, task: Task) -> tuple[int, Outcome]:
-    """Run one (variant, run); an exception becomes a :class:`RunFailure`."""
-    variant, run = task
-    seed = run_seed(study.variants[variant].scenario.run.seed, run)
-    try:
-        return variant, simulate_run(_world(study, variant), run, seed)
-    except Exception as exc:  # a failed run is recorded, the sweep continues
-        last = traceback.format_exception_only(type(exc), exc)[-1].strip()
-        return variant, RunFailure(run, seed, last)
+def run_unit(study: Study, unit: Unit) -> list[tuple[int, Outcome]]:
+    """Run one unit of work: a single run on the event engine, or a batch of runs of one variant
+    on the vectorised engine. Exceptions become :class:`RunFailure` records."""
+    variant, runs, engine = unit
+    base = study.variants[variant].scenario.run.seed
+    if engine == "vectorized":
+        from .fastpath import simulate_runs
+
+        try:
+            return [(variant, out) for out in simulate_runs(_world(study, variant), runs)]
+        except Exception as exc:  # the whole batch is recorded as failed
+            message = _message(exc)
+            return [(variant, RunFailure(r, run_seed(base, r), message)) for r in runs]
+    out: list[tuple[int, Outcome]] = []
+    for run in runs:
+        seed = run_seed(base, run)
+        try:
+            out.append((variant, simulate_run(_world(study, variant), run, seed)))
+        except Exception as exc:  # a failed run is recorded, the sweep continues
+            out.append((variant, RunFailure(run, seed, _message(exc))))
+    return out
+
+
+def _message(exc: BaseException) -> str:
+    return traceback.format_exception_only(type(exc), exc)[-1].strip()
+
+
+def units(tasks: Sequence[Task], engines: Sequence[str], batch: int = 1024) -> list[Unit]:
+    """Group tasks into units: one per run on the event engine, batches per variant on the
+    vectorised engine."""
+    out: list[Unit] = []
+    pending: dict[int, list[int]] = {}
+    for variant, run in tasks:
+        if engines[variant] == "vectorized":
+            pending.setdefault(variant, []).append(run)
+            if len(pending[variant]) == batch:
+                out.append((variant, tuple(pending.pop(variant)), "vectorized"))
+        else:
+            out.append((variant, (run,), "event"))
+    out += [(v, tuple(runs), "vectorized") for v, runs in sorted(pending.items())]
+    return out
 
 
 def prime(study: Study, worlds: Sequence[World]) -> None:
@@ -73,42 +106,42 @@ def prime(study: Study, worlds: Sequence[World]) -> None:
 
 def execute(
     study: Study,
-    tasks: Sequence[Task],
+    work: Sequence[Unit],
     *,
     workers: int = 1,
     cluster: str | None = None,
     worlds: Sequence[World] | None = None,
 ) -> Iterator[tuple[int, Outcome]]:
-    """Run ``tasks`` and yield ``(variant, outcome)`` as each finishes."""
+    """Run the units of ``work`` and yield ``(variant, outcome)`` for each run as it finishes."""
     if workers < 1:
         raise ConfigError("--workers", f"must be >= 1 (got {workers})")
     if cluster is not None:
-        yield from _dask(study, tasks, cluster)
-    elif workers == 1 or len(tasks) <= 1:
+        yield from _dask(study, work, cluster)
+    elif workers == 1 or len(work) <= 1:
         if worlds is not None:
             prime(study, worlds)
-        for task in tasks:
-            yield run_task(study, task)
+        for unit in work:
+            yield from run_unit(study, unit)
     else:
-        yield from _pool(study, tasks, workers)
+        yield from _pool(study, work, workers)
 
 
-def _pool(study: Study, tasks: Sequence[Task], workers: int) -> Iterator[tuple[int, Outcome]]:
-    # at most a few tasks in flight per worker: results stream back, memory stays bounded
-    pending: set[Future[tuple[int, Outcome]]] = set()
-    todo = iter(tasks)
+def _pool(study: Study, work: Sequence[Unit], workers: int) -> Iterator[tuple[int, Outcome]]:
+    # at most a few units in flight per worker: results stream back, memory stays bounded
+    pending: set[Future[list[tuple[int, Outcome]]]] = set()
+    todo = iter(work)
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        for task in _take(todo, 4 * workers):
-            pending.add(pool.submit(run_task, study, task))
+        for unit in _take(todo, 4 * workers):
+            pending.add(pool.submit(run_unit, study, unit))
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
-                yield future.result()
-                for task in _take(todo, 1):
-                    pending.add(pool.submit(run_task, study, task))
+                yield from future.result()
+                for unit in _take(todo, 1):
+                    pending.add(pool.submit(run_unit, study, unit))
 
 
-def _take(it: Iterator[Task], n: int) -> Iterable[Task]:
+def _take(it: Iterator[Unit], n: int) -> Iterable[Unit]:
     for _ in range(n):
         try:
             yield next(it)
@@ -116,7 +149,7 @@ def _take(it: Iterator[Task], n: int) -> Iterable[Task]:
             return
 
 
-def _dask(study: Study, tasks: Sequence[Task], cluster: str) -> Iterator[tuple[int, Outcome]]:
+def _dask(study: Study, work: Sequence[Unit], cluster: str) -> Iterator[tuple[int, Outcome]]:
     try:
         from dask.distributed import Client, LocalCluster, as_completed
     except ImportError:
@@ -156,9 +189,9 @@ def _dask(study: Study, tasks: Sequence[Task], cluster: str) -> Iterator[tuple[i
             f"cannot reach the Dask scheduler at {cluster} within {CLUSTER_TIMEOUT_S:g} s ({type(exc).__name__})",
         ) from None
     try:
-        futures = [client.submit(run_task, study, task, pure=False) for task in tasks]
+        futures = [client.submit(run_unit, study, unit, pure=False) for unit in work]
         for future in as_completed(futures, loop=client.loop):
-            yield future.result()
+            yield from future.result()
             future.release()
     finally:
         client.close()

@@ -16,6 +16,7 @@ per slot) and looked up at any slot.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -106,9 +107,20 @@ def kl_segments(
 
 def recorded_slots(n_slots: int, every: int, extra: list[int]) -> np.ndarray:
     """Slots to write to ``metrics.csv``: slot 1, every multiple of ``every``, the last slot, and ``extra``."""
-    grid = np.arange(every, n_slots + 1, every, dtype=np.int64)
-    extras = np.array([s for s in extra if 1 <= s <= n_slots], dtype=np.int64)
-    return np.unique(np.concatenate([[1, n_slots], grid, extras]))
+    grid = _grid(n_slots, every)
+    extras = [s for s in extra if 1 < s < n_slots and s % every != 0]
+    if not extras:
+        return grid
+    return np.union1d(grid, np.asarray(extras, dtype=np.int64))
+
+
+@functools.lru_cache(maxsize=256)
+def _grid(n_slots: int, every: int) -> np.ndarray:
+    grid = np.unique(
+        np.concatenate([[1, n_slots], np.arange(every, n_slots + 1, every, dtype=np.int64)])
+    )
+    grid.setflags(write=False)  # shared between runs: never modified
+    return grid
 
 
 def quantile_summary(values: np.ndarray) -> dict[str, float | int | None]:

@@ -61,6 +61,7 @@ class Results:
     visits: pd.DataFrame
     failures: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=FAILURE_COLUMNS))
     theory: dict[str, dict[str, Any]] = field(default_factory=dict)
+    engines: dict[str, str] = field(default_factory=dict)
 
     @property
     def variants(self) -> list[str]:
@@ -93,6 +94,8 @@ class Results:
             shares = self.visits.loc[self.visits["variant"] == label, "share"]
             if len(shares):
                 entry["visit_share"] = {"min": float(shares.min()), "max": float(shares.max())}
+            if label in self.engines:
+                entry["engine"] = self.engines[label]
             if label in self.theory:
                 entry["theory"] = _jsonable(self.theory[label])
             out["variants"][label] = entry
@@ -151,7 +154,7 @@ def collect(
     labels = [v.label for v in study.variants]
     run_rows: list[dict[str, Any]] = []
     request_rows: list[dict[str, Any]] = []
-    metric_parts: list[pd.DataFrame] = []
+    metric_parts: list[tuple[str, int, dict[str, np.ndarray]]] = []
     visits: dict[int, np.ndarray] = {}
     failure_rows: list[dict[str, Any]] = []
     for variant, out in outputs:
@@ -165,27 +168,14 @@ def collect(
         run_rows.append({"variant": label, "run": out.run, **out.run_row})
         for row in out.request_rows:
             request_rows.append({"variant": label, "run": out.run, **row})
-        part = pd.DataFrame(out.metrics)
-        part.insert(0, "run", out.run)
-        part.insert(0, "variant", label)
-        metric_parts.append(part)
+        metric_parts.append((label, out.run, out.metrics))
     runs = pd.DataFrame(run_rows, columns=RUN_COLUMNS)
     for col in ("cover_iteration", "convergence_iteration"):
         runs[col] = runs[col].astype("Int64")
     requests = pd.DataFrame(request_rows, columns=REQUEST_COLUMNS)
     for col in ("request_iteration", "latency", "retrain_latency"):
         requests[col] = requests[col].astype("Int64")
-    metrics = (
-        pd.concat(metric_parts, ignore_index=True)
-        if metric_parts
-        else pd.DataFrame(columns=METRIC_COLUMNS)
-    )
-    metrics = metrics[
-        [c for c in METRIC_COLUMNS if c in metrics.columns]
-        + [
-            c for c in metrics.columns if c not in METRIC_COLUMNS
-        ]  # model columns: accuracy, nll, ...
-    ]
+    metrics = _metrics_table(metric_parts)
     visit_parts = []
     for variant, counts in sorted(visits.items()):
         # node labels are those of the variant's graph; the caller passes them through node_labels
@@ -206,6 +196,34 @@ def collect(
     )
     failures = pd.DataFrame(failure_rows, columns=FAILURE_COLUMNS)
     return Results(study, metrics, runs, requests, visits_df, failures)
+
+
+def _metrics_table(parts: list[tuple[str, int, dict[str, np.ndarray]]]) -> pd.DataFrame:
+    """One table from every run's column arrays, concatenated column by column (much faster than a
+    DataFrame per run); a column a run does not have is empty there."""
+    if not parts:
+        return pd.DataFrame(columns=METRIC_COLUMNS)
+    names: list[str] = []
+    for _, _, cols in parts:
+        names += [c for c in cols if c not in names]
+    ordered = [c for c in METRIC_COLUMNS if c in names] + [
+        c for c in names if c not in METRIC_COLUMNS
+    ]
+    sizes = [len(next(iter(cols.values()))) for _, _, cols in parts]
+    data: dict[str, Any] = {
+        "variant": np.repeat(np.array([label for label, _, _ in parts], dtype=object), sizes),
+        "run": np.repeat(np.array([run for _, run, _ in parts], dtype=np.int64), sizes),
+    }
+    for name in ordered:
+        if name in ("variant", "run"):
+            continue
+        data[name] = np.concatenate(
+            [
+                np.asarray(cols[name]) if name in cols else np.full(n, np.nan)
+                for (_, _, cols), n in zip(parts, sizes, strict=True)
+            ]
+        )
+    return pd.DataFrame(data)
 
 
 def load_results(

@@ -128,14 +128,7 @@ def simulate_run(world: World, run: int, seed: int) -> RunOutput:
         else model.draw_data(np.random.default_rng(data_ss))
     )
     walker = Walker(world.indexed, sc.scheduler.kind, np.random.default_rng(walk_ss))
-    start_rng = np.random.default_rng(start_ss)
-    if world.start is not None:
-        start = world.start
-    elif sc.scheduler.start == "stationary":
-        pi = stationary_distribution(world.indexed, sc.scheduler.kind)
-        start = int(start_rng.choice(world.nodes, p=pi))
-    else:
-        start = int(start_rng.integers(world.nodes))
+    start = start_node(world, np.random.default_rng(start_ss))
     protocol = _make_protocol(world, data, protocol_ss)
     record = run_token(
         walker=walker,
@@ -148,6 +141,17 @@ def simulate_run(world: World, run: int, seed: int) -> RunOutput:
         stop_when_done=sc.run.stop_when_done,
     )
     return _measure(world, data, record, protocol.stats(), run, seed)
+
+
+def start_node(world: World, rng: np.random.Generator) -> int:
+    """The first holder: the fixed start node, or drawn uniformly / from the stationary distribution."""
+    sc = world.scenario
+    if world.start is not None:
+        return world.start
+    if sc.scheduler.start == "stationary":
+        pi = stationary_distribution(world.indexed, sc.scheduler.kind)
+        return int(rng.choice(world.nodes, p=pi))
+    return int(rng.integers(world.nodes))
 
 
 def _make_protocol(world: World, data: Any, seed: np.random.SeedSequence) -> Protocol:

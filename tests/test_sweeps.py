@@ -132,7 +132,7 @@ def test_a_failing_run_is_recorded_and_the_sweep_continues(tmp_path, monkeypatch
     monkeypatch.setattr(executors, "simulate_run", flaky)
     path = _scenario(tmp_path, runs=3)
     out = tmp_path / "res"
-    assert main(["run", str(path), "--out", str(out), "--no-plots"]) == 1
+    assert main(["run", str(path), "--out", str(out), "--no-plots", "--engine", "event"]) == 1
     failures = pd.read_csv(out / "failures.csv")
     assert list(failures["run"]) == [1, 1] and failures["error"].str.contains("disk on fire").all()
     assert failures["seed"].notna().all()
