@@ -163,7 +163,7 @@ def _make_protocol(world: World, data: Any, seed: np.random.SeedSequence) -> Pro
         return main
     retrain_rng = np.random.default_rng(retrain_ss)
 
-    def fresh(forgotten: frozenset[int], trace: StateTrace, slot: int) -> Protocol:
+    def fresh(forgotten: frozenset[int], trace: StateTrace | None, slot: int) -> Protocol:
         return model.make_protocol(
             data, retrain_rng, bits=bits, forgotten=forgotten, trace=trace, start_slot=slot
         )

@@ -18,7 +18,8 @@ A move to a neighbour and a Metropolis-Hastings rejection (stay) both take one s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from array import array
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -157,8 +158,11 @@ class Walker:
 
 
 def _make_step(graph: IndexedGraph, kind: str, rng: np.random.Generator) -> Callable[[int], int]:
-    nbrs: Sequence[Sequence[int]] = graph.neighbours
-    deg = [len(x) for x in nbrs]
+    # CSR adjacency in flat machine-integer arrays: one contiguous read per lookup, which keeps the
+    # per-hop cost low on graphs of millions of nodes (tuples of Python ints scatter in memory)
+    indptr = array("q", graph.indptr.tolist())
+    indices = array("q", graph.indices.tolist())
+    deg = array("q", graph.degree.tolist())
     n = graph.size
     buf: list[list[float]] = [[], []]  # the current blocks of u (which neighbour) and v (accept)
     pos = [_BLOCK]
@@ -173,9 +177,8 @@ def _make_step(graph: IndexedGraph, kind: str, rng: np.random.Generator) -> Call
             refill()
         i = pos[0]
         pos[0] = i + 1
-        nb = nbrs[k]
-        d = len(nb)
-        j = nb[int(buf[0][i] * d)]  # u*d < d for u < 1 (exact unless d is a power of two)
+        d = deg[k]
+        j = indices[indptr[k] + int(buf[0][i] * d)]  # u*d < d for u < 1 (see IndexedGraph)
         if buf[1][i] * deg[j] < d:  # accept with min(1, deg(k)/deg(j)), eq. (5)
             return j
         return k
@@ -185,8 +188,7 @@ def _make_step(graph: IndexedGraph, kind: str, rng: np.random.Generator) -> Call
             refill()
         i = pos[0]
         pos[0] = i + 1
-        nb = nbrs[k]
-        return nb[int(buf[0][i] * len(nb))]
+        return indices[indptr[k] + int(buf[0][i] * deg[k])]
 
     def uniform(k: int) -> int:
         if pos[0] >= _BLOCK:

@@ -1,7 +1,7 @@
 """Protocols: what a node does with the token (learn, forget, retrain), one module per family."""
 
 from .base import Protocol, StateTrace
-from .gfvl import ConjugateGFVL
+from .gfvl import ConjugateGFVL, FactorTrace
 from .natgrad import NaturalGradientGFVL
 from .retrain import WithRetrainBaseline
 
@@ -13,6 +13,7 @@ PROTOCOL_KINDS: dict[str, str] = {
 __all__ = [
     "PROTOCOL_KINDS",
     "ConjugateGFVL",
+    "FactorTrace",
     "NaturalGradientGFVL",
     "Protocol",
     "StateTrace",

@@ -19,6 +19,53 @@ import numpy as np
 from .base import Protocol, StateTrace
 
 
+class FactorTrace(StateTrace):
+    """The trace of a conjugate G-FVL posterior, recorded as events instead of states.
+
+    Each change of q adds (+1) or removes (−1) one node's exact factor, or resets q to the prior (the
+    retrain baseline restarting); the states are rebuilt after the run by cumulative sums in the same
+    order as the updates, so they are bit-for-bit those the protocol held. Recording is then a few
+    list appends per change, whatever the dimension of the factors.
+    """
+
+    __slots__ = ("prior", "factors", "_nodes", "_signs")
+
+    def __init__(self, prior: np.ndarray, factors: np.ndarray) -> None:
+        super().__init__()
+        self.prior = np.asarray(prior, dtype=float)
+        self.factors = np.asarray(factors, dtype=float)
+        self._nodes: list[int] = []
+        self._signs: list[int] = []
+
+    def reset(self, slot: int) -> None:
+        """From the end of ``slot`` on, q is the prior."""
+        self._slots.append(slot)
+        self._nodes.append(0)
+        self._signs.append(0)
+
+    def add(self, slot: int, node: int, sign: int) -> None:
+        """At the end of ``slot``, node's factor enters (+1) or leaves (−1) q."""
+        self._slots.append(slot)
+        self._nodes.append(node)
+        self._signs.append(sign)
+
+    def record(self, slot: int, state: np.ndarray) -> None:
+        raise TypeError("a FactorTrace records factor events (add, reset), not states")
+
+    @property
+    def states(self) -> np.ndarray:
+        signs = np.asarray(self._signs, dtype=float)
+        steps = self.factors[np.asarray(self._nodes, dtype=np.int64)] * signs[:, None]  # ±f exactly
+        resets = np.flatnonzero(signs == 0)
+        out = np.empty_like(steps)
+        for i, begin in enumerate(resets):
+            end = resets[i + 1] if i + 1 < resets.size else steps.shape[0]
+            block = steps[begin:end].copy()
+            block[0] = self.prior
+            out[begin:end] = np.cumsum(block, axis=0)  # prior + f₁ + f₂ ..., in update order
+        return out
+
+
 class ConjugateGFVL(Protocol):
     """G-FVL with exact conjugate updates (eqs. 13-14) and exact unlearning (eq. 21).
 
@@ -28,7 +75,8 @@ class ConjugateGFVL(Protocol):
     factors : exact local factors s_k, shape ``(K, D)`` (already divided by the temperature).
     bits_per_message : payload of one message (64 bits per natural-parameter entry by default).
     forgotten : nodes excluded from the start (used by the retrain-from-scratch baseline).
-    trace : where to record the posterior; a new one if not given.
+    trace : the :class:`FactorTrace` to record into (the retrain baseline passes one on from
+        restart to restart); a new one if not given.
     start_slot : the slot at which the initial state is recorded (0 for a fresh run).
     """
 
@@ -42,31 +90,42 @@ class ConjugateGFVL(Protocol):
         trace: StateTrace | None = None,
         start_slot: int = 0,
     ) -> None:
-        self.eta = np.array(prior, dtype=float, copy=True)
+        self.prior = np.array(prior, dtype=float, copy=True)
         self.factors = np.asarray(factors, dtype=float)
         n_nodes = self.factors.shape[0]
-        self.local = np.zeros_like(self.factors)  # η_k, the factor each node currently has in η
-        self.bits = float(64 * self.eta.size if bits_per_message is None else bits_per_message)
-        self.forgotten = np.zeros(n_nodes, dtype=bool)
-        self.forgotten[list(forgotten)] = True
+        self.bits = float(64 * self.prior.size if bits_per_message is None else bits_per_message)
+        self.forgotten = [False] * n_nodes  # lists: per-hop reads of numpy scalars are slow
+        for node in forgotten:
+            self.forgotten[node] = True
+        self.contributed = [False] * n_nodes  # η_k ≠ 0: the node's factor is in q
+        self._nonzero = np.any(self.factors != 0.0, axis=1).tolist()
         # idle[k]: a visit to k changes nothing (already contributed, or forgotten with nothing to remove)
-        self._idle = self.forgotten.tolist()
-        self._outstanding = n_nodes - int(self.forgotten.sum())
-        self.trace = trace if trace is not None else StateTrace()
-        self.trace.record(start_slot, self.eta)
+        self._idle = list(self.forgotten)
+        self._outstanding = n_nodes - sum(self.forgotten)
+        if trace is None:
+            trace = FactorTrace(self.prior, self.factors)
+        if not isinstance(trace, FactorTrace):
+            raise TypeError("ConjugateGFVL records into a FactorTrace")
+        self.trace = trace
+        self._add = trace.add
+        trace.reset(start_slot)
+
+    @property
+    def eta(self) -> np.ndarray:
+        """Natural parameters of the current q (rebuilt from the trace)."""
+        return self.trace.states[-1]
 
     def on_token(self, holder: int, slot: int) -> float:
         if self._idle[holder]:
             return self.bits
         if self.forgotten[holder]:
-            self.eta = self.eta - self.local[holder]  # eq. (21)
-            self.local[holder] = 0.0
+            self._add(slot, holder, -1)  # eq. (21): η ← η − η_k, η_k ← 0
+            self.contributed[holder] = False
         else:
-            self.eta = self.eta - self.local[holder] + self.factors[holder]  # eq. (13)
-            self.local[holder] = self.factors[holder]  # eq. (14)
+            self._add(slot, holder, 1)  # eq. (13) with η_k = 0: η ← η + s_k; eq. (14): η_k ← s_k
+            self.contributed[holder] = True
         self._idle[holder] = True
         self._outstanding -= 1
-        self.trace.record(slot, self.eta)
         return self.bits
 
     def on_request(self, node: int, slot: int) -> None:
@@ -76,7 +135,7 @@ class ConjugateGFVL(Protocol):
         if not self._idle[node]:
             self._idle[node] = True  # never visited: nothing to remove, and it will not contribute
             self._outstanding -= 1
-        elif np.any(self.local[node] != 0.0):
+        elif self.contributed[node] and self._nonzero[node]:
             self._idle[node] = False  # its factor must be removed at its next visit
             self._outstanding += 1
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from .base import Protocol, StateTrace
 
-FreshProtocol = Callable[[frozenset[int], StateTrace, int], Protocol]
+FreshProtocol = Callable[[frozenset[int], StateTrace | None, int], Protocol]
 
 
 class WithRetrainBaseline(Protocol):
@@ -25,7 +25,7 @@ class WithRetrainBaseline(Protocol):
         self.fresh = fresh
         self.retrain: Protocol | None = None
         self.forgotten: frozenset[int] = frozenset()
-        self.retrain_trace = StateTrace()
+        self.retrain_trace: StateTrace | None = None  # made by the first restart, passed on
 
     def on_token(self, holder: int, slot: int) -> float:
         if self.retrain is not None:
@@ -36,6 +36,7 @@ class WithRetrainBaseline(Protocol):
         self.main.on_request(node, slot)
         self.forgotten = self.forgotten | {node}
         self.retrain = self.fresh(self.forgotten, self.retrain_trace, slot)
+        self.retrain_trace = self.retrain.traces()["main"]
 
     def done(self) -> bool:
         return self.main.done() and (self.retrain is None or self.retrain.done())
@@ -45,5 +46,5 @@ class WithRetrainBaseline(Protocol):
 
     def traces(self) -> dict[str, StateTrace]:
         out = dict(self.main.traces())
-        out["retrain"] = self.retrain_trace
+        out["retrain"] = self.retrain_trace if self.retrain_trace is not None else StateTrace()
         return out
