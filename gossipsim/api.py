@@ -102,13 +102,17 @@ def run(
 
 def choose_engines(study: Study, worlds: list[World], engine: str) -> tuple[list[str], list[str]]:
     """The engine of each variant and a note saying why (for ``engine="auto"``)."""
-    from .fastpath import ENGINES, unavailable
+    from .fastpath import ENGINES, MIN_VECTORIZED_RUNS, unavailable
 
     if engine not in ENGINES:
         raise ConfigError("--engine", f"unknown engine {engine!r}; allowed: {', '.join(ENGINES)}")
     chosen, notes = [], []
     for variant, world in zip(study.variants, worlds, strict=True):
         reason = unavailable(world) if engine != "event" else None
+        if engine == "auto" and reason is None and variant.scenario.run.runs < MIN_VECTORIZED_RUNS:
+            reason = (
+                f"fewer than {MIN_VECTORIZED_RUNS} runs: one run steps faster in the event engine"
+            )
         if engine == "vectorized" and reason is not None:
             raise ConfigError(
                 "--engine",

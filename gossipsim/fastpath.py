@@ -33,6 +33,9 @@ from .runner import RunOutput, World, _make_protocol, _measure, run_seed, start_
 from .scheduling import _BLOCK
 
 ENGINES = ("auto", "event", "vectorized")
+#: ``auto`` vectorises a variant only with at least this many runs: a vectorised step costs about as
+#: much as 20 event-engine hops, so a batch must be wide enough to pay for it
+MIN_VECTORIZED_RUNS = 32
 BATCH = 256  # runs advanced together (memory: BATCH × 2 × 8192 uniforms per block)
 LEARNING_BATCH = 1024  # runs per batch of the all-vectorised learning path
 MAX_BATCH_SLOTS = 20_000_000  # runs × slots held at once by the all-vectorised learning path
