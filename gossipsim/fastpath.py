@@ -13,7 +13,8 @@ after an unlearning request), requests at iterations (not at simulated times), a
 3. slot times and payload bits are cumulative sums of the same increments in the same order.
 
 Each run's raw record is therefore the one the event engine produces, and the metrics come from the
-same code: the two engines give byte-identical tables (tested), the vectorised one much faster
+same code: the two engines give byte-identical tables (tested), the vectorised one several times
+faster
 (``benchmarks/engines.py``).
 """
 
@@ -29,7 +30,7 @@ from .links import LinkModel
 from .metrics import recorded_slots
 from .models import ConjugateExpFam
 from .protocols import ConjugateGFVL, WithRetrainBaseline
-from .runner import RunOutput, World, _make_protocol, _measure, run_seed, start_node
+from .runner import RunOutput, World, make_protocol, measure, run_seed, start_node
 from .scheduling import _BLOCK
 
 ENGINES = ("auto", "event", "vectorized")
@@ -228,7 +229,7 @@ class _RunState:
         )
         self.walk_rng = np.random.default_rng(walk_ss)
         self.start = start_node(world, np.random.default_rng(start_ss))
-        self.protocol = _make_protocol(world, self.data, protocol_ss)
+        self.protocol = make_protocol(world, self.data, protocol_ss)
         n = world.nodes
         self.seen = np.zeros(n, dtype=bool)  # visited at least once
         self.seen_since: dict[int, np.ndarray] = {}  # request slot -> visited since that slot
@@ -372,7 +373,7 @@ def _finish(world: World, state: _RunState) -> RunOutput:
         stopped_early=state.stop is not None and state.stop < sc.run.iterations,
         requests=world.requests,
     )
-    return _measure(world, state.data, record, state.protocol.stats(), state.run, state.seed)
+    return measure(world, state.data, record, state.protocol.stats(), state.run, state.seed)
 
 
 def _payload(protocol: object) -> float:

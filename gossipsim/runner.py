@@ -129,7 +129,7 @@ def simulate_run(world: World, run: int, seed: int) -> RunOutput:
     )
     walker = Walker(world.indexed, sc.scheduler.kind, np.random.default_rng(walk_ss))
     start = start_node(world, np.random.default_rng(start_ss))
-    protocol = _make_protocol(world, data, protocol_ss)
+    protocol = make_protocol(world, data, protocol_ss)
     record = run_token(
         walker=walker,
         protocol=protocol,
@@ -140,7 +140,7 @@ def simulate_run(world: World, run: int, seed: int) -> RunOutput:
         requests=world.requests,
         stop_when_done=sc.run.stop_when_done,
     )
-    return _measure(world, data, record, protocol.stats(), run, seed)
+    return measure(world, data, record, protocol.stats(), run, seed)
 
 
 def start_node(world: World, rng: np.random.Generator) -> int:
@@ -154,7 +154,8 @@ def start_node(world: World, rng: np.random.Generator) -> int:
     return int(rng.integers(world.nodes))
 
 
-def _make_protocol(world: World, data: Any, seed: np.random.SeedSequence) -> Protocol:
+def make_protocol(world: World, data: Any, seed: np.random.SeedSequence) -> Protocol:
+    """The run's protocol, paired with the retrain-from-scratch baseline when there are requests."""
     model = world.model
     bits = world.scenario.protocol.bits_per_entry * model.message_entries
     main_ss, retrain_ss = seed.spawn(2)
@@ -183,9 +184,10 @@ def _target_trace(world: World, data: Any, record: RunRecord) -> tuple[np.ndarra
     return np.asarray(slots, dtype=np.int64), targets
 
 
-def _measure(
+def measure(
     world: World, data: Any, record: RunRecord, stats: dict[str, float], run: int, seed: int
 ) -> RunOutput:
+    """The run's rows of the three tables, from its raw record (both engines use this)."""
     sc = world.scenario
     tol = sc.metrics.tolerance
     n = record.slots
