@@ -30,7 +30,20 @@ from .links import LinkModel
 from .metrics import recorded_slots
 from .models import ConjugateExpFam
 from .protocols import ConjugateGFVL, WithRetrainBaseline
-from .runner import RunOutput, World, make_protocol, measure, run_seed, start_node
+from .runner import (
+    DATA,
+    PROTOCOL,
+    START,
+    WALK,
+    RunOutput,
+    World,
+    make_protocol,
+    measure,
+    node_labels,
+    run_seed,
+    run_stream,
+    start_node,
+)
 from .scheduling import _BLOCK
 
 ENGINES = ("auto", "event", "vectorized")
@@ -99,14 +112,17 @@ def _batch_learning(world: World, runs: list[int]) -> list[RunOutput]:
     seeds = [run_seed(sc.run.seed, r) for r in runs]
     walk_rngs, starts, datas = [], [], []
     for seed in seeds:
-        walk_ss, start_ss, _protocol_ss, data_ss = np.random.SeedSequence(seed).spawn(4)
-        datas.append(
-            model.fixed_data
-            if model.fixed_data is not None
-            else model.draw_data(np.random.default_rng(data_ss))
+        if model.fixed_data is not None:
+            datas.append(model.fixed_data)
+        else:
+            datas.append(model.draw_data(np.random.default_rng(run_stream(seed, DATA))))
+        walk_rngs.append(np.random.default_rng(run_stream(seed, WALK)))
+        starts.append(
+            start_node(
+                world,
+                np.random.default_rng(run_stream(seed, START)) if world.start is None else None,
+            )
         )
-        walk_rngs.append(np.random.default_rng(walk_ss))
-        starts.append(start_node(world, np.random.default_rng(start_ss)))
     batch = len(runs)
     rows = np.arange(batch)
     holders = np.empty((batch, total), dtype=np.int64)
@@ -172,7 +188,7 @@ def _batch_learning(world: World, runs: list[int]) -> list[RunOutput]:
     sent = np.concatenate(
         [np.zeros((batch, 1)), np.cumsum(np.where(moved, bits, 0.0), axis=1)], axis=1
     )
-    labels = np.asarray(graph.labels, dtype=object)
+    labels = node_labels(world)
     tol = sc.metrics.tolerance
     outputs = []
     for b, run in enumerate(runs):
@@ -220,7 +236,9 @@ class _RunState:
         sc = world.scenario
         self.run = run
         self.seed = run_seed(sc.run.seed, run)
-        walk_ss, start_ss, protocol_ss, data_ss = np.random.SeedSequence(self.seed).spawn(4)
+        walk_ss, start_ss, protocol_ss, data_ss = (
+            run_stream(self.seed, s) for s in (WALK, START, PROTOCOL, DATA)
+        )
         model = world.model
         self.data = (
             model.fixed_data

@@ -35,6 +35,23 @@ _DATA_TAG = 0x64617461  # "data"
 _TOPOLOGY_TAG = 0x746F706F  # "topo"
 
 
+WALK, START, PROTOCOL, DATA = range(4)  # the run's independent random streams
+
+
+def run_stream(seed: int, stream: int) -> np.random.SeedSequence:
+    """Stream ``stream`` of the run with integer seed ``seed``: the same as
+    ``SeedSequence(seed).spawn(4)[stream]``, built alone (cheaper when only some are needed)."""
+    return np.random.SeedSequence(seed, spawn_key=(stream,))
+
+
+def node_labels(world: World) -> np.ndarray:
+    """The graph's node labels as an array: integers when they all are, else objects."""
+    labels = world.indexed.labels
+    if all(isinstance(x, int) and not isinstance(x, bool) for x in labels):
+        return np.asarray(labels, dtype=np.int64)
+    return np.asarray(labels, dtype=object)
+
+
 def run_seed(scenario_seed: int, run: int) -> int:
     """The integer seed of run ``run`` (the ``seed`` column of runs.csv)."""
     seq = np.random.SeedSequence(scenario_seed, spawn_key=(run,))
@@ -120,7 +137,9 @@ class RunOutput:
 def simulate_run(world: World, run: int, seed: int) -> RunOutput:
     """Run one token walk of ``world`` with the given run seed and compute its metrics."""
     sc = world.scenario
-    walk_ss, start_ss, protocol_ss, data_ss = np.random.SeedSequence(seed).spawn(4)
+    walk_ss, start_ss, protocol_ss, data_ss = (
+        run_stream(seed, s) for s in (WALK, START, PROTOCOL, DATA)
+    )
     model = world.model
     data = (
         model.fixed_data
@@ -143,11 +162,12 @@ def simulate_run(world: World, run: int, seed: int) -> RunOutput:
     return measure(world, data, record, protocol.stats(), run, seed)
 
 
-def start_node(world: World, rng: np.random.Generator) -> int:
+def start_node(world: World, rng: np.random.Generator | None) -> int:
     """The first holder: the fixed start node, or drawn uniformly / from the stationary distribution."""
     sc = world.scenario
     if world.start is not None:
         return world.start
+    assert rng is not None
     if sc.scheduler.start == "stationary":
         pi = stationary_distribution(world.indexed, sc.scheduler.kind)
         return int(rng.choice(world.nodes, p=pi))
@@ -248,7 +268,7 @@ def measure(
     extra = [s for s in [converged, *completions] if s is not None]
     slots = recorded_slots(n, sc.metrics.record_every, extra)
     idx = slots - 1
-    labels = np.asarray(world.indexed.labels, dtype=object)
+    labels = node_labels(world)
     metrics = {
         "iteration": slots,
         "time": end_times[idx],
