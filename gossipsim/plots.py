@@ -215,7 +215,7 @@ def _finish_kl_axes(
     ax.set_title(
         title or f"KL divergence: {statistic} and 75% band (values < {floor:.0e} drawn at it)"
     )
-    ax.xaxis.set_major_locator(MaxNLocator(nbins=5))
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10]))
     ax.legend(frameon=False)
     ax.grid(True, which="major", alpha=0.3)
 
