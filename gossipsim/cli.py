@@ -219,7 +219,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - stays open until exit
         return 0
     except KeyboardInterrupt:
-        print("gossipsim: interrupted; nothing was written", file=sys.stderr)
+        print(
+            "gossipsim: interrupted; finished runs are kept: continue with the same command and --resume",
+            file=sys.stderr,
+        )
         return 130
 
 
