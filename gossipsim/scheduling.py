@@ -18,6 +18,7 @@ A move to a neighbour and a Metropolis-Hastings rejection (stay) both take one s
 
 from __future__ import annotations
 
+import functools
 from array import array
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
@@ -46,7 +47,6 @@ class IndexedGraph:
     """
 
     labels: tuple[Hashable, ...]
-    neighbours: tuple[tuple[int, ...], ...]
     indptr: np.ndarray
     indices: np.ndarray
     index_of: dict[Hashable, int] = field(repr=False)
@@ -55,16 +55,25 @@ class IndexedGraph:
     def from_networkx(cls, graph: nx.Graph) -> IndexedGraph:
         labels = tuple(graph.nodes)
         index_of = {label: i for i, label in enumerate(labels)}
-        neighbours = tuple(
-            tuple(sorted(index_of[v] for v in graph.adj[u] if v != u)) for u in labels
-        )
-        degree = np.fromiter((len(n) for n in neighbours), dtype=np.int64, count=len(labels))
+        degree = np.zeros(len(labels), dtype=np.int64)
+        flat = array("q")  # CSR built straight from the adjacency: no per-node Python objects kept
+        for i, u in enumerate(labels):
+            row = sorted(index_of[v] for v in graph.adj[u] if v != u)
+            degree[i] = len(row)
+            flat.extend(row)
         indptr = np.zeros(len(labels) + 1, dtype=np.int64)
         np.cumsum(degree, out=indptr[1:])
-        indices = np.fromiter(
-            (j for n in neighbours for j in n), dtype=np.int64, count=int(indptr[-1])
+        indices = (
+            np.frombuffer(flat, dtype=np.int64).copy() if len(flat) else np.zeros(0, dtype=np.int64)
         )
-        return cls(labels, neighbours, indptr, indices, index_of)
+        return cls(labels, indptr, indices, index_of)
+
+    @functools.cached_property
+    def neighbours(self) -> tuple[tuple[int, ...], ...]:
+        """``neighbours[i]``: the sorted indices of node i's neighbours (built on first use)."""
+        bounds = self.indptr.tolist()
+        flat = self.indices.tolist()
+        return tuple(tuple(flat[bounds[i] : bounds[i + 1]]) for i in range(self.size))
 
     @property
     def size(self) -> int:
