@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import warnings
@@ -509,10 +508,6 @@ def _cmd_list(args: argparse.Namespace) -> int:
     for name, text in PROTOCOL_KINDS.items():
         print(f"  {name:<6} {text}")
     return 0
-
-
-def _finite(x: float) -> bool:
-    return math.isfinite(x)
 
 
 if __name__ == "__main__":

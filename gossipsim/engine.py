@@ -19,7 +19,6 @@ can run in between) and keeps the per-hop cost close to that of a plain loop.
 
 from __future__ import annotations
 
-import math
 from array import array
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
@@ -170,7 +169,3 @@ def _timed_request(
     if at_time > 0:
         yield env.timeout(at_time)
     pending.append((index, at_time))
-
-
-def is_infinite(x: float) -> bool:
-    return math.isinf(x)

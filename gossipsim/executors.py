@@ -12,7 +12,6 @@ single-threaded worker processes for the duration of the sweep.
 
 from __future__ import annotations
 
-import os
 import traceback
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -197,10 +196,3 @@ def _dask(study: Study, work: Sequence[Unit], cluster: str) -> Iterator[tuple[in
         client.close()
         if local is not None:
             local.close()
-
-
-def available_cpus() -> int:
-    return max(
-        1,
-        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1),
-    )
