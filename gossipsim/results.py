@@ -1,9 +1,9 @@
 """Results: tidy tables, a summary, and atomic writes of the results folder.
 
-A results folder holds ``metrics.csv``, ``runs.csv``, ``requests.csv``, ``summary.json`` and
-``plots/``. It is written under a temporary name next to the destination and renamed into place at
-the end, so a crash or a user error never leaves a half-written folder. Missing values (a run that
-never converged) are empty cells.
+A results folder holds ``metrics.csv``, ``runs.csv``, ``requests.csv``, ``visits.csv``,
+``failures.csv``, ``summary.json`` and ``plots/``. They are written into a staging folder and renamed
+into place one by one, so no file is ever half written (the runs themselves are committed as they
+finish by :mod:`gossipsim.store`). Missing values (a run that never converged) are empty cells.
 """
 
 from __future__ import annotations
