@@ -21,7 +21,7 @@ faster
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -29,7 +29,7 @@ from .engine import Arrival, RunRecord
 from .links import LinkModel
 from .metrics import recorded_slots
 from .models import ConjugateExpFam
-from .protocols import ConjugateGFVL, WithRetrainBaseline
+from .protocols import WithRetrainBaseline
 from .runner import (
     DATA,
     PROTOCOL,
@@ -58,21 +58,12 @@ MAX_BATCH_SLOTS = 20_000_000  # runs × slots held at once by the all-vectorised
 def unavailable(world: World) -> str | None:
     """Why the vectorised engine cannot run ``world`` (None when it can)."""
     sc = world.scenario
-    if not world.model.conjugate:
+    if not world.model.conjugate:  # conjugate models learn by ConjugateGFVL (first visits only)
         return f"model {sc.model.kind!r} takes natural-gradient steps at every visit"
     if any(r.at_time is not None for r in world.requests):
         return "an unlearning request arrives at a simulated time"
     if type(world.links) is not LinkModel:
         return "links are not homogeneous"
-    probe = world.model.make_protocol(
-        world.model.fixed_data
-        if world.model.fixed_data is not None
-        else world.model.draw_data(np.random.default_rng(0)),
-        np.random.default_rng(0),
-        bits=1.0,
-    )
-    if not isinstance(probe, ConjugateGFVL):
-        return "the protocol is not the exact conjugate G-FVL"
     return None
 
 
@@ -125,36 +116,20 @@ def _batch_learning(world: World, runs: list[int]) -> list[RunOutput]:
         )
     batch = len(runs)
     rows = np.arange(batch)
-    holders = np.empty((batch, total), dtype=np.int64)
     first = np.full((batch, k_nodes), -1, dtype=np.int64)  # column (slot − 1) of each first visit
     seen = np.zeros((batch, k_nodes), dtype=bool)
-    position = np.array(starts, dtype=np.int64)
-    columns = total
-    u = v = np.empty((batch, 0))
-    for c in range(total):
-        holders[:, c] = position
-        new = ~seen[rows, position]
-        first[rows[new], position[new]] = c
-        seen[rows, position] = True
-        if sc.run.stop_when_done and c % 64 == 63 and seen.all():
-            columns = c + 1
+    chunks = []
+    for slot0, chunk in _walks(world, walk_rngs, starts, chunk=64):
+        chunks.append(chunk)
+        for i in range(chunk.shape[1]):
+            position = chunk[:, i]
+            new = ~seen[rows, position]
+            first[rows[new], position[new]] = slot0 - 1 + i
+            seen[rows, position] = True
+        if sc.run.stop_when_done and seen.all():
             break
-        if c % _BLOCK == 0:  # the same blocks of uniforms as Walker: u then v, 8,192 each
-            need = min(_BLOCK, total - c)
-            u = np.stack([_block(g, need) for g in walk_rngs])
-            v = np.stack([_block(g, need) for g in walk_rngs])
-        j = c % _BLOCK
-        position = _step(
-            sc.scheduler.kind,
-            position,
-            u[:, j],
-            v[:, j],
-            graph.indptr,
-            graph.indices,
-            graph.degree,
-            k_nodes,
-        )
-    holders = holders[:, :columns]
+    holders = np.concatenate(chunks, axis=1)
+    columns = holders.shape[1]
     covered = np.asarray(seen.all(axis=1), dtype=bool)
     cover = np.where(covered, first.max(axis=1) + 1, -1)
     n_slots = np.where(covered & sc.run.stop_when_done, cover, total)
@@ -259,35 +234,54 @@ class _RunState:
 
 
 def _batch(world: World, runs: list[int]) -> list[RunOutput]:
-    sc = world.scenario
-    graph = world.indexed
-    indptr, indices = graph.indptr, graph.indices
-    degree = graph.degree
-    kind = sc.scheduler.kind
-    total = sc.run.iterations
     states = [_RunState(world, r) for r in runs]
-    position = np.array([s.start for s in states], dtype=np.int64)
-    u = v = np.empty((len(states), 0))
     active = np.ones(len(states), dtype=bool)
-    slot0 = 1  # first slot of the current chunk
-    while slot0 <= total and active.any():
-        length = min(_BLOCK, total - slot0 + 1)
-        chunk = np.empty((len(states), length), dtype=np.int64)
-        for i in range(length):
-            draw = slot0 - 1 + i  # the step to slot s uses draw s - 2; drawn in blocks like Walker
-            chunk[:, i] = position
-            if draw % _BLOCK == 0:
-                need = min(_BLOCK, total - draw)
-                u = np.stack([_block(s.walk_rng, need) for s in states])
-                v = np.stack([_block(s.walk_rng, need) for s in states])
-            j = draw % _BLOCK
-            position = _step(kind, position, u[:, j], v[:, j], indptr, indices, degree, graph.size)
+    for slot0, chunk in _walks(world, [s.walk_rng for s in states], [s.start for s in states]):
         for b, state in enumerate(states):
             if active[b]:
                 _advance(world, state, chunk[b], slot0)
                 active[b] = state.stop is None
-        slot0 += length
+        if not active.any():
+            break
     return [_finish(world, s) for s in states]
+
+
+def _walks(
+    world: World, rngs: Sequence[np.random.Generator], starts: Sequence[int], chunk: int = _BLOCK
+) -> Iterator[tuple[int, np.ndarray]]:
+    """Every run's holders, ``chunk`` slots at a time: ``(first slot, runs × slots array)``.
+
+    The step from slot s to s + 1 uses uniform number s − 1 of the run's own generator, drawn in
+    blocks of 8,192 (u, then v) exactly as :class:`~gossipsim.scheduling.Walker` draws them."""
+    sc = world.scenario
+    graph = world.indexed
+    total = sc.run.iterations
+    position = np.array(starts, dtype=np.int64)
+    u = v = np.empty((len(rngs), 0))
+    slot0 = 1
+    while slot0 <= total:
+        length = min(chunk, total - slot0 + 1)
+        block = np.empty((len(rngs), length), dtype=np.int64)
+        for i in range(length):
+            draw = slot0 - 1 + i
+            block[:, i] = position
+            if draw % _BLOCK == 0:
+                need = min(_BLOCK, total - draw)
+                u = np.stack([_block(g, need) for g in rngs])
+                v = np.stack([_block(g, need) for g in rngs])
+            j = draw % _BLOCK
+            position = _step(
+                sc.scheduler.kind,
+                position,
+                u[:, j],
+                v[:, j],
+                graph.indptr,
+                graph.indices,
+                graph.degree,
+                graph.size,
+            )
+        yield slot0, block
+        slot0 += length
 
 
 def _block(rng: np.random.Generator, need: int) -> np.ndarray:

@@ -27,6 +27,13 @@ class ConjugateExpFam(Model):
     reads_files: ClassVar[bool] = True
     math: ClassVar[type[ConjugateModel]]
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # a model's description and parameters are those of its math
+        cls.description = cls.math.description
+        cls.prior_params = cls.math.prior_params
+        cls.data_params = cls.math.data_params
+
     def __init__(
         self, scenario: Scenario, graph: IndexedGraph, data_rng: np.random.Generator
     ) -> None:
@@ -119,25 +126,16 @@ def _positive_number(value: Any, key: str) -> float:
 class BetaBernoulliModel(ConjugateExpFam):
     kind = "beta-bernoulli"
     math = CONJUGATE_MODELS["beta-bernoulli"]
-    description = math.description
-    prior_params = math.prior_params
-    data_params = math.data_params
 
 
 class GammaPoissonModel(ConjugateExpFam):
     kind = "gamma-poisson"
     math = CONJUGATE_MODELS["gamma-poisson"]
-    description = math.description
-    prior_params = math.prior_params
-    data_params = math.data_params
 
 
 class NormalNormalModel(ConjugateExpFam):
     kind = "normal-normal"
     math = CONJUGATE_MODELS["normal-normal"]
-    description = math.description
-    prior_params = math.prior_params
-    data_params = math.data_params
     model_keys = ("sigma",)
 
     @classmethod
@@ -150,9 +148,6 @@ class NormalNormalModel(ConjugateExpFam):
 class DirichletCategoricalModel(ConjugateExpFam):
     kind = "dirichlet-categorical"
     math = CONJUGATE_MODELS["dirichlet-categorical"]
-    description = math.description
-    prior_params = math.prior_params
-    data_params = math.data_params
     model_keys = ("categories",)
 
     @classmethod
