@@ -84,7 +84,7 @@ def run(
             else:
                 outcomes[(variant, outcome.run)] = outcome
             if bar is not None:
-                bar.update(1)
+                bar.update(len(outcome.runs))
     finally:
         if bar is not None:
             bar.close()

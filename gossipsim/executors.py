@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import ConfigError
-from .runner import RunOutput, World, build_world, run_seed, simulate_run
+from .runner import BatchOutput, RunOutput, World, build_world, run_seed, simulate_run
 from .scenario import Study
 
 Task = tuple[int, int]  # (variant index, run index)
@@ -36,8 +36,12 @@ class RunFailure:
     seed: int
     error: str
 
+    @property
+    def runs(self) -> tuple[int, ...]:
+        return (self.run,)
 
-Outcome = RunOutput | RunFailure
+
+Outcome = RunOutput | BatchOutput | RunFailure
 
 # one study's worlds per worker process (graphs and data are built once per variant)
 _CACHE: dict[str, Any] = {"key": None, "worlds": {}}

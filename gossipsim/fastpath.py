@@ -5,23 +5,28 @@ conjugate updates (the protocol changes state only at a node's first visit, or a
 after an unlearning request), requests at iterations (not at simulated times), and homogeneous links
 (a hop's delay does not depend on the link). Then
 
-1. the walks of a batch of runs advance together, one vectorised step per slot, drawing each run's
-   uniforms from *its own* generator in the same blocks, in the same order, as the event engine's
+1. each run's seed, start node and walk-stream state are computed for the whole batch at once, equal
+   to what NumPy's SeedSequence and PCG64 give the event engine (:mod:`gossipsim.streams`);
+2. the walks of a batch of runs advance together, one vectorised step per slot, each run reading
+   *its own* stream's uniforms in the same blocks, in the same order, as the event engine's
    :class:`~gossipsim.scheduling.Walker`, so each run realises exactly the same walk;
-2. the protocol is called only at the slots where it can change state (first visits, first visits
-   after each request, request slots), which is all the event engine's calls amount to;
-3. slot times and payload bits are cumulative sums of the same increments in the same order.
+3. without requests, every quantity follows from the first-visit slots and is computed across the
+   batch (one :class:`~gossipsim.runner.BatchOutput` per batch); with requests, the protocol is
+   called only at the slots where it can change state (first visits, first visits after each
+   request, request slots), which is all the event engine's calls amount to, and each run is
+   measured by the event engine's own code;
+4. slot times are cumulative sums of the same increments in the same order, payload bits the same
+   whole numbers.
 
-Each run's raw record is therefore the one the event engine produces, and the metrics come from the
-same code: the two engines give byte-identical tables (tested), the vectorised one several times
-faster
-(``benchmarks/engines.py``).
+The two engines therefore give byte-identical tables (tested); the vectorised one is about 20-25x
+faster on the paper's Fig. 3 scenario (``benchmarks/engines.py``).
 """
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -35,21 +40,22 @@ from .runner import (
     PROTOCOL,
     START,
     WALK,
+    BatchOutput,
     RunOutput,
     World,
     make_protocol,
     measure,
     node_labels,
-    run_seed,
     run_stream,
     start_node,
 )
 from .scheduling import _BLOCK
+from .streams import WalkStreams, emulation_exact, first_bounded, pcg64_origins, run_seeds
 
 ENGINES = ("auto", "event", "vectorized")
-#: ``auto`` vectorises a variant only with at least this many runs: a vectorised step costs about as
-#: much as 20 event-engine hops, so a batch must be wide enough to pay for it
-MIN_VECTORIZED_RUNS = 32
+#: ``auto`` vectorises a variant only with at least this many runs: below about 16 runs the event
+#: engine is as fast (measured on the Fig. 3 and karate unlearning scenarios)
+MIN_VECTORIZED_RUNS = 16
 BATCH = 256  # runs advanced together (memory: BATCH × 2 × 8192 uniforms per block)
 LEARNING_BATCH = 1024  # runs per batch of the all-vectorised learning path
 MAX_BATCH_SLOTS = 20_000_000  # runs × slots held at once by the all-vectorised learning path
@@ -67,83 +73,83 @@ def unavailable(world: World) -> str | None:
     return None
 
 
-def simulate_runs(world: World, runs: Sequence[int]) -> list[RunOutput]:
-    """The outputs of ``runs`` (run indices) of ``world``, computed in batches.
+def simulate_runs(world: World, runs: Sequence[int]) -> list[RunOutput | BatchOutput]:
+    """The outputs of ``runs`` (run indices, ascending) of ``world``, computed in batches.
 
     Without unlearning requests and extra evaluation columns everything, metrics included, is
-    computed across the batch at once (:func:`_batch_learning`); otherwise the walks are vectorised
-    and each run's protocol and metrics are processed with the event engine's own code
-    (:func:`_batch`).
+    computed across the batch at once (:func:`_batch_learning`, one :class:`BatchOutput` per
+    batch); otherwise the walks are vectorised and each run's protocol and metrics are processed
+    with the event engine's own code (:func:`_batch`, one :class:`RunOutput` per run).
     """
-    out: list[RunOutput] = []
+    out: list[RunOutput | BatchOutput] = []
     simple = (
         not world.requests
         and not world.model.evaluation_columns()
         and isinstance(world.model, ConjugateExpFam)
     )
     size = LEARNING_BATCH if simple else BATCH
+    width = max(world.scenario.run.iterations, world.nodes)
     for start in range(0, len(runs), size):
         batch = list(runs[start : start + size])
-        fits = len(batch) * world.scenario.run.iterations <= MAX_BATCH_SLOTS
-        if simple and fits:
-            out += _batch_learning(world, batch)
+        if simple and len(batch) * width <= MAX_BATCH_SLOTS:
+            out.append(_batch_learning(world, batch))
         else:
             out += _batch(world, batch)
     return out
 
 
-def _batch_learning(world: World, runs: list[int]) -> list[RunOutput]:
+def start_nodes(world: World, seeds: np.ndarray) -> np.ndarray:
+    """Each run's first holder, as :func:`~gossipsim.runner.start_node` draws it from the run's
+    START stream: a uniform start is computed for the whole batch (:mod:`gossipsim.streams`), a
+    stationary one run by run."""
+    if world.start is not None:
+        return np.full(seeds.size, world.start, dtype=np.int64)
+    redo = np.ones(seeds.size, dtype=bool)
+    starts = np.zeros(seeds.size, dtype=np.int64)
+    if world.scenario.scheduler.start == "uniform" and emulation_exact():
+        starts, redo = first_bounded(pcg64_origins(seeds, START), world.nodes)
+    for b in np.flatnonzero(redo).tolist():
+        rng = np.random.default_rng(run_stream(int(seeds[b]), START))
+        starts[b] = start_node(world, rng)
+    return starts
+
+
+def _batch_learning(world: World, runs: list[int]) -> BatchOutput:
     """Learning only (no requests), exact conjugate updates: the state after slot i is the prior
     plus the factors of the nodes visited by slot i (eqs. 13-14), so every quantity of every run
     follows from the first-visit slots, computed across the batch."""
     sc = world.scenario
     model = world.model
-    graph = world.indexed
-    k_nodes, total = graph.size, sc.run.iterations
-    seeds = [run_seed(sc.run.seed, r) for r in runs]
-    walk_rngs, starts, datas = [], [], []
-    for seed in seeds:
-        if model.fixed_data is not None:
-            datas.append(model.fixed_data)
-        else:
-            datas.append(model.draw_data(np.random.default_rng(run_stream(seed, DATA))))
-        walk_rngs.append(np.random.default_rng(run_stream(seed, WALK)))
-        starts.append(
-            start_node(
-                world,
-                np.random.default_rng(run_stream(seed, START)) if world.start is None else None,
-            )
-        )
-    batch = len(runs)
+    k_nodes, total = world.nodes, sc.run.iterations
+    run_ids = np.asarray(runs, dtype=np.int64)
+    seeds = run_seeds(sc.run.seed, run_ids)
+    batch = run_ids.size
     rows = np.arange(batch)
-    first = np.full((batch, k_nodes), -1, dtype=np.int64)  # column (slot − 1) of each first visit
-    seen = np.zeros((batch, k_nodes), dtype=bool)
+    never = np.iinfo(np.int64).max
+    first = np.full(
+        batch * k_nodes, never, dtype=np.int64
+    )  # column of each (run, node)'s first visit
     chunks = []
-    for slot0, chunk in _walks(world, walk_rngs, starts, chunk=64):
+    for slot0, chunk in _walks(world, WalkStreams(seeds, WALK), start_nodes(world, seeds), 64):
         chunks.append(chunk)
-        for i in range(chunk.shape[1]):
-            position = chunk[:, i]
-            new = ~seen[rows, position]
-            first[rows[new], position[new]] = slot0 - 1 + i
-            seen[rows, position] = True
-        if sc.run.stop_when_done and seen.all():
+        columns = np.arange(slot0 - 1, slot0 - 1 + chunk.shape[1], dtype=np.int64)
+        np.minimum.at(first, (rows[:, None] * k_nodes + chunk).ravel(), np.tile(columns, batch))
+        if sc.run.stop_when_done and first.max() < never:
             break
+    first_visit = first.reshape(batch, k_nodes)
     holders = np.concatenate(chunks, axis=1)
     columns = holders.shape[1]
-    covered = np.asarray(seen.all(axis=1), dtype=bool)
-    cover = np.where(covered, first.max(axis=1) + 1, -1)
+    visited = first_visit < never
+    covered = visited.all(axis=1)
+    cover = np.where(covered, np.where(visited, first_visit, 0).max(axis=1) + 1, 0)
     n_slots = np.where(covered & sc.run.stop_when_done, cover, total)
     # states after each first visit: prior, prior + f_(1), prior + f_(1) + f_(2), ... (summed in order)
-    order = np.argsort(np.where(first < 0, np.iinfo(np.int64).max, first), axis=1, kind="stable")
-    visit_slots = np.take_along_axis(first, order, axis=1) + 1  # 1-based; 0 where never visited
-    visit_slots = np.where(visit_slots > 0, visit_slots, np.iinfo(np.int64).max)
-    factors = (
-        np.stack([np.asarray(d, dtype=float) for d in datas])
-        if model.fixed_data is None
-        else np.broadcast_to(
-            np.asarray(model.fixed_data, dtype=float), (batch, k_nodes, model.prior.size)
-        )
-    )
+    order = np.argsort(first_visit, axis=1, kind="stable")
+    visit_slots = np.take_along_axis(first_visit, order, axis=1)  # column of the j-th first visit
+    visit_slots = np.where(visit_slots < never, visit_slots + 1, never)  # as 1-based slots
+    datas = [model.fixed_data] if model.fixed_data is not None else _run_data(world, seeds)
+    factors = np.stack([np.asarray(d, dtype=float) for d in datas])
+    factors = np.broadcast_to(factors, (batch, k_nodes, model.prior.size))
     steps = np.take_along_axis(factors, order[:, :, None], axis=1)
     states = np.cumsum(
         np.concatenate([np.broadcast_to(model.prior, (batch, 1, model.prior.size)), steps], axis=1),
@@ -153,6 +159,11 @@ def _batch_learning(world: World, runs: list[int]) -> list[RunOutput]:
         kl = model.target(model.fixed_data, frozenset()).kl(states)
     else:  # targets depend on the run's data when it is drawn per run
         kl = np.stack([model.target(datas[b], frozenset()).kl(states[b]) for b in range(batch)])
+    # number of first visits up to each column: the index of the state that holds there
+    new_visit = np.zeros((batch, columns + 1), dtype=np.int64)
+    new_visit[rows[:, None].repeat(k_nodes, 1)[visited], first_visit[visited]] = 1
+    state_index = np.cumsum(new_visit[:, :columns], axis=1)
+
     bits = float(sc.protocol.bits_per_entry * model.message_entries)
     hop = world.links.delay(0, 0, bits)
     moved = holders[:, 1:] != holders[:, :-1]
@@ -160,69 +171,95 @@ def _batch_learning(world: World, runs: list[int]) -> list[RunOutput]:
     increments[:, 0::2] = sc.compute_seconds
     increments[:, 1::2] = np.where(moved, hop, 0.0)
     end_times = np.cumsum(increments, axis=1)[:, 0::2]
-    sent = np.concatenate(
-        [np.zeros((batch, 1)), np.cumsum(np.where(moved, bits, 0.0), axis=1)], axis=1
-    )
+    if bits * columns < 2**53:  # whole numbers: bits × moves is exactly the running sum of bits
+        hops = np.zeros((batch, columns), dtype=np.int64)
+        np.cumsum(moved, axis=1, out=hops[:, 1:])
+        sent = bits * hops
+    else:
+        sent = np.zeros((batch, columns))
+        np.cumsum(np.where(moved, bits, 0.0), axis=1, out=sent[:, 1:])
+
+    below = kl[:, 1:] <= sc.metrics.tolerance  # state j >= 1 holds from the j-th first visit
+    reached = below.any(axis=1)
+    converged = np.where(reached, visit_slots[rows, below.argmax(axis=1)], never)
+    converged = np.where(converged <= n_slots, converged, 0)  # 0: not within the run
     labels = node_labels(world)
-    tol = sc.metrics.tolerance
-    outputs = []
-    for b, run in enumerate(runs):
-        n = int(n_slots[b])
-        below = np.flatnonzero(
-            kl[b, 1:] <= tol
-        )  # state index j ≥ 1 holds from the j-th first visit
-        converged = (
-            int(visit_slots[b, below[0]]) if below.size and visit_slots[b, below[0]] <= n else None
-        )
-        slots = recorded_slots(
-            n, sc.metrics.record_every, [converged] if converged is not None else []
-        )
+    if sc.metrics.record_every == 1 and bool((n_slots == columns).all()):  # every slot of every run
+        slot_rows = np.repeat(rows, columns)
+        metrics = {
+            "iteration": np.tile(np.arange(1, columns + 1, dtype=np.int64), batch),
+            "time": end_times.ravel(),
+            "holder": labels[holders.ravel()],
+            "kl": np.take_along_axis(kl, state_index, axis=1).ravel(),
+            "bits": sent.ravel(),
+        }
+    else:
+        slot_rows, slots = _recorded(n_slots, sc.metrics.record_every, converged)
         idx = slots - 1
-        state_index = np.searchsorted(visit_slots[b], slots, side="right")
         metrics = {
             "iteration": slots,
-            "time": end_times[b, idx],
-            "holder": labels[holders[b, idx]],
-            "kl": kl[b, state_index],
-            "bits": sent[b, idx],
+            "time": end_times[slot_rows, idx],
+            "holder": labels[holders[slot_rows, idx]],
+            "kl": kl[slot_rows, state_index[slot_rows, idx]],
+            "bits": sent[slot_rows, idx],
         }
-        run_row = {
-            "seed": seeds[b],
-            "cover_iteration": int(cover[b]) if bool(covered[b]) and int(cover[b]) <= n else np.nan,
-            "convergence_iteration": converged if converged is not None else np.nan,
-            "convergence_time": float(end_times[b, converged - 1])
-            if converged is not None
-            else np.nan,
-            "iterations": n,
-            "time": float(end_times[b, n - 1]),
-            "bits": float(sent[b, n - 1]),
-            "best_family_kl": np.nan,
-            "damped_steps": np.nan,
-        }
-        visits = np.bincount(holders[b, :n], minlength=k_nodes)
-        outputs.append(RunOutput(run, seeds[b], run_row, [], metrics, visits))
-    return outputs
+    last = n_slots - 1
+    has_cover = covered & (cover <= n_slots)
+    run_columns = {
+        "seed": seeds.astype(np.int64),
+        "cover_iteration": np.where(has_cover, cover, np.nan),
+        "convergence_iteration": np.where(converged > 0, converged, np.nan),
+        "convergence_time": np.where(converged > 0, end_times[rows, converged - 1], np.nan),
+        "iterations": n_slots.astype(np.int64),
+        "time": end_times[rows, last],
+        "bits": sent[rows, last],
+        "best_family_kl": np.full(batch, np.nan),
+        "damped_steps": np.full(batch, np.nan),
+    }
+    within = np.arange(columns) < n_slots[:, None]
+    visits = np.bincount(holders[within], minlength=k_nodes)
+    return BatchOutput(tuple(runs), run_columns, run_ids[slot_rows], metrics, visits)
+
+
+def _run_data(world: World, seeds: np.ndarray) -> list[Any]:
+    """Each run's data, drawn from its DATA stream (``draw = "per-run"``)."""
+    model = world.model
+    return [
+        model.draw_data(np.random.default_rng(run_stream(seed, DATA))) for seed in seeds.tolist()
+    ]
+
+
+def _recorded(n_slots: np.ndarray, every: int, extra: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`~gossipsim.metrics.recorded_slots` of every run at once, with at most one extra slot
+    per run (0: none): the (batch row, slot) of each metrics row, in row-major order."""
+    widths = {int(n): recorded_slots(int(n), every, []).size for n in np.unique(n_slots)}
+    width = max(widths.values())
+    table = np.zeros((n_slots.size, width + 1), dtype=np.int64)  # 0 pads: dropped below
+    for n in widths:
+        table[n_slots == n, : widths[n]] = recorded_slots(n, every, [])
+    keep = (extra > 1) & (extra < n_slots) & (extra % every != 0)
+    if keep.any():  # put each extra slot in its place
+        table[keep, width] = extra[keep]
+        table[keep] = np.sort(table[keep], axis=1)
+    present = table > 0
+    rows = np.broadcast_to(np.arange(n_slots.size)[:, None], table.shape)
+    return rows[present], table[present]
 
 
 class _RunState:
     """One run of a batch: its protocol and the bookkeeping of where state can change."""
 
-    def __init__(self, world: World, run: int) -> None:
-        sc = world.scenario
+    def __init__(self, world: World, run: int, seed: int, start: int) -> None:
         self.run = run
-        self.seed = run_seed(sc.run.seed, run)
-        walk_ss, start_ss, protocol_ss, data_ss = (
-            run_stream(self.seed, s) for s in (WALK, START, PROTOCOL, DATA)
-        )
+        self.seed = seed
         model = world.model
         self.data = (
             model.fixed_data
             if model.fixed_data is not None
-            else model.draw_data(np.random.default_rng(data_ss))
+            else model.draw_data(np.random.default_rng(run_stream(seed, DATA)))
         )
-        self.walk_rng = np.random.default_rng(walk_ss)
-        self.start = start_node(world, np.random.default_rng(start_ss))
-        self.protocol = make_protocol(world, self.data, protocol_ss)
+        self.start = start
+        self.protocol = make_protocol(world, self.data, run_stream(seed, PROTOCOL))
         n = world.nodes
         self.seen = np.zeros(n, dtype=bool)  # visited at least once
         self.seen_since: dict[int, np.ndarray] = {}  # request slot -> visited since that slot
@@ -233,10 +270,15 @@ class _RunState:
         self.bits = 0.0
 
 
-def _batch(world: World, runs: list[int]) -> list[RunOutput]:
-    states = [_RunState(world, r) for r in runs]
+def _batch(world: World, runs: list[int]) -> list[RunOutput | BatchOutput]:
+    seeds = run_seeds(world.scenario.run.seed, np.asarray(runs, dtype=np.int64))
+    starts = start_nodes(world, seeds)
+    states = [
+        _RunState(world, r, seed, start)
+        for r, seed, start in zip(runs, seeds.tolist(), starts.tolist(), strict=True)
+    ]
     active = np.ones(len(states), dtype=bool)
-    for slot0, chunk in _walks(world, [s.walk_rng for s in states], [s.start for s in states]):
+    for slot0, chunk in _walks(world, WalkStreams(seeds, WALK), starts):
         for b, state in enumerate(states):
             if active[b]:
                 _advance(world, state, chunk[b], slot0)
@@ -247,50 +289,45 @@ def _batch(world: World, runs: list[int]) -> list[RunOutput]:
 
 
 def _walks(
-    world: World, rngs: Sequence[np.random.Generator], starts: Sequence[int], chunk: int = _BLOCK
+    world: World, streams: WalkStreams, starts: np.ndarray, chunk: int = _BLOCK
 ) -> Iterator[tuple[int, np.ndarray]]:
     """Every run's holders, ``chunk`` slots at a time: ``(first slot, runs × slots array)``.
 
-    The step from slot s to s + 1 uses uniform number s − 1 of the run's own generator, drawn in
-    blocks of 8,192 (u, then v) exactly as :class:`~gossipsim.scheduling.Walker` draws them."""
+    The step from slot s to s + 1 uses uniform number s − 1 of the run's own walk stream, drawn in
+    blocks of 8,192 (u, then v) exactly as :class:`~gossipsim.scheduling.Walker` draws them: block
+    k's u are the stream's outputs 16,384·k + i, its v the outputs 16,384·k + 8,192 + i."""
     sc = world.scenario
     graph = world.indexed
+    kind = sc.scheduler.kind
     total = sc.run.iterations
+    indptr, indices, degree = graph.indptr, graph.indices, graph.degree
     position = np.array(starts, dtype=np.int64)
-    u = v = np.empty((len(rngs), 0))
+    u = v = np.empty((len(position), 0))
     slot0 = 1
     while slot0 <= total:
         length = min(chunk, total - slot0 + 1)
-        block = np.empty((len(rngs), length), dtype=np.int64)
+        block = np.empty((len(position), length), dtype=np.int64)
         for i in range(length):
             draw = slot0 - 1 + i
             block[:, i] = position
             if draw % _BLOCK == 0:
                 need = min(_BLOCK, total - draw)
-                u = np.stack([_block(g, need) for g in rngs])
-                v = np.stack([_block(g, need) for g in rngs])
+                u = streams.block(2 * draw, need)
+                if kind != "uniform":  # the uniform scheduler never reads v
+                    v = streams.block(2 * draw + _BLOCK, need)
             j = draw % _BLOCK
             position = _step(
-                sc.scheduler.kind,
+                kind,
                 position,
                 u[:, j],
-                v[:, j],
-                graph.indptr,
-                graph.indices,
-                graph.degree,
+                v[:, j] if kind != "uniform" else u[:, j],
+                indptr,
+                indices,
+                degree,
                 graph.size,
             )
         yield slot0, block
         slot0 += length
-
-
-def _block(rng: np.random.Generator, need: int) -> np.ndarray:
-    """The first ``need`` of the next 8,192 uniforms of ``rng``, leaving it where drawing all 8,192
-    would (one 64-bit output per double: ``advance`` skips the rest exactly, as tested)."""
-    out = rng.random(need)
-    if need < _BLOCK:
-        rng.bit_generator.advance(_BLOCK - need)  # type: ignore[attr-defined]
-    return out
 
 
 def _step(

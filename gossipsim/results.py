@@ -23,7 +23,7 @@ import pandas as pd
 
 from .executors import RunFailure
 from .metrics import quantile_summary
-from .runner import RunOutput
+from .runner import BatchOutput, RunOutput
 from .scenario import Study
 
 RUN_COLUMNS = [
@@ -146,17 +146,19 @@ class Results:
 
 def collect(
     study: Study,
-    outputs: Iterable[tuple[int, RunOutput | RunFailure]],
+    outputs: Iterable[tuple[int, RunOutput | BatchOutput | RunFailure]],
     node_labels: Sequence[Sequence[Any]] | None = None,
 ) -> Results:
-    """Assemble the tables from run outputs, in the order given (the caller sorts by variant, run);
-    failed runs go to the failures table."""
+    """Assemble the tables from run outputs (single runs, or batches of runs from the vectorised
+    engine), sorted by (variant, run); failed runs go to the failures table."""
     labels = [v.label for v in study.variants]
     run_rows: list[dict[str, Any]] = []
+    run_pieces: list[pd.DataFrame] = []
     request_rows: list[dict[str, Any]] = []
-    metric_parts: list[tuple[str, int, dict[str, np.ndarray]]] = []
+    metric_parts: list[tuple[str, int | np.ndarray, dict[str, np.ndarray]]] = []
     visits: dict[int, np.ndarray] = {}
     failure_rows: list[dict[str, Any]] = []
+    order: list[tuple[int, int]] = []  # (variant, run) of each run row, as collected
     for variant, out in outputs:
         label = labels[variant]
         if isinstance(out, RunFailure):
@@ -165,17 +167,32 @@ def collect(
             )
             continue
         visits[variant] = visits.get(variant, 0) + out.visits
+        order += [(variant, r) for r in out.runs]
+        if isinstance(out, BatchOutput):
+            if run_rows:
+                run_pieces.append(pd.DataFrame(run_rows, columns=RUN_COLUMNS))
+                run_rows = []
+            columns = {"variant": label, "run": np.asarray(out.runs, dtype=np.int64)}
+            run_pieces.append(pd.DataFrame({**columns, **out.run_columns}, columns=RUN_COLUMNS))
+            metric_parts.append((label, out.metric_runs, out.metrics))
+            continue
         run_rows.append({"variant": label, "run": out.run, **out.run_row})
         for row in out.request_rows:
             request_rows.append({"variant": label, "run": out.run, **row})
         metric_parts.append((label, out.run, out.metrics))
-    runs = pd.DataFrame(run_rows, columns=RUN_COLUMNS)
+    if run_rows or not run_pieces:
+        run_pieces.append(pd.DataFrame(run_rows, columns=RUN_COLUMNS))
+    runs = pd.concat(run_pieces, ignore_index=True) if len(run_pieces) > 1 else run_pieces[0]
     for col in ("cover_iteration", "convergence_iteration"):
         runs[col] = runs[col].astype("Int64")
     requests = pd.DataFrame(request_rows, columns=REQUEST_COLUMNS)
     for col in ("request_iteration", "latency", "retrain_latency"):
         requests[col] = requests[col].astype("Int64")
     metrics = _metrics_table(metric_parts)
+    if order != sorted(order):  # e.g. a sweep resumed with another engine: batches interleave
+        index = {label: v for v, label in enumerate(labels)}
+        runs = _sorted_by_run(runs, index)
+        metrics = _sorted_by_run(metrics, index)
     visit_parts = []
     for variant, counts in sorted(visits.items()):
         # node labels are those of the variant's graph; the caller passes them through node_labels
@@ -198,9 +215,20 @@ def collect(
     return Results(study, metrics, runs, requests, visits_df, failures)
 
 
-def _metrics_table(parts: list[tuple[str, int, dict[str, np.ndarray]]]) -> pd.DataFrame:
-    """One table from every run's column arrays, concatenated column by column (much faster than a
-    DataFrame per run); a column a run does not have is empty there."""
+def _sorted_by_run(table: pd.DataFrame, variant_index: dict[str, int]) -> pd.DataFrame:
+    """Rows in (variant, run) order, keeping the order of rows within a run."""
+    key = table["variant"].map(variant_index).to_numpy(dtype=np.int64) * (
+        int(table["run"].max()) + 1
+    ) + table["run"].to_numpy(dtype=np.int64)
+    return table.iloc[np.argsort(key, kind="stable")].reset_index(drop=True)
+
+
+def _metrics_table(
+    parts: list[tuple[str, int | np.ndarray, dict[str, np.ndarray]]],
+) -> pd.DataFrame:
+    """One table from the column arrays of every run (or batch of runs, whose run index is given
+    per row), concatenated column by column (much faster than a DataFrame per run); a column a run
+    does not have is empty there."""
     if not parts:
         return pd.DataFrame(columns=METRIC_COLUMNS)
     names: list[str] = []
@@ -212,7 +240,14 @@ def _metrics_table(parts: list[tuple[str, int, dict[str, np.ndarray]]]) -> pd.Da
     sizes = [len(next(iter(cols.values()))) for _, _, cols in parts]
     data: dict[str, Any] = {
         "variant": np.repeat(np.array([label for label, _, _ in parts], dtype=object), sizes),
-        "run": np.repeat(np.array([run for _, run, _ in parts], dtype=np.int64), sizes),
+        "run": np.concatenate(
+            [
+                np.asarray(run, dtype=np.int64)
+                if isinstance(run, np.ndarray)
+                else np.full(n, run, dtype=np.int64)
+                for (_, run, _), n in zip(parts, sizes, strict=True)
+            ]
+        ),
     }
     for name in ordered:
         if name in ("variant", "run"):
@@ -223,7 +258,7 @@ def _metrics_table(parts: list[tuple[str, int, dict[str, np.ndarray]]]) -> pd.Da
                 for (_, _, cols), n in zip(parts, sizes, strict=True)
             ]
         )
-    return pd.DataFrame(data)
+    return pd.DataFrame(data, copy=False)  # the arrays are fresh: no need to copy them again
 
 
 def load_results(

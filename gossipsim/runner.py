@@ -133,6 +133,26 @@ class RunOutput:
     metrics: dict[str, np.ndarray]
     visits: np.ndarray  # slots each node held the token, by node index
 
+    @property
+    def runs(self) -> tuple[int, ...]:
+        return (self.run,)
+
+
+@dataclass
+class BatchOutput:
+    """The rows of many runs of one variant, column by column (the vectorised engine's output for
+    learning without requests): the same values the runs' :class:`RunOutput` would hold."""
+
+    runs: tuple[int, ...]  # run indices, ascending
+    run_columns: dict[str, np.ndarray]  # runs.csv columns after variant and run, one entry per run
+    metric_runs: np.ndarray  # the run index of each metrics row
+    metrics: dict[str, np.ndarray]
+    visits: np.ndarray  # summed over the runs
+
+    @property
+    def run(self) -> int:
+        return self.runs[0]
+
 
 def simulate_run(world: World, run: int, seed: int) -> RunOutput:
     """Run one token walk of ``world`` with the given run seed and compute its metrics."""

@@ -3,7 +3,10 @@
 Layout of a results folder ``DIR`` while a sweep runs::
 
     DIR/.gossipsim/study.json          the scenario (after --runs/--seed), its fingerprint, run count
-    DIR/.gossipsim/parts/v0001-r000042.pkl   one finished run (written to a temporary name, renamed)
+    DIR/.gossipsim/parts/v0001-r000042.pkl   a finished run, or a batch of runs from the vectorised
+                                             engine (first run 42), or a failure: a header naming
+                                             its runs, then the outcome (written to a temporary
+                                             name, renamed)
 
 When every run is done the tables (metrics.csv, runs.csv, requests.csv, visits.csv, failures.csv,
 summary.json, plots/) are merged from the parts in (variant, run) order and the parts are removed.
@@ -98,24 +101,36 @@ class RunStore:
         return f"v{task[0]:04d}-r{task[1]:06d}.pkl"
 
     def save(self, variant: int, outcome: Outcome) -> None:
+        """Commit one outcome (a run, a batch of runs, or a failure): a header naming its runs,
+        then the outcome, in one file written under a temporary name and renamed."""
+        header = {"runs": list(outcome.runs), "failed": isinstance(outcome, RunFailure)}
         atomic_write_bytes(
-            self.parts / self.part_name((variant, outcome.run)),
-            pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL),
+            self.parts / self.part_name((variant, outcome.runs[0])),
+            pickle.dumps(header, protocol=pickle.HIGHEST_PROTOCOL)
+            + pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL),
         )
+
+    def _parts(self) -> list[tuple[Task, Path]]:
+        """The committed parts by (variant, first run)."""
+        out = []
+        for path in self.parts.glob("v*-r*.pkl"):
+            v, r = path.stem[1:].split("-r")
+            out.append(((int(v), int(r)), path))
+        return sorted(out)
 
     def finished(self) -> set[Task]:
         """Tasks with a committed part (a finished run or a recorded failure)."""
-        done = set()
-        for path in self.parts.glob("v*-r*.pkl"):
-            v, r = path.stem[1:].split("-r")
-            done.add((int(v), int(r)))
+        done: set[Task] = set()
+        for (variant, _), path in self._parts():
+            done.update((variant, r) for r in read_header(path)["runs"])
         return done
 
     def load(self) -> Iterator[tuple[int, Outcome]]:
-        """Every committed outcome, in (variant, run) order."""
-        for task in sorted(self.finished()):
-            with open(self.parts / self.part_name(task), "rb") as fh:
-                yield task[0], pickle.load(fh)
+        """Every committed outcome, in (variant, first run) order."""
+        for (variant, _), path in self._parts():
+            with open(path, "rb") as fh:
+                pickle.load(fh)  # the header
+                yield variant, pickle.load(fh)
 
     def finish(self) -> None:
         """The tables are written: drop the parts, keep study.json (for status and --resume)."""
@@ -125,6 +140,13 @@ class RunStore:
         atomic_write_bytes(
             self.meta / "study.json", (json.dumps(meta, indent=2, default=str) + "\n").encode()
         )
+
+
+def read_header(path: Path) -> dict[str, Any]:
+    """The header of a committed part: its runs and whether they failed."""
+    with open(path, "rb") as fh:
+        header: dict[str, Any] = pickle.load(fh)
+    return header
 
 
 def read_meta(out_dir: Path) -> dict[str, Any] | None:
@@ -167,14 +189,13 @@ def status(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
     done = failed = 0
     for path in (d / META / "parts").glob("v*-r*.pkl"):
         try:
-            with open(path, "rb") as fh:
-                outcome = pickle.load(fh)
+            header = read_header(path)
         except (OSError, pickle.UnpicklingError, EOFError):
             continue
-        if isinstance(outcome, RunFailure):
-            failed += 1
+        if header["failed"]:
+            failed += len(header["runs"])
         else:
-            done += 1
+            done += len(header["runs"])
     return {
         "name": meta.get("name"),
         "complete": False,

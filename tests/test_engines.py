@@ -7,7 +7,6 @@ import pytest
 
 import gossipsim as gs
 from gossipsim.cli import main
-from gossipsim.fastpath import _block
 from tests.helpers import base_scenario, to_toml
 
 CASES = {
@@ -114,10 +113,64 @@ def test_vectorized_refuses_what_it_cannot_run(tmp_path, capsys):
     assert main(["run", str(path), "--out", str(tmp_path / "o"), "--no-plots"]) == 0  # auto: event
 
 
-def test_partial_blocks_leave_the_generator_where_a_full_block_would():
-    a = np.random.default_rng(3)
-    b = np.random.default_rng(3)
-    full = a.random(8192)[:100]
-    part = _block(b, 100)
-    np.testing.assert_array_equal(full, part)
-    np.testing.assert_array_equal(a.random(5), b.random(5))
+@pytest.mark.parametrize("name", ["learning, record_every", "requests, retrain"])
+def test_without_the_stream_emulation_the_tables_are_the_same(monkeypatch, name):
+    """If NumPy's algorithms ever changed, the fast path seeds each run with NumPy itself."""
+    import gossipsim.fastpath as fastpath
+    import gossipsim.streams as streams
+
+    exact = gs.run(CASES[name], engine="vectorized")
+    monkeypatch.setattr(streams, "emulation_exact", lambda: False)
+    monkeypatch.setattr(fastpath, "emulation_exact", lambda: False)
+    slow = gs.run(CASES[name], engine="vectorized")
+    for table in ("metrics", "runs", "requests"):
+        assert getattr(exact, table).equals(getattr(slow, table)), table
+
+
+def test_batches_and_single_runs_merge_in_run_order():
+    """A sweep resumed with another engine holds batches and single runs interleaved."""
+    from gossipsim.fastpath import simulate_runs
+    from gossipsim.results import collect
+    from gossipsim.runner import build_world, run_seed, simulate_run
+
+    study = gs.parse_study(CASES["learning, record_every"])
+    world = build_world(study.variants[0].scenario)
+    base = world.scenario.run.seed
+    single = [(0, simulate_run(world, r, run_seed(base, r))) for r in range(6)]
+    (batch,) = simulate_runs(world, [0, 2, 4])
+    mixed = [(0, batch), single[1], single[3], single[5]]
+    expected = collect(study, single)
+    got = collect(study, mixed)
+    assert got.metrics.equals(expected.metrics) and got.runs.equals(expected.runs)
+
+
+def test_resume_with_the_other_engine_gives_the_same_tables(tmp_path):
+    from gossipsim.store import RunStore, status
+
+    study = gs.parse_study(CASES["learning, record_every"])
+    whole = gs.run(study, engine="event")
+    # an interrupted event-engine sweep: runs 0..9 and 25 committed
+    from gossipsim.runner import build_world, run_seed, simulate_run
+
+    world = build_world(study.variants[0].scenario)
+    store = RunStore(tmp_path / "o", study)
+    for r in [*range(10), 25]:
+        store.save(0, simulate_run(world, r, run_seed(world.scenario.run.seed, r)))
+    assert status(tmp_path / "o")["done"] == 11
+    resumed = gs.run(study, engine="vectorized", out=tmp_path / "o", resume=True)
+    assert resumed.metrics.equals(whole.metrics) and resumed.runs.equals(whole.runs)
+
+
+def test_status_counts_the_runs_of_a_committed_batch(tmp_path):
+    from gossipsim.fastpath import simulate_runs
+    from gossipsim.runner import build_world
+    from gossipsim.store import RunStore, status
+
+    study = gs.parse_study(CASES["learning, record_every"])
+    world = build_world(study.variants[0].scenario)
+    store = RunStore(tmp_path / "o", study)
+    (batch,) = simulate_runs(world, list(range(7)))
+    store.save(0, batch)
+    assert store.finished() == {(0, r) for r in range(7)}
+    info = status(tmp_path / "o")
+    assert (info["done"], info["failed"], info["remaining"]) == (7, 0, 33)
