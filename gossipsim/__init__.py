@@ -27,7 +27,7 @@ from .results import Results, load_results
 from .runner import World, build_world, simulate_run
 from .scenario import Scenario, Study, load_scenario, parse_study
 from .scheduling import IndexedGraph, Walker, stationary_distribution, transition_matrix
-from .topology import TOPOLOGY_KINDS, build_topology, check_graph
+from .topology import TOPOLOGY_KINDS, build_indexed, build_topology, check_graph
 
 __all__ = [
     "CONJUGATE_MODELS",
@@ -46,6 +46,7 @@ __all__ = [
     "Walker",
     "WithRetrainBaseline",
     "World",
+    "build_indexed",
     "build_topology",
     "build_world",
     "check",

@@ -340,7 +340,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     print(f"{args.file}: valid ({len(study.variants)} variant(s), {runs} runs in all)")
     for variant, world in zip(study.variants, worlds, strict=True):
         print(
-            f"  {variant.label}: {world.nodes} nodes, {world.graph.number_of_edges()} edges, {sum(world.points)} observations, {len(world.requests)} unlearning request(s)"
+            f"  {variant.label}: {world.nodes} nodes, {world.indexed.indices.size // 2} edges, {sum(world.points)} observations, {len(world.requests)} unlearning request(s)"
         )
     return 0
 

@@ -29,7 +29,7 @@ from .models import MODEL_KINDS, Model, Target
 from .protocols import Protocol, StateTrace, WithRetrainBaseline
 from .scenario import Scenario
 from .scheduling import IndexedGraph, Walker, stationary_distribution
-from .topology import build_topology
+from .topology import build_indexed
 
 _DATA_TAG = 0x64617461  # "data"
 _TOPOLOGY_TAG = 0x746F706F  # "topo"
@@ -47,6 +47,8 @@ def run_stream(seed: int, stream: int) -> np.random.SeedSequence:
 def node_labels(world: World) -> np.ndarray:
     """The graph's node labels as an array: integers when they all are, else objects."""
     labels = world.indexed.labels
+    if isinstance(labels, range):
+        return np.arange(labels.start, labels.stop, labels.step, dtype=np.int64)
     if all(isinstance(x, int) and not isinstance(x, bool) for x in labels):
         return np.asarray(labels, dtype=np.int64)
     return np.asarray(labels, dtype=object)
@@ -64,12 +66,20 @@ class World:
     requests, links."""
 
     scenario: Scenario
-    graph: nx.Graph
     indexed: IndexedGraph
     model: Model
     requests: tuple[Request, ...]
     start: int | None
     links: LinkModel
+    built_graph: nx.Graph | None = None  # the NetworkX graph, when the topology built one
+
+    @property
+    def graph(self) -> nx.Graph:
+        """The graph as NetworkX (built from the CSR arrays on first use for kinds drawn straight
+        into arrays)."""
+        if self.built_graph is None:
+            self.built_graph = self.indexed.to_networkx()
+        return self.built_graph
 
     @property
     def nodes(self) -> int:
@@ -88,7 +98,7 @@ class World:
 def build_world(scenario: Scenario) -> World:
     """Build and check the graph, the model and the data of one variant (all user errors raised here)."""
     topo = scenario.topology
-    graph = build_topology(
+    indexed, graph = build_indexed(
         topo.kind,
         topo.nodes,
         topo.params,
@@ -96,7 +106,6 @@ def build_world(scenario: Scenario) -> World:
         base_dir=scenario.base_dir,
         seed=np.random.SeedSequence([scenario.run.seed, _TOPOLOGY_TAG]),
     )
-    indexed = IndexedGraph.from_networkx(graph)
     requests = []
     for i, req in enumerate(scenario.unlearning):
         node = indexed.index(req.node, f"unlearning[{i}].node")
@@ -113,7 +122,7 @@ def build_world(scenario: Scenario) -> World:
         )
     return World(
         scenario=scenario,
-        graph=graph,
+        built_graph=graph,
         indexed=indexed,
         model=model,
         requests=tuple(requests),

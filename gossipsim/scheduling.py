@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 from array import array
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -38,6 +38,27 @@ SCHEDULER_KINDS: dict[str, str] = {
 _BLOCK = 8192  # uniforms drawn per refill; fixed so the stream does not depend on the run length
 
 
+class RangeIndex(Mapping[Hashable, int]):
+    """``index_of`` of a graph whose nodes are labelled 0..n-1: the label is the index (no dict of
+    a million entries)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __getitem__(self, label: Hashable) -> int:
+        if isinstance(label, int | np.integer) and not isinstance(label, bool):
+            index = int(label)
+            if 0 <= index < self.n:
+                return index
+        raise KeyError(label)
+
+    def __iter__(self) -> Iterator[Hashable]:
+        return iter(range(self.n))
+
+    def __len__(self) -> int:
+        return self.n
+
+
 @dataclass(frozen=True, eq=False)
 class IndexedGraph:
     """A connected graph with its nodes numbered 0..K-1 in ``graph.nodes`` order.
@@ -46,10 +67,10 @@ class IndexedGraph:
     neighbours (sorted, no self-loops); ``indptr``/``indices`` are the same adjacency in CSR form.
     """
 
-    labels: tuple[Hashable, ...]
+    labels: Sequence[Hashable]
     indptr: np.ndarray
     indices: np.ndarray
-    index_of: dict[Hashable, int] = field(repr=False)
+    index_of: Mapping[Hashable, int] = field(repr=False)
 
     @classmethod
     def from_networkx(cls, graph: nx.Graph) -> IndexedGraph:
@@ -67,6 +88,50 @@ class IndexedGraph:
             np.frombuffer(flat, dtype=np.int64).copy() if len(flat) else np.zeros(0, dtype=np.int64)
         )
         return cls(labels, indptr, indices, index_of)
+
+    @classmethod
+    def from_edges(cls, n: int, u: np.ndarray, v: np.ndarray) -> IndexedGraph:
+        """The graph on nodes 0..n-1 with edges (u[i], v[i]), built straight into CSR (no NetworkX
+        graph): parallel edges are merged and self-loops dropped, as in :meth:`from_networkx`."""
+        u = np.asarray(u, dtype=np.int64)
+        v = np.asarray(v, dtype=np.int64)
+        loops = u == v
+        if loops.any():
+            u, v = u[~loops], v[~loops]
+        del loops
+        m = u.size
+        key = np.empty(2 * m, dtype=np.int64)  # row · n + column of both directions of every edge
+        np.multiply(u, n, out=key[:m])
+        key[:m] += v
+        np.multiply(v, n, out=key[m:])
+        key[m:] += u
+        key.sort()
+        if key.size:
+            distinct = np.empty(key.size, dtype=bool)
+            distinct[0] = True
+            np.not_equal(key[1:], key[:-1], out=distinct[1:])
+            if not distinct.all():
+                key = key[distinct]
+        indptr = np.searchsorted(key, np.arange(n + 1, dtype=np.int64) * n)
+        np.remainder(key, n, out=key)  # now the column indices
+        return cls(range(n), indptr.astype(np.int64), key, RangeIndex(n))
+
+    def edges(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each edge once, as index arrays (u < v)."""
+        rows = np.repeat(np.arange(self.size, dtype=np.int64), self.degree)
+        upper = rows < self.indices
+        return rows[upper], self.indices[upper]
+
+    def to_networkx(self) -> nx.Graph:
+        """The graph as NetworkX, with the original labels."""
+        graph = nx.Graph()
+        labels = self.labels
+        graph.add_nodes_from(labels)
+        u, v = self.edges()
+        graph.add_edges_from(
+            (labels[i], labels[j]) for i, j in zip(u.tolist(), v.tolist(), strict=True)
+        )
+        return graph
 
     @functools.cached_property
     def neighbours(self) -> tuple[tuple[int, ...], ...]:
@@ -88,7 +153,7 @@ class IndexedGraph:
         try:
             return self.index_of[label]
         except (KeyError, TypeError):
-            shown = ", ".join(repr(x) for x in self.labels[:5])
+            shown = ", ".join(repr(self.labels[i]) for i in range(min(5, self.size)))
             more = ", ..." if self.size > 5 else ""
             raise ConfigError(
                 key, f"node {label!r} does not exist in the graph (nodes are {shown}{more})"
@@ -166,12 +231,19 @@ class Walker:
         return int(self._rng.integers(self._n))
 
 
+def _machine_ints(values: np.ndarray) -> array[int]:
+    """An ``array('q')`` copy of an integer array, made through the buffer (no Python ints)."""
+    out = array("q")
+    out.frombytes(np.ascontiguousarray(values, dtype=np.int64).data.cast("B"))
+    return out
+
+
 def _make_step(graph: IndexedGraph, kind: str, rng: np.random.Generator) -> Callable[[int], int]:
     # CSR adjacency in flat machine-integer arrays: one contiguous read per lookup, which keeps the
     # per-hop cost low on graphs of millions of nodes (tuples of Python ints scatter in memory)
-    indptr = array("q", graph.indptr.tolist())
-    indices = array("q", graph.indices.tolist())
-    deg = array("q", graph.degree.tolist())
+    indptr = _machine_ints(graph.indptr)
+    indices = _machine_ints(graph.indices)
+    deg = _machine_ints(graph.degree)
     n = graph.size
     buf: list[list[float]] = [[], []]  # the current blocks of u (which neighbour) and v (accept)
     pos = [_BLOCK]

@@ -42,16 +42,24 @@ def _same_tables(a: Path, b: Path) -> None:
 
 def test_identical_tables_for_serial_pool_and_dask_local_cluster(tmp_path, capsys):
     pytest.importorskip("dask.distributed")
-    path = _scenario(tmp_path)
-    for out, extra in (
-        ("serial", []),
-        ("pool", ["--workers", "2"]),
-        ("dask", ["--cluster", "local:2"]),
-    ):
-        assert main(["run", str(path), "--out", str(tmp_path / out), "--no-plots", *extra]) == 0
-    _same_tables(tmp_path / "serial", tmp_path / "pool")
-    _same_tables(tmp_path / "serial", tmp_path / "dask")
-    assert not (tmp_path / "dask" / ".gossipsim" / "parts").exists()  # merged and cleaned up
+    # event-engine runs with a request, and (40 runs, learning only) vectorised batches
+    event = _scenario(tmp_path)
+    batches = tmp_path / "b.toml"
+    batches.write_text(
+        to_toml(base_scenario(scenario={"name": "b", "seed": 4, "runs": 40, "iterations": 150}))
+    )
+    for path in (event, batches):
+        for out, extra in (
+            ("serial", []),
+            ("pool", ["--workers", "2"]),
+            ("dask", ["--cluster", "local:2"]),
+        ):
+            folder = tmp_path / f"{path.stem}-{out}"
+            assert main(["run", str(path), "--out", str(folder), "--no-plots", *extra]) == 0
+        _same_tables(tmp_path / f"{path.stem}-serial", tmp_path / f"{path.stem}-pool")
+        _same_tables(tmp_path / f"{path.stem}-serial", tmp_path / f"{path.stem}-dask")
+        assert not (tmp_path / f"{path.stem}-dask" / ".gossipsim" / "parts").exists()  # merged
+    assert "vectorized" in capsys.readouterr().out
 
 
 def test_resume_after_sigkill_gives_the_uninterrupted_tables(tmp_path):

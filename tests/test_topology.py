@@ -424,3 +424,56 @@ def test_disconnected_random_graph() -> None:
 
 def test_bad_seed() -> None:
     raises_for("seed", "erdos_renyi", 10, {"p": 0.5}, seed=-1)
+
+
+@pytest.mark.parametrize(
+    ("kind", "nodes", "params", "seed"),
+    [
+        ("erdos_renyi", 300, {"p": 0.05}, 1),
+        ("erdos_renyi", 2000, {"p": 0.004}, 7),
+        ("erdos_renyi", 50, {"p": 0.5}, np.random.SeedSequence([3, 4])),
+        ("erdos_renyi", 30, {"p": 1.0}, 2),
+        ("random_geometric", 500, {"radius": 0.12}, 5),
+        ("random_geometric", 3000, {"radius": 0.04}, np.random.SeedSequence(9)),
+    ],
+)
+def test_array_built_graphs_equal_the_networkx_ones(kind, nodes, params, seed):
+    """Kinds drawn straight into CSR give exactly build_topology's graph for the same seed."""
+    from gossipsim.scheduling import IndexedGraph
+    from gossipsim.topology import build_indexed
+
+    indexed, graph = build_indexed(kind, nodes, params, seed=seed)
+    assert graph is None
+    reference = IndexedGraph.from_networkx(build_topology(kind, nodes, params, seed=seed))
+    assert list(indexed.labels) == list(reference.labels)
+    np.testing.assert_array_equal(indexed.indptr, reference.indptr)
+    np.testing.assert_array_equal(indexed.indices, reference.indices)
+    back = indexed.to_networkx()
+    assert sorted(back.edges()) == sorted(build_topology(kind, nodes, params, seed=seed).edges())
+
+
+@pytest.mark.parametrize(
+    ("kind", "params"), [("erdos_renyi", {"p": 0.01}), ("random_geometric", {"radius": 0.02})]
+)
+def test_array_built_disconnected_graphs_give_the_same_one_line_error(kind, params):
+    from gossipsim.topology import build_indexed
+
+    with pytest.raises(ConfigError) as nx_error:
+        build_topology(kind, 200, params, seed=1)
+    with pytest.raises(ConfigError) as csr_error:
+        build_indexed(kind, 200, params, seed=1)
+    assert str(csr_error.value) == str(nx_error.value)
+    assert "disconnected" in str(csr_error.value)
+
+
+def test_csr_from_edges_merges_parallel_edges_and_drops_loops():
+    from gossipsim.scheduling import IndexedGraph
+
+    g = IndexedGraph.from_edges(4, np.array([0, 1, 1, 2, 3]), np.array([1, 0, 1, 3, 2]))
+    assert g.indptr.tolist() == [0, 1, 2, 3, 4]
+    assert g.indices.tolist() == [1, 0, 3, 2]
+    assert g.index(3) == 3
+    with pytest.raises(ConfigError, match="does not exist"):
+        g.index(4)
+    with pytest.raises(ConfigError, match="does not exist"):
+        g.index(True)

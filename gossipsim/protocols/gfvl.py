@@ -94,13 +94,14 @@ class ConjugateGFVL(Protocol):
         self.factors = np.asarray(factors, dtype=float)
         n_nodes = self.factors.shape[0]
         self.bits = float(64 * self.prior.size if bits_per_message is None else bits_per_message)
-        self.forgotten = [False] * n_nodes  # lists: per-hop reads of numpy scalars are slow
+        # per-node flags in byte arrays (one byte per node; per-hop reads of numpy scalars are slow)
+        self.forgotten = bytearray(n_nodes)
         for node in forgotten:
-            self.forgotten[node] = True
-        self.contributed = [False] * n_nodes  # η_k ≠ 0: the node's factor is in q
-        self._nonzero = np.any(self.factors != 0.0, axis=1).tolist()
+            self.forgotten[node] = 1
+        self.contributed = bytearray(n_nodes)  # η_k ≠ 0: the node's factor is in q
+        self._nonzero = bytearray(np.any(self.factors != 0.0, axis=1).astype(np.uint8).tobytes())
         # idle[k]: a visit to k changes nothing (already contributed, or forgotten with nothing to remove)
-        self._idle = list(self.forgotten)
+        self._idle = bytearray(self.forgotten)
         self._outstanding = n_nodes - sum(self.forgotten)
         if trace is None:
             trace = FactorTrace(self.prior, self.factors)
@@ -120,23 +121,23 @@ class ConjugateGFVL(Protocol):
             return self.bits
         if self.forgotten[holder]:
             self._add(slot, holder, -1)  # eq. (21): η ← η − η_k, η_k ← 0
-            self.contributed[holder] = False
+            self.contributed[holder] = 0
         else:
             self._add(slot, holder, 1)  # eq. (13) with η_k = 0: η ← η + s_k; eq. (14): η_k ← s_k
-            self.contributed[holder] = True
-        self._idle[holder] = True
+            self.contributed[holder] = 1
+        self._idle[holder] = 1
         self._outstanding -= 1
         return self.bits
 
     def on_request(self, node: int, slot: int) -> None:
         if self.forgotten[node]:
             return
-        self.forgotten[node] = True
+        self.forgotten[node] = 1
         if not self._idle[node]:
-            self._idle[node] = True  # never visited: nothing to remove, and it will not contribute
+            self._idle[node] = 1  # never visited: nothing to remove, and it will not contribute
             self._outstanding -= 1
         elif self.contributed[node] and self._nonzero[node]:
-            self._idle[node] = False  # its factor must be removed at its next visit
+            self._idle[node] = 0  # its factor must be removed at its next visit
             self._outstanding += 1
 
     def done(self) -> bool:
