@@ -119,69 +119,25 @@ def _batch_learning(world: World, runs: list[int]) -> BatchOutput:
     plus the factors of the nodes visited by slot i (eqs. 13-14), so every quantity of every run
     follows from the first-visit slots, computed across the batch."""
     sc = world.scenario
-    model = world.model
-    k_nodes, total = world.nodes, sc.run.iterations
     run_ids = np.asarray(runs, dtype=np.int64)
     seeds = run_seeds(sc.run.seed, run_ids)
     batch = run_ids.size
     rows = np.arange(batch)
-    never = np.iinfo(np.int64).max
-    first = np.full(
-        batch * k_nodes, never, dtype=np.int64
-    )  # column of each (run, node)'s first visit
-    chunks = []
-    for slot0, chunk in _walks(world, WalkStreams(seeds, WALK), start_nodes(world, seeds), 64):
-        chunks.append(chunk)
-        columns = np.arange(slot0 - 1, slot0 - 1 + chunk.shape[1], dtype=np.int64)
-        np.minimum.at(first, (rows[:, None] * k_nodes + chunk).ravel(), np.tile(columns, batch))
-        if sc.run.stop_when_done and first.max() < never:
-            break
-    first_visit = first.reshape(batch, k_nodes)
-    holders = np.concatenate(chunks, axis=1)
+    holders, first_visit = _walk_first_visits(world, seeds)
     columns = holders.shape[1]
-    visited = first_visit < never
+    visited = first_visit < _NEVER
     covered = visited.all(axis=1)
     cover = np.where(covered, np.where(visited, first_visit, 0).max(axis=1) + 1, 0)
-    n_slots = np.where(covered & sc.run.stop_when_done, cover, total)
-    # states after each first visit: prior, prior + f_(1), prior + f_(1) + f_(2), ... (summed in order)
-    order = np.argsort(first_visit, axis=1, kind="stable")
-    visit_slots = np.take_along_axis(first_visit, order, axis=1)  # column of the j-th first visit
-    visit_slots = np.where(visit_slots < never, visit_slots + 1, never)  # as 1-based slots
-    datas = [model.fixed_data] if model.fixed_data is not None else _run_data(world, seeds)
-    factors = np.stack([np.asarray(d, dtype=float) for d in datas])
-    factors = np.broadcast_to(factors, (batch, k_nodes, model.prior.size))
-    steps = np.take_along_axis(factors, order[:, :, None], axis=1)
-    states = np.cumsum(
-        np.concatenate([np.broadcast_to(model.prior, (batch, 1, model.prior.size)), steps], axis=1),
-        axis=1,
-    )
-    if model.fixed_data is not None:  # one target for every run
-        kl = model.target(model.fixed_data, frozenset()).kl(states)
-    else:  # targets depend on the run's data when it is drawn per run
-        kl = np.stack([model.target(datas[b], frozenset()).kl(states[b]) for b in range(batch)])
+    n_slots = np.where(covered & sc.run.stop_when_done, cover, sc.run.iterations)
+    kl, visit_slots = _state_kl(world, seeds, first_visit)
     # number of first visits up to each column: the index of the state that holds there
     new_visit = np.zeros((batch, columns + 1), dtype=np.int64)
-    new_visit[rows[:, None].repeat(k_nodes, 1)[visited], first_visit[visited]] = 1
+    new_visit[np.broadcast_to(rows[:, None], visited.shape)[visited], first_visit[visited]] = 1
     state_index = np.cumsum(new_visit[:, :columns], axis=1)
-
-    bits = float(sc.protocol.bits_per_entry * model.message_entries)
-    hop = world.links.delay(0, 0, bits)
-    moved = holders[:, 1:] != holders[:, :-1]
-    increments = np.empty((batch, 2 * columns - 1))
-    increments[:, 0::2] = sc.compute_seconds
-    increments[:, 1::2] = np.where(moved, hop, 0.0)
-    end_times = np.cumsum(increments, axis=1)[:, 0::2]
-    if bits * columns < 2**53:  # whole numbers: bits × moves is exactly the running sum of bits
-        hops = np.zeros((batch, columns), dtype=np.int64)
-        np.cumsum(moved, axis=1, out=hops[:, 1:])
-        sent = bits * hops
-    else:
-        sent = np.zeros((batch, columns))
-        np.cumsum(np.where(moved, bits, 0.0), axis=1, out=sent[:, 1:])
+    end_times, sent = _clock(world, holders)
 
     below = kl[:, 1:] <= sc.metrics.tolerance  # state j >= 1 holds from the j-th first visit
-    reached = below.any(axis=1)
-    converged = np.where(reached, visit_slots[rows, below.argmax(axis=1)], never)
+    converged = np.where(below.any(axis=1), visit_slots[rows, below.argmax(axis=1)], _NEVER)
     converged = np.where(converged <= n_slots, converged, 0)  # 0: not within the run
     labels = node_labels(world)
     if sc.metrics.record_every == 1 and bool((n_slots == columns).all()):  # every slot of every run
@@ -204,10 +160,9 @@ def _batch_learning(world: World, runs: list[int]) -> BatchOutput:
             "bits": sent[slot_rows, idx],
         }
     last = n_slots - 1
-    has_cover = covered & (cover <= n_slots)
     run_columns = {
         "seed": seeds.astype(np.int64),
-        "cover_iteration": np.where(has_cover, cover, np.nan),
+        "cover_iteration": np.where(covered & (cover <= n_slots), cover, np.nan),
         "convergence_iteration": np.where(converged > 0, converged, np.nan),
         "convergence_time": np.where(converged > 0, end_times[rows, converged - 1], np.nan),
         "iterations": n_slots.astype(np.int64),
@@ -216,9 +171,72 @@ def _batch_learning(world: World, runs: list[int]) -> BatchOutput:
         "best_family_kl": np.full(batch, np.nan),
         "damped_steps": np.full(batch, np.nan),
     }
-    within = np.arange(columns) < n_slots[:, None]
-    visits = np.bincount(holders[within], minlength=k_nodes)
+    visits = np.bincount(holders[np.arange(columns) < n_slots[:, None]], minlength=world.nodes)
     return BatchOutput(tuple(runs), run_columns, run_ids[slot_rows], metrics, visits)
+
+
+_NEVER = np.iinfo(np.int64).max  # the first-visit column of a node never visited
+
+
+def _walk_first_visits(world: World, seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The holders of every run (runs × slots; fewer slots when every run stopped early) and the
+    column of each node's first visit (runs × nodes; ``_NEVER`` if not visited)."""
+    sc = world.scenario
+    batch, k_nodes = seeds.size, world.nodes
+    rows = np.arange(batch)
+    first = np.full(batch * k_nodes, _NEVER, dtype=np.int64)
+    chunks = []
+    for slot0, chunk in _walks(world, WalkStreams(seeds, WALK), start_nodes(world, seeds), 64):
+        chunks.append(chunk)
+        columns = np.arange(slot0 - 1, slot0 - 1 + chunk.shape[1], dtype=np.int64)
+        np.minimum.at(first, (rows[:, None] * k_nodes + chunk).ravel(), np.tile(columns, batch))
+        if sc.run.stop_when_done and first.max() < _NEVER:
+            break
+    return np.concatenate(chunks, axis=1), first.reshape(batch, k_nodes)
+
+
+def _state_kl(
+    world: World, seeds: np.ndarray, first_visit: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """KL to the target of the states after each first visit (prior, prior + f_(1), ..., summed in
+    visit order: eqs. 13-14), runs × (nodes + 1), and the 1-based slot of the j-th first visit."""
+    model = world.model
+    batch, k_nodes = first_visit.shape
+    order = np.argsort(first_visit, axis=1, kind="stable")
+    visit_slots = np.take_along_axis(first_visit, order, axis=1)
+    visit_slots = np.where(visit_slots < _NEVER, visit_slots + 1, _NEVER)
+    datas = [model.fixed_data] if model.fixed_data is not None else _run_data(world, seeds)
+    factors = np.stack([np.asarray(d, dtype=float) for d in datas])
+    factors = np.broadcast_to(factors, (batch, k_nodes, model.prior.size))
+    steps = np.take_along_axis(factors, order[:, :, None], axis=1)
+    prior = np.broadcast_to(model.prior, (batch, 1, model.prior.size))
+    states = np.cumsum(np.concatenate([prior, steps], axis=1), axis=1)
+    if model.fixed_data is not None:  # one target for every run
+        return model.target(model.fixed_data, frozenset()).kl(states), visit_slots
+    # targets depend on the run's data when it is drawn per run
+    kl = np.stack([model.target(datas[b], frozenset()).kl(states[b]) for b in range(batch)])
+    return kl, visit_slots
+
+
+def _clock(world: World, holders: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """End time of each slot and payload bits sent by then (runs × slots), with the event engine's
+    arithmetic: times are cumulative sums of compute and hop times in slot order, bits whole."""
+    sc = world.scenario
+    batch, columns = holders.shape
+    bits = float(sc.protocol.bits_per_entry * world.model.message_entries)
+    hop = world.links.delay(0, 0, bits)
+    moved = holders[:, 1:] != holders[:, :-1]
+    increments = np.empty((batch, 2 * columns - 1))
+    increments[:, 0::2] = sc.compute_seconds
+    increments[:, 1::2] = np.where(moved, hop, 0.0)
+    end_times = np.cumsum(increments, axis=1)[:, 0::2]
+    if bits * columns < 2**53:  # whole numbers: bits × moves is exactly the running sum of bits
+        hops = np.zeros((batch, columns), dtype=np.int64)
+        np.cumsum(moved, axis=1, out=hops[:, 1:])
+        return end_times, bits * hops
+    sent = np.zeros((batch, columns))
+    np.cumsum(np.where(moved, bits, 0.0), axis=1, out=sent[:, 1:])
+    return end_times, sent
 
 
 def _run_data(world: World, seeds: np.ndarray) -> list[Any]:
