@@ -18,7 +18,7 @@ after an unlearning request), requests at iterations (not at simulated times), a
 4. slot times are cumulative sums of the same increments in the same order, payload bits the same
    whole numbers.
 
-The two engines therefore give byte-identical tables (tested); the vectorised one is about 20-25x
+The two engines therefore give byte-identical tables (tested); the vectorised one is about 20-30x
 faster on the paper's Fig. 3 scenario (``benchmarks/engines.py``).
 """
 
