@@ -33,6 +33,7 @@ from .scenario import Study
 META = ".gossipsim"
 RESULT_FILES = (
     "metrics.csv", "runs.csv", "requests.csv", "visits.csv", "failures.csv", "summary.json",
+    "metrics.parquet", "runs.parquet", "requests.parquet", "visits.parquet", "failures.parquet",
 )  # fmt: skip
 
 

@@ -1,0 +1,55 @@
+"""Results folders: CSV tables, and Parquet copies where pyarrow is installed."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+import gossipsim as gs
+from gossipsim import results
+from gossipsim.errors import ConfigError
+from tests.helpers import base_scenario
+
+pytest.importorskip("pyarrow")
+
+
+def _results() -> gs.Results:
+    raw = base_scenario(
+        scenario={"name": "p", "seed": 1, "runs": 20, "iterations": 120},
+        topology={"kind": "ring", "nodes": 6},
+        unlearning=[{"node": 2, "at_iteration": 40}],
+    )
+    return gs.run(raw)
+
+
+def test_parquet_copies_hold_the_same_tables(tmp_path):
+    res = _results()
+    res.write(tmp_path)
+    for stem, table in res.tables().items():
+        back = pd.read_parquet(tmp_path / f"{stem}.parquet")
+        pd.testing.assert_frame_equal(back, table.reset_index(drop=True), check_dtype=False)
+        assert (tmp_path / f"{stem}.csv").is_file()
+    runs = pd.read_parquet(tmp_path / "runs.parquet")
+    assert str(runs["cover_iteration"].dtype) == "Int64"  # types kept, unlike CSV
+
+
+def test_without_parquet_stale_copies_are_removed(tmp_path, monkeypatch):
+    res = _results()
+    res.write(tmp_path)
+    assert (tmp_path / "metrics.parquet").is_file()
+    res.write(tmp_path, parquet=False)
+    assert not list(tmp_path.glob("*.parquet"))
+    monkeypatch.setattr(results, "parquet_available", lambda: False)
+    res.write(tmp_path)  # default: only where pyarrow is installed
+    assert not list(tmp_path.glob("*.parquet"))
+    with pytest.raises(ConfigError, match="pyarrow"):
+        res.write(tmp_path, parquet=True)
+
+
+def test_mixed_node_labels_become_strings_in_parquet():
+    table = pd.DataFrame({"node": pd.array([3, "a", None], dtype=object), "x": [1.0, 2.0, 3.0]})
+    ready = results._parquet_ready(table)
+    assert ready["node"].tolist()[:2] == ["3", "a"] and pd.isna(ready["node"].iloc[2])
+    assert table["node"].tolist() == [3, "a", None]  # the caller's table is not modified
+    same = table[["x"]]
+    assert results._parquet_ready(same) is same
