@@ -346,11 +346,14 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _graph_from_args(args: argparse.Namespace) -> Any:
-    from .topology import build_topology
+    """The graph of --topology/--nodes/--param/--path/--seed in CSR form (as the simulator builds
+    it: Erdős–Rényi and random geometric graphs of millions of nodes without NetworkX)."""
+    from .topology import build_indexed
 
-    return build_topology(
+    indexed, _ = build_indexed(
         args.topology, args.nodes, dict(args.param), path=args.path, seed=args.seed
     )
+    return indexed
 
 
 def _cmd_covertime(args: argparse.Namespace) -> int:
@@ -366,7 +369,7 @@ def _cmd_covertime(args: argparse.Namespace) -> int:
     stats = ct.summarize(samples)
     out: dict[str, Any] = {
         "topology": args.topology,
-        "nodes": graph.number_of_nodes(),
+        "nodes": graph.size,
         "scheduler": args.scheduler,
         "mean_moves": stats["mean"],
         "ci95_moves": list(stats["ci95"]),
@@ -399,12 +402,11 @@ def _cmd_hitting(args: argparse.Namespace) -> int:
     import numpy as np
 
     from . import covertime as ct
-    from .scheduling import IndexedGraph, check_scheduler
+    from .scheduling import check_scheduler
     from .topology import parse_label
 
     check_scheduler(args.scheduler, "--scheduler")
-    graph = _graph_from_args(args)
-    indexed = IndexedGraph.from_networkx(graph)
+    indexed = _graph_from_args(args)
     label = parse_label(args.node)
     if label not in indexed.index_of and str(args.node) in indexed.index_of:
         label = str(args.node)
