@@ -102,7 +102,7 @@ def run(
 
 def choose_engines(study: Study, worlds: list[World], engine: str) -> tuple[list[str], list[str]]:
     """The engine of each variant and a note saying why (for ``engine="auto"``)."""
-    from .fastpath import ENGINES, MIN_VECTORIZED_RUNS, unavailable
+    from .fastpath import ENGINES, MIN_VECTORIZED_RUNS, too_long, unavailable
 
     if engine not in ENGINES:
         raise ConfigError("--engine", f"unknown engine {engine!r}; allowed: {', '.join(ENGINES)}")
@@ -113,6 +113,8 @@ def choose_engines(study: Study, worlds: list[World], engine: str) -> tuple[list
             reason = (
                 f"fewer than {MIN_VECTORIZED_RUNS} runs: one run steps faster in the event engine"
             )
+        if engine == "auto" and reason is None:
+            reason = too_long(world)
         if engine == "vectorized" and reason is not None:
             raise ConfigError(
                 "--engine",

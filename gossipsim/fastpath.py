@@ -58,7 +58,8 @@ ENGINES = ("auto", "event", "vectorized")
 MIN_VECTORIZED_RUNS = 16
 BATCH = 256  # runs advanced together (memory: BATCH × 2 × 8192 uniforms per block)
 LEARNING_BATCH = 1024  # runs per batch of the all-vectorised learning path
-MAX_BATCH_SLOTS = 20_000_000  # runs × slots held at once by the all-vectorised learning path
+#: runs × slots (or runs × nodes) held at once by a batch: a few hundred MiB of walk and clock arrays
+MAX_BATCH_SLOTS = 20_000_000
 
 
 def unavailable(world: World) -> str | None:
@@ -87,15 +88,34 @@ def simulate_runs(world: World, runs: Sequence[int]) -> list[RunOutput | BatchOu
         and not world.model.evaluation_columns()
         and isinstance(world.model, ConjugateExpFam)
     )
-    size = LEARNING_BATCH if simple else BATCH
-    width = max(world.scenario.run.iterations, world.nodes)
+    run = world.scenario.run
+    fit = MAX_BATCH_SLOTS // max(run.iterations, world.nodes)  # runs × (slots or nodes) arrays
+    learning = simple and fit >= MIN_VECTORIZED_RUNS
+    if learning:
+        size = min(LEARNING_BATCH, fit)
+    elif run.stop_when_done:  # runs usually stop long before the slot budget: keep batches wide
+        size = BATCH
+    else:  # each run keeps its walk until the end: bound runs × slots
+        size = min(BATCH, max(1, MAX_BATCH_SLOTS // run.iterations))
     for start in range(0, len(runs), size):
         batch = list(runs[start : start + size])
-        if simple and len(batch) * width <= MAX_BATCH_SLOTS:
+        if learning:
             out.append(_batch_learning(world, batch))
         else:
             out += _batch(world, batch)
     return out
+
+
+def too_long(world: World) -> str | None:
+    """Why ``auto`` should not vectorise ``world`` for memory's sake (None: it may): runs that keep
+    their whole walk cannot be batched 16 at a time within :data:`MAX_BATCH_SLOTS`."""
+    run = world.scenario.run
+    if not run.stop_when_done and MAX_BATCH_SLOTS // run.iterations < MIN_VECTORIZED_RUNS:
+        return (
+            f"runs of {run.iterations} slots are too long to batch {MIN_VECTORIZED_RUNS} at a time "
+            "in memory"
+        )
+    return None
 
 
 def start_nodes(world: World, seeds: np.ndarray) -> np.ndarray:
