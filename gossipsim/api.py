@@ -22,7 +22,7 @@ def run(
     seed: int | None = None,
     workers: int = 1,
     cluster: str | None = None,
-    engine: str = "event",
+    engine: str = "auto",
     out: str | os.PathLike[str] | None = None,
     resume: bool = False,
     make_plots: Callable[[Results, Path], None] | None = None,
@@ -33,9 +33,10 @@ def run(
     ``scenario`` is a loaded :class:`Study`, a path to a TOML file, or the scenario as nested dicts.
     ``runs`` and ``seed`` override the file's values. Runs execute in this process (``workers=1``),
     a local process pool (``workers=W``) or on a Dask cluster (``cluster="tcp://host:8786"`` or
-    ``"local:N"``); the results are identical whatever the choice. ``engine`` is ``"event"`` (the
-    SimPy engine), ``"vectorized"`` (many runs at once in NumPy, for exact conjugate scenarios with
-    requests at iterations; same tables) or ``"auto"`` (vectorised wherever it applies).
+    ``"local:N"``); the results are identical whatever the choice. ``engine`` is ``"auto"`` (the
+    default, as in the CLI: vectorised wherever it applies; ``res.engines`` says which ran),
+    ``"event"`` (the SimPy engine) or ``"vectorized"`` (many runs at once in NumPy, for exact
+    conjugate scenarios with requests at iterations); the tables are the same.
 
     With ``out`` every finished run is committed to that folder as it completes and the tables (and
     the figures, with ``make_plots``) are written there at the end; ``resume=True`` continues an
