@@ -257,8 +257,15 @@ def _metrics_table(
         c for c in names if c not in METRIC_COLUMNS
     ]
     sizes = [len(next(iter(cols.values()))) for _, _, cols in parts]
+    # the variant column repeats a few labels: give pandas the distinct ones (it infers their dtype as
+    # for the whole column) and repeat them by position, much faster than converting every row
+    code_of: dict[str, int] = {}
+    for label, _, _ in parts:
+        code_of.setdefault(label, len(code_of))
+    codes = np.repeat([code_of[label] for label, _, _ in parts], sizes)
+    distinct = list(code_of)
     data: dict[str, Any] = {
-        "variant": np.repeat(np.array([label for label, _, _ in parts], dtype=object), sizes),
+        "variant": pd.Series(np.array(distinct, dtype=object)).array.take(codes),
         "run": np.concatenate(
             [
                 np.asarray(run, dtype=np.int64)

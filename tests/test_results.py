@@ -53,3 +53,11 @@ def test_mixed_node_labels_become_strings_in_parquet():
     assert table["node"].tolist() == [3, "a", None]  # the caller's table is not modified
     same = table[["x"]]
     assert results._parquet_ready(same) is same
+
+
+def test_variant_column_has_the_dtype_pandas_infers_for_labels():
+    res = _results()
+    inferred = pd.DataFrame({"variant": ["any label"]})["variant"].dtype
+    assert res.metrics["variant"].dtype == inferred
+    assert res.runs["variant"].dtype == inferred
+    assert res.metrics["variant"].tolist() == [res.variants[0]] * len(res.metrics)
