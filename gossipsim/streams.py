@@ -152,19 +152,6 @@ def _add128(
     return a_hi + b_hi + (lo < a_lo).astype(np.uint64), lo
 
 
-def _mul128_vec(
-    a_hi: np.ndarray, a_lo: np.ndarray, b_hi: np.ndarray, b_lo: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """(a_hi, a_lo) × (b_hi, b_lo) mod 2¹²⁸, both arrays."""
-    mask = np.uint64(_MASK32)
-    a0, a1 = a_lo & mask, a_lo >> np.uint64(32)
-    b0, b1 = b_lo & mask, b_lo >> np.uint64(32)
-    p00, p01, p10, p11 = a0 * b0, a0 * b1, a1 * b0, a1 * b1
-    middle = (p00 >> np.uint64(32)) + (p01 & mask) + (p10 & mask)
-    carry_hi = p11 + (p01 >> np.uint64(32)) + (p10 >> np.uint64(32)) + (middle >> np.uint64(32))
-    return carry_hi + a_hi * b_lo + a_lo * b_hi, a_lo * b_lo
-
-
 class PCG64States:
     """PCG64 states of a batch of runs: the 128-bit state and increment as uint64 (high, low)."""
 

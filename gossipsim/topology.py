@@ -85,6 +85,10 @@ class ParamSpec:
     description: str
     default: object | None = None
     check: str = ""
+    #: for numbers: the allowed interval [low, high], with ``low`` excluded when ``low_open``
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
 
 
 @dataclass(frozen=True)
@@ -123,12 +127,19 @@ class TopologySpec:
 
 
 def _p(
-    name: str, type_: type, description: str, check: str, default: object | None = None
+    name: str,
+    type_: type,
+    description: str,
+    check: str,
+    default: object | None = None,
+    **bounds: Any,
 ) -> ParamSpec:
-    return ParamSpec(name=name, type=type_, description=description, default=default, check=check)
+    return ParamSpec(
+        name=name, type=type_, description=description, default=default, check=check, **bounds
+    )
 
 
-_PROB = _p("p", float, "edge probability", "0 <= p <= 1")
+_PROB = _p("p", float, "edge probability", "0 <= p <= 1", low=0.0, high=1.0)
 _PATH = _p("path", str, "graph file, relative to the scenario file's folder", "an existing file")
 
 _SPECS = [
@@ -186,14 +197,18 @@ _SPECS = [
         "small world: ring lattice of k nearest neighbours, each edge rewired with probability p",
         {
             "k": _p("k", int, "neighbours in the ring lattice", "even integer 2 <= k < nodes"),
-            "p": _p("p", float, "rewiring probability", "0 <= p <= 1"),
+            "p": _p("p", float, "rewiring probability", "0 <= p <= 1", low=0.0, high=1.0),
         },
         random=True,
     ),
     TopologySpec(
         "random_geometric",
         "uniform points in the unit square, linked when within radius (node attribute 'pos')",
-        {"radius": _p("radius", float, "connection distance", "radius > 0")},
+        {
+            "radius": _p(
+                "radius", float, "connection distance", "radius > 0", low=0.0, low_open=True
+            )
+        },
         random=True,
     ),
     TopologySpec("karate", "Zachary's karate club (34 nodes, labels 0..33)", {}, needs_nodes=False),
@@ -339,6 +354,9 @@ def _check_value(spec: ParamSpec, value: object) -> int | float | str:
         x = float(value)
         if not math.isfinite(x):
             raise ConfigError(key, f"must be a finite number, got {value!r}; allowed: {spec.check}")
+        below = spec.low is not None and (x <= spec.low if spec.low_open else x < spec.low)
+        if below or (spec.high is not None and x > spec.high):
+            raise ConfigError(key, f"must be {spec.check}, got {value!r}")
         return x
     if not isinstance(value, str | os.PathLike):
         raise ConfigError(key, f"must be a string, got {value!r}; allowed: {spec.check}")
@@ -624,10 +642,8 @@ def build_indexed(
         return IndexedGraph.from_networkx(graph), graph
     assert n is not None
     if spec.name == "erdos_renyi":
-        _require(0.0 <= values["p"] <= 1.0, "p", spec.params["p"], values["p"])
         u, v = _erdos_renyi_edges(n, values["p"], _nx_seed(seed))
     else:
-        _require(values["radius"] > 0.0, "radius", spec.params["radius"], values["radius"])
         _, pairs = _random_geometric_points(n, values["radius"], _nx_seed(seed))
         u, v = pairs[:, 0], pairs[:, 1]
     indexed = IndexedGraph.from_edges(n, u, v)
@@ -764,7 +780,6 @@ def _build(
 
     v = values
     if kind == "erdos_renyi":
-        _require(0.0 <= v["p"] <= 1.0, "p", ps["p"], v["p"])
         return nx.fast_gnp_random_graph(n, v["p"], seed=_nx_seed(seed))
     if kind == "random_regular":
         d = v["degree"]
@@ -780,9 +795,7 @@ def _build(
     if kind == "watts_strogatz":
         k = v["k"]
         _require(2 <= k < n and k % 2 == 0, "k", ps["k"], k, f"nodes = {n}")
-        _require(0.0 <= v["p"] <= 1.0, "p", ps["p"], v["p"])
         return nx.watts_strogatz_graph(n, k, v["p"], seed=_nx_seed(seed))
     if kind == "random_geometric":
-        _require(v["radius"] > 0.0, "radius", ps["radius"], v["radius"])
         return _random_geometric(n, v["radius"], _nx_seed(seed))
     raise AssertionError(f"no builder for topology {kind!r}")  # pragma: no cover

@@ -17,15 +17,19 @@ the runner do not change.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
-from typing import Any, ClassVar
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from ..errors import ConfigError
 from ..families import ExponentialFamily, ModelParam
-from ..protocols import Protocol, StateTrace
+from ..protocols import ConjugateGFVL, NaturalGradientGFVL, Protocol, StateTrace
+from ..protocols.natgrad import MeanGradient
 from ..scheduling import IndexedGraph
+
+if TYPE_CHECKING:
+    from ..scenario import Scenario
 
 
 class Target(ABC):
@@ -66,9 +70,11 @@ class Model(ABC):
     #: whether ``[data] path`` (a node,x CSV file) is supported
     reads_files: ClassVar[bool] = False
 
+    scenario: Scenario
     family: ExponentialFamily
     prior: np.ndarray
     graph: IndexedGraph
+    temperature: float
     fixed_data: Any | None = None
 
     #: whether targets may lie outside the family (a best-in-family KL is then defined)
@@ -95,6 +101,33 @@ class Model(ABC):
         start_slot: int = 0,
     ) -> Protocol:
         """The protocol that learns ``data`` (from the prior, without the ``forgotten`` nodes)."""
+
+    def _conjugate_protocol(
+        self, factors: np.ndarray, *, bits: float, forgotten: frozenset[int],
+        trace: StateTrace | None, start_slot: int,
+    ) -> Protocol:  # fmt: skip
+        """G-FVL with exact updates (eqs. 13-14) on the per-node ``factors``: the protocol of
+        every conjugate model."""
+        return ConjugateGFVL(
+            self.prior, factors, bits_per_message=bits, forgotten=forgotten, trace=trace,
+            start_slot=start_slot,
+        )  # fmt: skip
+
+    def _natural_gradient_protocol(
+        self, gradient: MeanGradient, rng: np.random.Generator, *, bits: float,
+        forgotten: frozenset[int], trace: StateTrace | None, start_slot: int,
+        in_domain: Callable[[np.ndarray], bool] | None = None,
+    ) -> Protocol:  # fmt: skip
+        """Natural-gradient G-FVL with the scenario's ``[protocol]`` settings: the protocol of
+        every non-conjugate model (``gradient`` estimates a node's mean gradient)."""
+        p = self.scenario.protocol
+        return NaturalGradientGFVL(
+            self.family, self.prior, self.graph.size, gradient, rng,
+            local_iterations=p.local_iterations, rho=p.learning_rate, schedule=p.schedule,
+            decay_iterations=p.decay_iterations, temperature=self.temperature,
+            refine_after_unlearning=p.refine_after_unlearning, bits_per_message=bits,
+            forgotten=forgotten, trace=trace, start_slot=start_slot, in_domain=in_domain,
+        )  # fmt: skip
 
     def target(self, data: Any, forgotten: frozenset[int]) -> Target:
         """The exact posterior of all data but the ``forgotten`` nodes' (cached for the data drawn

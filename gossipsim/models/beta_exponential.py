@@ -37,7 +37,7 @@ from ..data import points_per_node
 from ..errors import ConfigError
 from ..families import Beta, ModelParam
 from ..families.natgrad import reinforce_mean_gradient
-from ..protocols import NaturalGradientGFVL, Protocol, StateTrace
+from ..protocols import Protocol, StateTrace
 from ..protocols.natgrad import MeanGradient
 from ..scheduling import IndexedGraph
 from .base import Model, Target
@@ -185,7 +185,6 @@ class BetaExponential(Model):
         self.temperature = scenario.model.temperature
         self.points = points_per_node(scenario.data.points_per_node, graph.size)
         self.node_params = check_theta(scenario.data.params.get("theta", 0.5), graph.size)
-        self.protocol_settings = scenario.protocol
         self.fixed_data = self.draw_data(data_rng) if scenario.data.draw == "once" else None
 
     def draw_data(self, rng: np.random.Generator) -> ExponentialData:
@@ -202,7 +201,7 @@ class BetaExponential(Model):
 
     def mean_gradient(self, data: ExponentialData) -> MeanGradient:
         """∇_μ E_q[L_k(θ)] for node k by the configured estimator."""
-        p = self.protocol_settings
+        p = self.scenario.protocol
         family = self.family
         samples, per_point, baseline = p.samples, p.samples_per == "point", p.baseline
         observations = data.observations
@@ -243,15 +242,10 @@ class BetaExponential(Model):
         trace: StateTrace | None = None,
         start_slot: int = 0,
     ) -> Protocol:
-        p = self.protocol_settings
-        protocol = NaturalGradientGFVL(
-            self.family, self.prior, self.graph.size, self.mean_gradient(data), rng,
-            local_iterations=p.local_iterations, rho=p.learning_rate, schedule=p.schedule,
-            decay_iterations=p.decay_iterations, temperature=self.temperature,
-            refine_after_unlearning=p.refine_after_unlearning, bits_per_message=bits,
-            forgotten=forgotten, trace=trace, start_slot=start_slot, in_domain=self.in_domain,
+        return self._natural_gradient_protocol(
+            self.mean_gradient(data), rng, bits=bits, forgotten=forgotten, trace=trace,
+            start_slot=start_slot, in_domain=self.in_domain,
         )  # fmt: skip
-        return protocol
 
     def compute_target(self, data: Any, forgotten: frozenset[int]) -> Target:
         included = self.included(forgotten)

@@ -11,7 +11,7 @@ import numpy as np
 from ..data import points_per_node, read_observations, synthetic_observations
 from ..errors import ConfigError
 from ..families import CONJUGATE_MODELS, ConjugateModel
-from ..protocols import ConjugateGFVL, Protocol, StateTrace
+from ..protocols import Protocol, StateTrace
 from ..scheduling import IndexedGraph
 from .base import FamilyTarget, Model, Target
 
@@ -76,13 +76,8 @@ class ConjugateExpFam(Model):
         trace: StateTrace | None = None,
         start_slot: int = 0,
     ) -> Protocol:
-        return ConjugateGFVL(
-            self.prior,
-            data,
-            bits_per_message=bits,
-            forgotten=forgotten,
-            trace=trace,
-            start_slot=start_slot,
+        return self._conjugate_protocol(
+            data, bits=bits, forgotten=forgotten, trace=trace, start_slot=start_slot
         )
 
     def compute_target(self, data: Any, forgotten: frozenset[int]) -> Target:

@@ -39,7 +39,7 @@ from ..errors import ConfigError
 from ..families import ModelParam
 from ..families.gaussian import GaussianDiagonal, GaussianFull
 from ..families.natgrad import gaussian_mean_gradient, reinforce_mean_gradient
-from ..protocols import ConjugateGFVL, NaturalGradientGFVL, Protocol, StateTrace
+from ..protocols import Protocol, StateTrace
 from ..protocols.natgrad import MeanGradient
 from ..scheduling import IndexedGraph
 from .base import FamilyTarget, Model, Target
@@ -243,13 +243,8 @@ class LinearRegression(GaussianRegression):
         self, data: Any, rng: np.random.Generator, *, bits: float, forgotten: frozenset[int] = frozenset(),
         trace: StateTrace | None = None, start_slot: int = 0,
     ) -> Protocol:  # fmt: skip
-        return ConjugateGFVL(
-            self.prior,
-            self.factors(data),
-            bits_per_message=bits,
-            forgotten=forgotten,
-            trace=trace,
-            start_slot=start_slot,
+        return self._conjugate_protocol(
+            self.factors(data), bits=bits, forgotten=forgotten, trace=trace, start_slot=start_slot
         )
 
     def compute_target(self, data: Any, forgotten: frozenset[int]) -> Target:
@@ -330,13 +325,9 @@ class LogisticRegression(GaussianRegression):
         self, data: Any, rng: np.random.Generator, *, bits: float, forgotten: frozenset[int] = frozenset(),
         trace: StateTrace | None = None, start_slot: int = 0,
     ) -> Protocol:  # fmt: skip
-        p = self.scenario.protocol
-        return NaturalGradientGFVL(
-            self.family, self.prior, self.graph.size, self.mean_gradient(data), rng,
-            local_iterations=p.local_iterations, rho=p.learning_rate, schedule=p.schedule,
-            decay_iterations=p.decay_iterations, temperature=self.temperature,
-            refine_after_unlearning=p.refine_after_unlearning, bits_per_message=bits,
-            forgotten=forgotten, trace=trace, start_slot=start_slot,
+        return self._natural_gradient_protocol(
+            self.mean_gradient(data), rng, bits=bits, forgotten=forgotten, trace=trace,
+            start_slot=start_slot,
         )  # fmt: skip
 
     def compute_target(self, data: Any, forgotten: frozenset[int]) -> Target:
