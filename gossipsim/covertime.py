@@ -33,6 +33,13 @@ Exact cover time
     * the star with ``n = K−1`` leaves (derived below, :func:`star_cover_moves`);
     * the ``uniform`` scheduler (coupon collector): ``K·H_K − 1``.
 
+    The complete graph and the cycle are vertex-transitive and regular (Metropolis-Hastings never
+    rejects there, so it *is* the simple random walk): their values hold for every start. The star's
+    value depends on the scheduler and on the start (centre or leaf). The uniform scheduler draws
+    every slot's holder uniformly from all K nodes, the current holder included, so slot 1 (whatever
+    its holder) is one coupon and the other ``K − 1`` take ``K·H_{K−1} = K·H_K − 1`` moves on
+    average: the same for every start.
+
 Bounds
     Matthews (1988), "Covering problems for Markov chains", Ann. Probab. 16(3): for every start x,
     ``E_x C ≤ H_{K−1} · max_{i≠j} H(i, j)`` and, for every ``A ⊆ V`` with ``x ∈ A``,
@@ -96,6 +103,8 @@ __all__ = [
     "node_index",
     "star_cover_moves",
     "summarize",
+    "TheoreticalCover",
+    "theoretical_cover",
     "theoretical_cover_moves",
 ]
 
@@ -620,13 +629,16 @@ def all_pairs_hitting_times(graph: Graph, scheduler: str = "metropolis-hastings"
 
 
 def matthews_bounds(graph: Graph, scheduler: str = "metropolis-hastings") -> tuple[float, float]:
-    """Matthews' (1988) bounds ``(lower, upper)`` on the expected cover moves from the worst start.
+    """Matthews' (1988) bounds ``(lower, upper)`` on the expected cover moves of the ``scheduler``
+    walk, valid for every start (so for every start distribution, the scenario's included).
 
     * upper: ``H_{K−1} · max_{i≠j} H(i, j)`` (holds for every start);
-    * lower: ``max_A H_{|A|−1} · min_{i≠j ∈ A} H(i, j)`` (holds for every start in A, hence for the
-      worst start). The maximum over A is approximated greedily: start from ``A = V`` and repeatedly
-      drop one endpoint of the closest pair (by ``min(H(i,j), H(j,i))``) -- the one with the smaller
-      mean distance to the rest of A -- keeping the best value seen. Any A gives a valid bound.
+    * lower: ``max_A H_{|A|−1} · min_{i≠j ∈ A} H(i, j)``. Matthews' argument gives it for every
+      start in A; from a start x outside A the walk first hits A at some ``a`` (having visited no
+      other node of A) and must then cover A from a, so it holds for every start too. The maximum
+      over A is approximated greedily: start from ``A = V`` and repeatedly drop one endpoint of the
+      closest pair (by ``min(H(i,j), H(j,i))``) -- the one with the smaller mean distance to the
+      rest of A -- keeping the best value seen. Any A gives a valid bound.
 
     Dense all-pairs hitting times: limited to :data:`MATTHEWS_MAX_NODES` nodes.
     """
@@ -678,9 +690,10 @@ def star_cover_moves(
 ) -> float:
     """Exact expected cover moves of the star with ``n = leaves`` leaves (K = n + 1 nodes, n ≥ 2).
 
-    From the centre the token always moves to a uniform leaf (under both walks); from a leaf it
-    returns to the centre after ``T`` moves on average: ``T = 1`` (simple random walk) or ``T = n``
-    (Metropolis-Hastings: the leaf passes with probability ``min(1, 1/n)`` per slot). Leaf visits are
+    From the centre the token always moves to a uniform leaf (under both walks: Metropolis-Hastings
+    accepts ``min(1, n/1) = 1``); from a leaf it returns to the centre after ``T`` moves on average:
+    ``T = 1`` (simple random walk) or ``T = n`` (Metropolis-Hastings: the leaf passes with
+    probability ``min(1, 1/n)`` per slot and keeps the token otherwise). Leaf visits are
     coupon-collector draws, so with ``N`` the number of leaf visits until all n leaves are seen:
 
     * from the centre: ``E[N] = n·H_n``, moves ``= N + (N − 1)·T``  →  ``n·H_n·(1 + T) − T``;
@@ -688,12 +701,17 @@ def star_cover_moves(
       moves ``= T + N' + (N' − 1)·T``  →  ``n·H_{n−1}·(1 + T)``.
 
     ``start`` is ``"uniform"`` (centre with probability 1/K), ``"stationary"`` (MH: uniform; SRW:
-    centre with probability 1/2), ``"centre"`` or ``"leaf"``.
+    centre with probability 1/2), ``"centre"`` or ``"leaf"``. The ``uniform`` scheduler ignores the
+    star: coupon collector ``K·H_K − 1`` for every start (module docstring).
     """
     kind = check_scheduler(scheduler, "scheduler")
     n = int(leaves)
     if n < 2:
         raise ConfigError("nodes", f"the star formula needs at least 2 leaves, got {n}")
+    if start not in ("uniform", "stationary", "centre", "leaf"):
+        raise ConfigError(
+            "start", f"expected 'uniform', 'stationary', 'centre' or 'leaf', got {start!r}"
+        )
     if kind == "uniform":
         return (n + 1) * harmonic(n + 1) - 1.0
     t = 1.0 if kind == "simple-random-walk" else float(n)
@@ -703,20 +721,27 @@ def star_cover_moves(
         return centre
     if start == "leaf":
         return leaf
-    if start == "uniform" or (start == "stationary" and kind == "metropolis-hastings"):
+    if start == "uniform" or kind == "metropolis-hastings":  # MH: π is uniform
         return (centre + n * leaf) / (n + 1)
-    if start == "stationary":
-        return 0.5 * centre + 0.5 * leaf
-    raise ConfigError(
-        "start", f"expected 'uniform', 'stationary', 'centre' or 'leaf', got {start!r}"
-    )
+    return 0.5 * centre + 0.5 * leaf  # SRW stationary: π(centre) = n / 2n
 
 
 def _closed_form(g: IndexedGraph, kind: str, start: Start) -> ExactCover | None:
+    """The exact expected cover moves of the ``kind`` walk from ``start`` where a closed form applies,
+    else ``None`` (the caller then uses the subset chain).
+
+    Applies to the uniform scheduler on any graph and any start (coupon collector); for the two
+    walks, to the complete graph and the cycle (regular and vertex-transitive: any start, MH = SRW)
+    and to the star (the value depends on the walk and on whether the start is the centre, a leaf,
+    uniform or stationary). Assumes ``g`` has at least two nodes and is connected (checked by the
+    caller) and ``start`` is valid.
+    """
     n = g.size
     if kind == "uniform":
         return ExactCover(
-            n * harmonic(n) - 1.0, "closed-form", "closed form: coupon collector K·H(K) − 1"
+            n * harmonic(n) - 1.0,
+            "closed-form",
+            "closed form: coupon collector K·H(K) − 1 (uniform scheduler, any start)",
         )
     if n < 3:
         return None
@@ -724,17 +749,23 @@ def _closed_form(g: IndexedGraph, kind: str, start: Start) -> ExactCover | None:
     edges = int(deg.sum()) // 2
     if edges == n * (n - 1) // 2:
         return ExactCover(
-            (n - 1) * harmonic(n - 1), "closed-form", "closed form: complete graph (K−1)·H(K−1)"
+            (n - 1) * harmonic(n - 1),
+            "closed-form",
+            "closed form: complete graph (K−1)·H(K−1) (any start; MH = SRW on a regular graph)",
         )
     if edges == n and bool(np.all(deg == 2)):
-        return ExactCover(n * (n - 1) / 2.0, "closed-form", "closed form: cycle K(K−1)/2")
+        return ExactCover(
+            n * (n - 1) / 2.0,
+            "closed-form",
+            "closed form: cycle K(K−1)/2 (any start; MH = SRW on a regular graph)",
+        )
     if edges == n - 1 and int(deg.max()) == n - 1:
         centre = int(deg.argmax())
         where = start if isinstance(start, str) else "centre" if start == centre else "leaf"
         return ExactCover(
             star_cover_moves(n - 1, kind, where),
             "closed-form",
-            f"closed form: star with K−1 leaves ({kind})",
+            f"closed form: star with K−1 leaves ({kind}, start {where})",
         )
     return None
 
@@ -834,11 +865,13 @@ def exact_cover_moves_with_method(
     start: Start = "uniform",
     method: str = "auto",
 ) -> ExactCover:
-    """Exact expected cover moves, with the method used.
+    """Exact expected cover moves of the ``scheduler`` walk from ``start``, with the method used.
 
-    ``method``: ``"auto"`` (a closed form when the graph is complete, a cycle or a star, or the
-    scheduler is ``uniform``; else the subset chain), ``"closed-form"`` or ``"subset-chain"``.
-    The subset chain is limited to :data:`EXACT_COVER_MAX_NODES` nodes.
+    ``start`` is ``"uniform"`` (first holder uniform over the nodes), ``"stationary"`` (drawn from
+    the walk's stationary distribution) or a node index (``0..K−1``), as ``scheduler.start`` of a
+    scenario. ``method``: ``"auto"`` (a closed form when the graph is complete, a cycle or a star,
+    or the scheduler is ``uniform``; else the subset chain), ``"closed-form"`` or
+    ``"subset-chain"``. The subset chain is limited to :data:`EXACT_COVER_MAX_NODES` nodes.
     """
     if method not in ("auto", "closed-form", "subset-chain"):
         raise ConfigError(
@@ -885,28 +918,88 @@ def exact_cover_moves(
 # --------------------------------------------------------------------------- theory vs K
 
 
-def theoretical_cover_moves(kind: str, nodes: int, **params: Any) -> float | None:
-    """Closed form or asymptotic expected cover moves for the "cover time vs K" figure.
+@dataclass(frozen=True)
+class TheoreticalCover:
+    """A theoretical expected cover time (moves) of a topology kind and what it assumes."""
 
-    ``kind``: ``complete`` ((K−1)·H(K−1)), ``ring``/``cycle`` (K(K−1)/2), ``star``
-    (:func:`star_cover_moves`, uniform start), ``random_regular`` with ``degree=d ≥ 3``
-    (Cooper & Frieze 2005, "The cover time of random regular graphs": ``(d−1)/(d−2)·K·ln K``,
-    asymptotic). ``scheduler`` (default Metropolis-Hastings) matters for the star, and
-    ``uniform`` gives the coupon collector ``K·H(K) − 1`` for any kind. ``None`` when unknown.
+    moves: float
+    method: str  # "closed-form" (exact for the stated walk and start) or "asymptotic"
+    assumes: str  # human-readable: the walk, the start and the regime the value is for
+
+
+_THEORY_STARTS = ("uniform", "stationary")
+
+
+def theoretical_cover(
+    kind: str,
+    nodes: int,
+    *,
+    scheduler: str = "metropolis-hastings",
+    start: Start = "uniform",
+    **params: Any,
+) -> TheoreticalCover | None:
+    """Closed form or asymptotic expected cover moves of topology ``kind`` with ``nodes`` nodes.
+
+    ``scheduler`` is the walk and ``start`` its first holder: ``"uniform"``, ``"stationary"`` or a
+    node index of the graph that ``[topology] kind`` builds (for ``star``: index 0 is the centre;
+    ``"centre"`` and ``"leaf"`` are accepted too). Known values:
+
+    * ``uniform`` scheduler, any kind and any start: coupon collector ``K·H(K) − 1`` (exact);
+    * ``complete``: ``(K−1)·H(K−1)``; ``ring``/``cycle``: ``K(K−1)/2`` -- exact for both walks
+      (regular graphs: Metropolis-Hastings = simple random walk) and every start;
+    * ``star``: :func:`star_cover_moves` for the walk and the start (exact);
+    * ``random_regular`` with ``degree=d ≥ 3``: Cooper & Frieze (2005), "The cover time of random
+      regular graphs": ``(d−1)/(d−2)·K·ln K``, asymptotic (K → ∞, for almost every random d-regular
+      graph) for the simple random walk, which Metropolis-Hastings equals on a regular graph; the
+      start does not change the leading order.
+
+    ``None`` when no value is known (or for ``random_regular`` with ``d < 3``). Other keyword
+    parameters of the topology (e.g. ``p``) are ignored.
     """
     if isinstance(nodes, bool) or not isinstance(nodes, int | np.integer) or nodes < 1:
         raise ConfigError("nodes", f"expected an integer >= 1, got {nodes!r}")
     k = int(nodes)
-    scheduler = check_scheduler(params.get("scheduler", "metropolis-hastings"), "scheduler")
-    if scheduler == "uniform":
-        return k * harmonic(k) - 1.0
+    kind_name = check_scheduler(scheduler, "scheduler")
     name = kind.replace("-", "_").lower()
+    star = name == "star"
+    if isinstance(start, str):
+        if start not in _THEORY_STARTS + (("centre", "leaf") if star else ()):
+            allowed = "'uniform', 'stationary', " + ("'centre', 'leaf' " if star else "")
+            raise ConfigError("start", f"expected {allowed}or a node index, got {start!r}")
+        where = start
+    else:
+        index = _check_node(start, k, "start")
+        where = f"node {index}"
+    if kind_name == "uniform":
+        return TheoreticalCover(
+            k * harmonic(k) - 1.0,
+            "closed-form",
+            f"exact: uniform scheduler (coupon collector), any graph, start {where}",
+        )
     if name == "complete":
-        return (k - 1) * harmonic(k - 1)
+        return TheoreticalCover(
+            (k - 1) * harmonic(k - 1),
+            "closed-form",
+            f"exact: complete graph, {kind_name} (= the other walk on a regular graph), any start",
+        )
     if name in ("ring", "cycle"):
-        return k * (k - 1) / 2.0
-    if name == "star":
-        return star_cover_moves(k - 1, scheduler, "uniform") if k >= 3 else None
+        return TheoreticalCover(
+            k * (k - 1) / 2.0,
+            "closed-form",
+            f"exact: cycle, {kind_name} (= the other walk on a regular graph), any start",
+        )
+    if star:
+        if k == 2:  # a single edge: one move from either end, under both walks
+            return TheoreticalCover(1.0, "closed-form", f"exact: star of 2 nodes, start {where}")
+        if k < 3:
+            return None
+        if not isinstance(start, str):
+            where = "centre" if int(start) == 0 else "leaf"
+        return TheoreticalCover(
+            star_cover_moves(k - 1, kind_name, where),
+            "closed-form",
+            f"exact: star, {kind_name}, start {where}",
+        )
     if name in ("random_regular", "regular"):
         d = params.get("degree", params.get("d"))
         if d is None:
@@ -914,5 +1007,30 @@ def theoretical_cover_moves(kind: str, nodes: int, **params: Any) -> float | Non
         d = int(d)
         if d < 3:
             return None
-        return (d - 1) / (d - 2) * k * math.log(k)
+        return TheoreticalCover(
+            (d - 1) / (d - 2) * k * math.log(k),
+            "asymptotic",
+            "asymptotic (K → ∞, Cooper & Frieze 2005) for the simple random walk on a typical "
+            f"random {d}-regular graph (= Metropolis-Hastings on a regular graph), any start",
+        )
     return None
+
+
+def theoretical_cover_moves(
+    kind: str,
+    nodes: int,
+    *,
+    scheduler: str = "metropolis-hastings",
+    start: Start = "uniform",
+    **params: Any,
+) -> float | None:
+    """The value of :func:`theoretical_cover` (closed form or asymptotic expected cover moves for
+    the "cover time vs K" figure) for the walk ``scheduler`` from ``start``; ``None`` when unknown.
+
+    ``kind``: ``complete`` ((K−1)·H(K−1)), ``ring``/``cycle`` (K(K−1)/2), ``star``
+    (:func:`star_cover_moves` for the walk and start), ``random_regular`` with ``degree=d ≥ 3``
+    (Cooper & Frieze 2005: ``(d−1)/(d−2)·K·ln K``, asymptotic, simple random walk = MH on a regular
+    graph); the ``uniform`` scheduler gives the coupon collector ``K·H(K) − 1`` for any kind.
+    """
+    found = theoretical_cover(kind, nodes, scheduler=scheduler, start=start, **params)
+    return None if found is None else found.moves
