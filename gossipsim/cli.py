@@ -263,10 +263,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         line = f"  {label}: mean cover iteration {cover:.2f}; converged in {conv.notna().sum()}/{len(part)} runs"
         if conv.notna().any():
             line += f", mean convergence iteration {conv.mean():.2f}"
-        req = results.requests[results.requests["variant"] == label]
-        if len(req):
-            line += f"; mean unlearning latency {req['latency'].astype(float).mean():.2f} vs retrain {req['retrain_latency'].astype(float).mean():.2f}"
         print(line)
+        req = results.requests[results.requests["variant"] == label]
+        theory = results.theory.get(str(label), {}).get("expected_unlearning_latency", {})
+        for _, part_req in req.groupby("request", sort=True):
+            print(_request_line(part_req, theory))
     failed = len(results.failures)
     if failed:
         print(
@@ -275,6 +276,32 @@ def _cmd_run(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def _request_line(req: Any, theory: dict[str, float]) -> str:
+    """One request's summary: removal latency (and its exact expectation), the KL-based latency
+    against retraining, and how many runs it was served in."""
+    node = req["node"].iloc[0]
+    at = req["request_iteration"].dropna()
+    when = f"slot {int(at.iloc[0])}" if len(at) and at.nunique() == 1 else "its arrival"
+    removal = req["removal_latency"].astype(float)
+    line = f"    request for node {node} at {when}: removal latency {removal.mean():.2f}"
+    if str(node) in theory:
+        line += f" (exact {theory[str(node)]:.2f})"
+    latency = req["latency"].astype(float)
+    retrain = req["retrain_latency"].astype(float)
+    line += (
+        f"; unlearning latency {latency.mean():.2f} (served in {latency.notna().sum()}/{len(req)})"
+        f" vs retrain {retrain.mean():.2f} ({retrain.notna().sum()}/{len(req)})"
+    )
+    settled = req["settled_at_request"].dropna()
+    unsettled = int((~settled.astype(bool)).sum())
+    if unsettled:
+        line += (
+            f"\n      note: in {unsettled}/{len(req)} runs the KL was not within the tolerance before"
+            " the request; their unlearning latency times learning or estimator noise"
+        )
+    return line
 
 
 def _cmd_status(args: argparse.Namespace) -> int:

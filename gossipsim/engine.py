@@ -56,7 +56,8 @@ class Arrival:
 
 @dataclass
 class RunRecord:
-    """Raw record of one run: one entry per slot, plus request arrivals and the protocol's traces."""
+    """Raw record of one run: one entry per slot, plus request arrivals, the protocol's traces and
+    its removal slots (:meth:`~gossipsim.protocols.base.Protocol.removals`)."""
 
     holders: np.ndarray
     end_times: np.ndarray
@@ -65,6 +66,7 @@ class RunRecord:
     traces: dict[str, StateTrace]
     stopped_early: bool = False
     requests: Sequence[Request] = field(default_factory=tuple)
+    removals: dict[int, int] = field(default_factory=dict)
 
     @property
     def slots(self) -> int:
@@ -160,6 +162,7 @@ def run_token(
         traces=protocol.traces(),
         stopped_early=state["stopped_early"],
         requests=tuple(requests),
+        removals=protocol.removals(),
     )
 
 

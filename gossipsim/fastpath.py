@@ -87,6 +87,7 @@ def simulate_runs(world: World, runs: Sequence[int]) -> list[RunOutput | BatchOu
         not world.requests
         and not world.model.evaluation_columns()
         and isinstance(world.model, ConjugateExpFam)
+        and world.scenario.metrics.latency_window == 1  # the batch judges a first passage
     )
     run = world.scenario.run
     fit = MAX_BATCH_SLOTS // max(run.iterations, world.nodes)  # runs × (slots or nodes) arrays
@@ -190,6 +191,7 @@ def _batch_learning(world: World, runs: list[int]) -> BatchOutput:
         "bits": sent[rows, last],
         "best_family_kl": np.full(batch, np.nan),
         "damped_steps": np.full(batch, np.nan),
+        "domain_recoveries": np.full(batch, np.nan),
     }
     visits = np.bincount(holders[np.arange(columns) < n_slots[:, None]], minlength=world.nodes)
     return BatchOutput(tuple(runs), run_columns, run_ids[slot_rows], metrics, visits)
@@ -459,6 +461,7 @@ def _finish(world: World, state: _RunState) -> RunOutput:
         traces=state.protocol.traces(),
         stopped_early=state.stop is not None and state.stop < sc.run.iterations,
         requests=world.requests,
+        removals=state.protocol.removals(),
     )
     return measure(world, state.data, record, state.protocol.stats(), state.run, state.seed)
 

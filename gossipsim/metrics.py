@@ -5,9 +5,12 @@ Definitions (``docs/architecture.md``, binding):
 - the *target* at slot i is the exact posterior of the data meant to be learned at slot i: all data,
   then, from the slot before which an unlearning request arrives, all data but every node forgotten
   so far;
-- the *convergence iteration* is the first slot at whose end KL(q ‖ target) ≤ tolerance;
-- a request arriving before slot r has *latency* i* − r + 1, with i* the first slot ≥ r at whose end
-  KL(q ‖ target) ≤ tolerance (1 if it is served in slot r itself);
+- the *convergence iteration* is the first slot at whose end KL(q ‖ target) ≤ tolerance and stays
+  so for ``window`` slots (``[metrics] latency_window``; 1 — a first passage — for deterministic
+  protocols);
+- a request arriving before slot r has *latency* i* − r + 1, with i* the first slot ≥ r from which
+  KL(q ‖ target) ≤ tolerance holds in the same sense (1 if it is served in slot r itself); its
+  *removal latency* is the same with i* the slot at which the node's contribution leaves the state;
 - a run's *cover iteration* is the first slot at which every node has held the token.
 
 States and targets are piecewise constant over slots, so KL is evaluated once per change (not once
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -42,6 +45,8 @@ class Segments:
     kl: np.ndarray
     best: np.ndarray
     excess: bool = False
+    #: slots at which the target changes (a request arrives): a settled stretch may end there
+    breaks: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @property
     def values(self) -> np.ndarray:
@@ -73,6 +78,60 @@ class Segments:
             return None
         return int(self.starts[idx + 1 + later[0]])
 
+    def all_at_or_below(self, threshold: float, first: int, last: int) -> bool:
+        """Whether the value is ≤ ``threshold`` at every slot of ``first..last`` (False when the
+        range is empty or holds a slot without a value)."""
+        if last < first or first < 1:
+            return False
+        lo = max(int(np.searchsorted(self.starts, first, side="right")) - 1, 0)
+        hi = int(np.searchsorted(self.starts, last, side="right"))
+        if self.starts[lo] > first:
+            return False
+        return bool(np.all(self.values[lo:hi] <= threshold))
+
+    def first_settled(
+        self,
+        threshold: float,
+        from_slot: int,
+        window: int,
+        last_slot: int,
+        *,
+        final: bool = False,
+    ) -> int | None:
+        """First slot i ≥ ``from_slot`` (and ≤ ``last_slot``, the run's last slot) from which the
+        value stays ≤ ``threshold`` for ``window`` consecutive slots, i..i + window − 1.
+
+        The stretch may be shorter when it ends because the target changes (a later request; the
+        value is then judged against another target) or, with ``final`` (the run stopped because
+        nothing could change any more), at the end of the run. A stretch cut short by the end of
+        an ordinary run does not count: the result is None (not settled within the run). With
+        ``window = 1`` this is :meth:`first_at_or_below` limited to the run.
+        """
+        if window <= 1:
+            found = self.first_at_or_below(threshold, from_slot)
+            return found if found is not None and found <= last_slot else None
+        if from_slot > last_slot:
+            return None
+        values = self.values
+        starts = self.starts
+        first = max(int(np.searchsorted(starts, from_slot, side="right")) - 1, 0)
+        lo = np.maximum(starts[first:], from_slot)
+        hi = np.append(starts[first + 1 :] - 1, last_slot)
+        keep = lo <= min(hi[-1], last_slot)
+        lo, hi = lo[keep], np.minimum(hi[keep], last_slot)
+        good = values[first:][keep] <= threshold  # NaN (before a late world starts) is not good
+        if lo.size == 0 or not good.any():
+            return None
+        edge = np.diff(np.concatenate([[0], good.astype(np.int8), [0]]))
+        run_first = np.flatnonzero(edge == 1)  # index of each stretch's first and last segment
+        run_last = np.flatnonzero(edge == -1) - 1
+        begin, end = lo[run_first], hi[run_last]
+        long_enough = end - begin + 1 >= window
+        at_break = np.isin(end + 1, self.breaks)
+        at_end = (end >= last_slot) & final
+        ok = np.flatnonzero(long_enough | at_break | at_end)
+        return int(begin[ok[0]]) if ok.size else None
+
 
 def kl_segments(
     trace: StateTrace,
@@ -102,7 +161,8 @@ def kl_segments(
         kl[mask] = targets[t].kl(states[state_idx[mask]])
         if targets[t].best_family_kl is not None:
             best[mask] = targets[t].best_family_kl
-    return Segments(starts.astype(np.int64), kl, best, excess)
+    breaks = np.asarray(target_slots, dtype=np.int64)
+    return Segments(starts.astype(np.int64), kl, best, excess, breaks[breaks > 0])
 
 
 def recorded_slots(n_slots: int, every: int, extra: list[int]) -> np.ndarray:

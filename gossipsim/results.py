@@ -40,10 +40,12 @@ RUN_COLUMNS = [
     "bits",
     "best_family_kl",
     "damped_steps",
+    "domain_recoveries",
 ]
 REQUEST_COLUMNS = [
-    "variant", "run", "request", "node", "request_iteration", "request_time",
-    "latency", "latency_time", "retrain_latency", "retrain_latency_time",
+    "variant", "run", "request", "node", "request_iteration", "request_time", "settled_at_request",
+    "removal_latency", "removal_latency_time", "latency", "latency_time", "retrain_latency",
+    "retrain_latency_time",
 ]  # fmt: skip
 VISIT_COLUMNS = ["variant", "node", "visits", "share"]
 FAILURE_COLUMNS = ["variant", "run", "seed", "error"]
@@ -205,8 +207,9 @@ def collect(
     for col in ("cover_iteration", "convergence_iteration"):
         runs[col] = runs[col].astype("Int64")
     requests = pd.DataFrame(request_rows, columns=REQUEST_COLUMNS)
-    for col in ("request_iteration", "latency", "retrain_latency"):
+    for col in ("request_iteration", "removal_latency", "latency", "retrain_latency"):
         requests[col] = requests[col].astype("Int64")
+    requests["settled_at_request"] = requests["settled_at_request"].astype("boolean")
     metrics = _metrics_table(metric_parts)
     if order != sorted(order):  # e.g. a sweep resumed with another engine: batches interleave
         index = {label: v for v, label in enumerate(labels)}

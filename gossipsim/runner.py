@@ -13,6 +13,7 @@ Randomness (all explicit, no global state):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +21,7 @@ import networkx as nx
 import numpy as np
 
 from .covertime import cover_iteration
-from .engine import Request, RunRecord, run_token
+from .engine import Arrival, Request, RunRecord, run_token
 from .errors import ConfigError
 from .families import ExponentialFamily
 from .links import LinkModel
@@ -120,7 +121,7 @@ def build_world(scenario: Scenario) -> World:
             "metrics.excess",
             f"model {scenario.model.kind!r} has its exact target in the family: no best-in-family KL to subtract",
         )
-    return World(
+    world = World(
         scenario=scenario,
         built_graph=graph,
         indexed=indexed,
@@ -129,6 +130,25 @@ def build_world(scenario: Scenario) -> World:
         start=start,
         links=LinkModel(scenario.links.rate_bps, scenario.links.latency_s),
     )
+    for forgotten in target_stages(world):  # a target that cannot be found fails here, in one line
+        model.target(model.fixed_data, forgotten)
+    return world
+
+
+def target_stages(world: World) -> list[frozenset[int]]:
+    """The forgotten sets whose targets the runs of a variant with data drawn once will need: none,
+    then each request's node added in the order the requests arrive (by iteration; timed requests
+    last, in file order). Empty for data drawn per run."""
+    if world.model.fixed_data is None:
+        return []
+    order = sorted(
+        world.requests,
+        key=lambda r: (r.at_iteration is None, r.at_iteration or 0),
+    )
+    stages = [frozenset[int]()]
+    for request in order:
+        stages.append(stages[-1] | {request.node})
+    return stages
 
 
 @dataclass
@@ -252,28 +272,37 @@ def measure(
     def time_of(slot: int | None) -> float:
         return float(end_times[slot - 1]) if slot is not None else np.nan
 
-    converged = main.first_at_or_below(tol, 1)
-    converged = converged if converged is not None and converged <= n else None
+    window = sc.metrics.latency_window
+    final = record.stopped_early  # nothing could change any more: a stretch may end with the run
+
+    def settled(segments: Segments, from_slot: int) -> int | None:
+        return segments.first_settled(tol, from_slot, window, n, final=final)
+
+    converged = settled(main, 1)
     request_rows: list[dict[str, Any]] = []
     completions: list[int] = []
     for arrival in sorted(record.arrivals, key=lambda a: a.request):
-        done_at = main.first_at_or_below(tol, arrival.slot)
-        done_at = done_at if done_at is not None and done_at <= n else None
-        retrain_at = retrain.first_at_or_below(tol, arrival.slot) if retrain is not None else None
-        retrain_at = retrain_at if retrain_at is not None and retrain_at <= n else None
-        completions += [s for s in (done_at, retrain_at) if s is not None]
+        done_at = settled(main, arrival.slot)
+        retrain_at = settled(retrain, arrival.slot) if retrain is not None else None
+        removed_at = record.removals.get(arrival.node)
+        completions += [s for s in (done_at, retrain_at, removed_at) if s is not None]
         request_rows.append(
             {
                 "request": arrival.request,
                 "node": world.indexed.labels[arrival.node],
                 "request_iteration": arrival.slot,
                 "request_time": arrival.time,
+                # the KL had settled under the tolerance in the window before the request: if not,
+                # a KL-based latency times the learning or the estimator noise, not the unlearning
+                "settled_at_request": main.all_at_or_below(
+                    tol, max(arrival.slot - window, 1), arrival.slot - 1
+                ),
+                "removal_latency": _latency(removed_at, arrival.slot),
+                "removal_latency_time": _latency_time(removed_at, arrival, time_of),
                 "latency": _latency(done_at, arrival.slot),
-                "latency_time": time_of(done_at) - arrival.time if done_at is not None else np.nan,
+                "latency_time": _latency_time(done_at, arrival, time_of),
                 "retrain_latency": _latency(retrain_at, arrival.slot),
-                "retrain_latency_time": time_of(retrain_at) - arrival.time
-                if retrain_at is not None
-                else np.nan,
+                "retrain_latency_time": _latency_time(retrain_at, arrival, time_of),
             }
         )
     delivered = {a.request for a in record.arrivals}
@@ -285,6 +314,9 @@ def measure(
                     "node": world.indexed.labels[req.node],
                     "request_iteration": np.nan,
                     "request_time": np.nan,
+                    "settled_at_request": None,
+                    "removal_latency": np.nan,
+                    "removal_latency_time": np.nan,
                     "latency": np.nan,
                     "latency_time": np.nan,
                     "retrain_latency": np.nan,
@@ -294,7 +326,7 @@ def measure(
     request_rows.sort(key=lambda row: int(row["request"]))
 
     cover = cover_iteration(record.holders, world.nodes)
-    extra = [s for s in [converged, *completions] if s is not None]
+    extra = [s for s in [converged, *completions] if s is not None and s >= 1]
     slots = recorded_slots(n, sc.metrics.record_every, extra)
     idx = slots - 1
     labels = node_labels(world)
@@ -328,10 +360,23 @@ def measure(
         "bits": float(record.bits[-1]),
         "best_family_kl": targets[-1].best_family_kl if has_best else np.nan,
         "damped_steps": stats.get("damped_steps", np.nan),
+        "domain_recoveries": stats.get("domain_recoveries", np.nan),
     }
     visits = np.bincount(record.holders, minlength=world.nodes)
     return RunOutput(run, seed, run_row, request_rows, metrics, visits)
 
 
 def _latency(done_at: int | None, request_slot: int) -> float:
+    """i* − r + 1 (slots); 0 when the removal slot is r − 1 (nothing to remove on arrival)."""
     return float(done_at - request_slot + 1) if done_at is not None else np.nan
+
+
+def _latency_time(
+    done_at: int | None, arrival: Arrival, time_of: Callable[[int | None], float]
+) -> float:
+    """Simulated seconds from the request's arrival to the end of slot i* (0 if nothing to do)."""
+    if done_at is None:
+        return np.nan
+    if done_at < arrival.slot:
+        return 0.0
+    return time_of(done_at) - arrival.time

@@ -95,6 +95,8 @@ SECTIONS: dict[str, dict[str, str]] = {
         "tolerance": "KL threshold for convergence and latency, > 0 (default 1e-9)",
         "record_every": "write every n-th slot to metrics.csv (default 1)",
         "excess": "judge convergence and latency by KL − best-in-family KL (default false)",
+        "latency_window": "slots the KL must stay within the tolerance for convergence and latency to count: "
+        "an integer >= 1, or auto (default: 1 for exact updates, 100 for Monte Carlo gradient estimators)",
         "ece_bins": "bins M of the expected calibration error (default 10)",
     },
     "sweep": {
@@ -186,6 +188,7 @@ class MetricsSettings:
     record_every: int = 1
     excess: bool = False
     ece_bins: int = 10
+    latency_window: int = 1
 
 
 @dataclass(frozen=True)
@@ -671,6 +674,9 @@ def parse_scenario(
         record_every=_int(me.integer("record_every", 1, minimum=1)),
         excess=me.boolean("excess", False),
         ece_bins=_int(me.integer("ece_bins", 10, minimum=1)),
+        latency_window=_latency_window(
+            me, stochastic=not model_cls.conjugate and protocol.estimator != "exact"
+        ),
     )
     return Scenario(
         run=run,
@@ -685,6 +691,24 @@ def parse_scenario(
         metrics=metrics,
         base_dir=base_dir,
     )
+
+
+#: ``latency_window = "auto"`` for protocols whose steps use Monte Carlo gradient estimates
+STOCHASTIC_LATENCY_WINDOW = 100
+
+
+def _latency_window(section: _Section, *, stochastic: bool) -> int:
+    """``[metrics] latency_window``: an integer >= 1, or "auto" (1 for deterministic updates, where
+    the KL is a first passage of the state itself; :data:`STOCHASTIC_LATENCY_WINDOW` when the steps
+    are noisy, so that a dip of the estimator noise under the tolerance does not count)."""
+    value = section.values.get("latency_window", "auto")
+    if value == "auto":
+        return STOCHASTIC_LATENCY_WINDOW if stochastic else 1
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(
+            section.key("latency_window"), f'must be an integer >= 1 or "auto" (got {value!r})'
+        )
+    return value
 
 
 def _int(x: int | None) -> int:

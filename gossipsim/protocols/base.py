@@ -70,6 +70,13 @@ class Protocol(ABC):
     def traces(self) -> dict[str, StateTrace]:
         """The recorded states, by world name (``"main"``, and e.g. ``"retrain"`` for a baseline)."""
 
+    def removals(self) -> dict[int, int]:
+        """For each forgotten node (by index), the slot at whose end its contribution had left the
+        state (the removal slot i* of its request); ``r − 1`` for a node that had contributed
+        nothing when its request arrived before slot r (nothing to remove). Nodes not yet removed
+        are absent."""
+        return {}
+
     def stats(self) -> dict[str, float]:
-        """Counters reported per run in runs.csv (e.g. ``damped_steps``)."""
+        """Counters reported per run in runs.csv (e.g. ``damped_steps``, ``domain_recoveries``)."""
         return {}

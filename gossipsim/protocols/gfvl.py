@@ -103,6 +103,7 @@ class ConjugateGFVL(Protocol):
         # idle[k]: a visit to k changes nothing (already contributed, or forgotten with nothing to remove)
         self._idle = bytearray(self.forgotten)
         self._outstanding = n_nodes - sum(self.forgotten)
+        self.removed: dict[int, int] = {}
         if trace is None:
             trace = FactorTrace(self.prior, self.factors)
         if not isinstance(trace, FactorTrace):
@@ -122,6 +123,7 @@ class ConjugateGFVL(Protocol):
         if self.forgotten[holder]:
             self._add(slot, holder, -1)  # eq. (21): η ← η − η_k, η_k ← 0
             self.contributed[holder] = 0
+            self.removed[holder] = slot
         else:
             self._add(slot, holder, 1)  # eq. (13) with η_k = 0: η ← η + s_k; eq. (14): η_k ← s_k
             self.contributed[holder] = 1
@@ -136,12 +138,18 @@ class ConjugateGFVL(Protocol):
         if not self._idle[node]:
             self._idle[node] = 1  # never visited: nothing to remove, and it will not contribute
             self._outstanding -= 1
+            self.removed[node] = slot - 1
         elif self.contributed[node] and self._nonzero[node]:
             self._idle[node] = 0  # its factor must be removed at its next visit
             self._outstanding += 1
+        else:  # a node without data: its factor is zero
+            self.removed[node] = slot - 1
 
     def done(self) -> bool:
         return self._outstanding == 0
+
+    def removals(self) -> dict[int, int]:
+        return dict(self.removed)
 
     def traces(self) -> dict[str, StateTrace]:
         return {"main": self.trace}

@@ -17,8 +17,22 @@ contributes again. With ``refine_after_unlearning`` (default) the other nodes ke
 natural-gradient steps at their visits, which moves q towards the optimum without the forgotten data;
 without it, every node stops updating once a request has arrived, so q is exactly the subtraction.
 
+**Domain recovery.** The other nodes' factors were fitted in a context that included node k, so for a
+non-conjugate model η − η_k can lie outside the natural-parameter domain (a Beta with a ≤ 1, a
+covariance that is not positive definite): the paper leaves this case open. Then the token's state
+*restarts*: η ← η₀ and every remaining factor η_j ← 0 (in a deployment the token carries an epoch
+number and a node discards a factor of an older epoch at its next visit, which is what zeroing them
+all at once amounts to), the step-size schedule restarts, and the remaining nodes learn again from
+the prior, so q converges to the optimum without the forgotten nodes as a retrain would. Node k's
+contribution has left the state at that slot (its removal slot). The restart is counted in
+``domain_recoveries``; with ``refine_after_unlearning = false`` learning resumes after it (the
+subtraction alone cannot be represented). A local step that would leave the domain is handled
+differently: it is halved until it does not (``damped_steps``).
+
 Learning-rate schedules: ``constant`` (ρ_i = ρ) and ``inverse`` (ρ_i = ρ / (1 + (i − 1)/τ), with i
-the slot, carried by the token, and τ = ``decay_iterations``).
+the protocol's own slot count: i = 1 at its first slot, carried by the token, and τ =
+``decay_iterations``). A retrain baseline starting at slot r and a state restarted by a domain
+recovery count i from 1 again, so they do not start with a decayed step.
 """
 
 from __future__ import annotations
@@ -36,10 +50,10 @@ MeanGradient = Callable[[np.ndarray, int, np.random.Generator], np.ndarray]
 MAX_HALVINGS = 60
 
 
-def learning_rate(rho: float, schedule: str, decay_iterations: float, slot: int) -> float:
-    """ρ_i of the documented schedules."""
+def learning_rate(rho: float, schedule: str, decay_iterations: float, step: int) -> float:
+    """ρ_i of the documented schedules at the protocol's ``step``-th slot (i = 1, 2, ...)."""
     if schedule == "inverse":
-        return rho / (1.0 + (slot - 1) / decay_iterations)
+        return rho / (1.0 + (step - 1) / decay_iterations)
     return rho
 
 
@@ -70,7 +84,8 @@ class NaturalGradientGFVL(Protocol):
         self.in_domain = (
             in_domain if in_domain is not None else (lambda eta: bool(family.in_domain(eta)))
         )
-        self.eta = np.array(prior, dtype=float, copy=True)
+        self.prior = np.array(prior, dtype=float, copy=True)
+        self.eta = self.prior.copy()
         self.local = np.zeros((nodes, self.eta.size))
         self.gradient = gradient
         self.rng = rng
@@ -85,19 +100,21 @@ class NaturalGradientGFVL(Protocol):
         self.forgotten[list(forgotten)] = True
         self.frozen = False
         self.damped_steps = 0
+        self.domain_recoveries = 0
+        #: slot before the protocol's first slot: ρ_i is taken at i = slot − origin
+        self.origin = max(start_slot - 1, 0)
+        self.removed: dict[int, int] = {}
         self.trace = trace if trace is not None else StateTrace()
         self.trace.record(start_slot, self.eta)
 
     def on_token(self, holder: int, slot: int) -> float:
         if self.forgotten[holder]:
             if np.any(self.local[holder] != 0.0):
-                self.eta = self.eta - self.local[holder]  # eq. (21)
-                self.local[holder] = 0.0
-                self.trace.record(slot, self.eta)
+                self._remove(holder, slot)
             return self.bits
         if self.frozen:
             return self.bits
-        rho = learning_rate(self.rho, self.schedule, self.decay_iterations, slot)
+        rho = learning_rate(self.rho, self.schedule, self.decay_iterations, slot - self.origin)
         eta = self.eta
         local = self.local[holder]
         for _ in range(self.local_iterations):
@@ -124,8 +141,29 @@ class NaturalGradientGFVL(Protocol):
         self.trace.record(slot, eta)
         return self.bits
 
+    def _remove(self, node: int, slot: int) -> None:
+        """Eq. (21), η ← η − η_k, η_k ← 0; a restart from the prior when that leaves the domain."""
+        candidate = self.eta - self.local[node]
+        if self.in_domain(candidate):
+            self.eta = candidate
+            self.local[node] = 0.0
+        else:  # domain recovery (module docstring)
+            for other in np.flatnonzero(self.forgotten & np.any(self.local != 0.0, axis=1)):
+                self.removed.setdefault(int(other), slot)  # every pending removal happens here
+            self.eta = self.prior.copy()
+            self.local[:] = 0.0
+            self.origin = slot
+            self.frozen = False
+            self.domain_recoveries += 1
+        self.removed[node] = slot
+        self.trace.record(slot, self.eta)
+
     def on_request(self, node: int, slot: int) -> None:
+        if self.forgotten[node]:
+            return
         self.forgotten[node] = True
+        if not np.any(self.local[node] != 0.0):
+            self.removed[node] = slot - 1  # nothing to remove: served on arrival
         if not self.refine:
             self.frozen = True
 
@@ -136,5 +174,11 @@ class NaturalGradientGFVL(Protocol):
     def traces(self) -> dict[str, StateTrace]:
         return {"main": self.trace}
 
+    def removals(self) -> dict[int, int]:
+        return dict(self.removed)
+
     def stats(self) -> dict[str, float]:
-        return {"damped_steps": float(self.damped_steps)}
+        return {
+            "damped_steps": float(self.damped_steps),
+            "domain_recoveries": float(self.domain_recoveries),
+        }

@@ -44,6 +44,9 @@ class WithRetrainBaseline(Protocol):
     def stats(self) -> dict[str, float]:
         return self.main.stats()
 
+    def removals(self) -> dict[int, int]:
+        return self.main.removals()
+
     def traces(self) -> dict[str, StateTrace]:
         out = dict(self.main.traces())
         out["retrain"] = self.retrain_trace if self.retrain_trace is not None else StateTrace()
