@@ -16,12 +16,14 @@ from .covertime import (
     matthews_bounds,
     monte_carlo_cover_moves,
     monte_carlo_unlearning_latency,
+    theoretical_cover,
     theoretical_cover_moves,
 )
 from .engine import Request, RunRecord, run_token
 from .errors import ConfigError
 from .families import CONJUGATE_MODELS
 from .links import LinkModel
+from .optimum import OptimumError, variational_optimum
 from .protocols import ConjugateGFVL, Protocol, StateTrace, WithRetrainBaseline
 from .results import Results, load_results
 from .runner import World, build_world, simulate_run
@@ -36,6 +38,7 @@ __all__ = [
     "ConjugateGFVL",
     "IndexedGraph",
     "LinkModel",
+    "OptimumError",
     "Protocol",
     "Request",
     "Results",
@@ -64,6 +67,8 @@ __all__ = [
     "run_token",
     "simulate_run",
     "stationary_distribution",
+    "theoretical_cover",
     "theoretical_cover_moves",
     "transition_matrix",
+    "variational_optimum",
 ]

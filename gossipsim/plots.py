@@ -289,11 +289,10 @@ def plot_latency(
     path: Path,
     summary: dict[str, Any] | None = None,
 ) -> Path | None:
-    """Empirical CDFs, per request (variant and node), of the removal latency (dotted; the paper's
-    unlearning latency, with its exact expectation from the hitting times as a grey vertical line),
-    the KL-based unlearning latency (solid) and the retrain latency (dashed). Each ECDF is a fraction
-    of *all* requests, so it ends below 1 when some were not served within the run; means are ticks
-    on the top axis."""
+    """Empirical CDFs, per request (variant and node), of the removal latency (wide pale line; the
+    paper's unlearning latency, with its exact expectation from the hitting times as a vertical
+    line), the KL-based unlearning latency (solid) and the retrain latency (dashed). Each ECDF is a
+    fraction of *all* requests, so it ends below 1 when some were not served within the run."""
     columns = [c for c in ("removal_latency", "latency", "retrain_latency") if c in requests]
     if requests.empty or not any(requests[c].notna().any() for c in columns):
         return None
@@ -301,26 +300,27 @@ def plot_latency(
         label: entry.get("theory", {}).get("expected_unlearning_latency", {})
         for label, entry in (summary or {}).get("variants", {}).items()
     }
-    styles = {
-        "removal_latency": (":", "removal"),
-        "latency": ("-", "unlearning (KL)"),
-        "retrain_latency": ("--", "retrain (KL)"),
+    styles: dict[str, dict[str, Any]] = {
+        "removal_latency": {"linestyle": "-", "linewidth": 3.5, "alpha": 0.35},
+        "latency": {"linestyle": "-", "linewidth": 1.2},
+        "retrain_latency": {"linestyle": "--", "linewidth": 1.2},
     }
+    names = {
+        "removal_latency": "removal",
+        "latency": "unlearning (KL)",
+        "retrain_latency": "retrain (KL)",
+    }
+    groups = [
+        (variant, node, part)
+        for variant in variants
+        for node, part in requests.loc[requests["variant"] == variant].groupby("node", sort=False)
+    ]
     with plt.rc_context(_STYLE):
-        fig, ax = _figure(height=3.0)
-        groups = [
-            (variant, node, part)
-            for variant in variants
-            for node, part in requests.loc[requests["variant"] == variant].groupby(
-                "node", sort=False
-            )
-        ]
-        exact_drawn = False
+        fig, ax = _figure(height=2.6 + 0.28 * (len(groups) * 4 + 1) / 2)
         for i, (variant, node, part) in enumerate(groups):
             color = f"C{i}"
             who = (f"{variant}, " if len(variants) > 1 else "") + f"node {node}"
             for column in columns:
-                style, name = styles[column]
                 x = part[column].to_numpy(dtype=float, na_value=np.nan)
                 total = x.size
                 x = np.sort(x[np.isfinite(x)])
@@ -332,24 +332,22 @@ def plot_latency(
                     np.concatenate([y, [y[-1]]]),
                     where="post",
                     color=color,
-                    linestyle=style,
-                    label=f"{who}: {name}, mean {x.mean():.3g}"
+                    label=f"{who}: {names[column]}, mean {x.mean():.3g}"
                     + (f" ({x.size}/{total} served)" if x.size < total else ""),
+                    **styles[column],
                 )
             exact = theory.get(variant, {}).get(str(node))
             if exact is not None:
-                ax.axvline(exact, color=color, linestyle=":", linewidth=2.0, alpha=0.45)
-                exact_drawn = True
-        if exact_drawn:
-            ax.plot([], [], color="0.5", linestyle=":", linewidth=2.0, alpha=0.6,
-                    label="exact expected removal latency")  # fmt: skip
+                ax.axvline(exact, color=color, linestyle=":", linewidth=1.0,
+                           label=f"{who}: exact E[removal] {exact:.3g}")  # fmt: skip
         ax.set_xscale("symlog", linthresh=1.0)
         ax.set_xlim(left=0)
         ax.set_ylim(0, 1.02)
-        ax.set_xlabel("slots after the request (0: nothing to remove)")
+        ax.set_xlabel("slots after the request (log scale; 0: nothing to remove)")
         ax.set_ylabel("fraction of requests served")
         ax.set_title("Unlearning and retrain latency (ECDF)")
-        ax.legend(frameon=False, loc="lower right", fontsize="x-small")
+        ax.legend(frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2,
+                  fontsize="x-small")  # fmt: skip
         ax.grid(True, alpha=0.3)
         return _save(fig, path)
 
