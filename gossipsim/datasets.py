@@ -175,7 +175,8 @@ def as_generator(rng: RngLike) -> np.random.Generator:
     )
 
 
-def _check_fraction(test_fraction: Any) -> float:
+def check_fraction(test_fraction: Any) -> float:
+    """``data.test_fraction`` as a float strictly between 0 and 1 (NaN and infinities excluded)."""
     if (
         isinstance(test_fraction, bool)
         or not isinstance(test_fraction, Real)
@@ -294,7 +295,7 @@ def load_task(name: str, *, test_fraction: float = 0.2, bias: bool = True, rng: 
         raise ConfigError(
             "data.dataset", f"unknown data set {name!r}; choose one of {', '.join(DATASETS)}"
         )
-    fraction = _check_fraction(test_fraction)
+    fraction = check_fraction(test_fraction)
     gen = as_generator(rng)
     spec = DATASETS[name]
     X, target, names = _raw(name)

@@ -15,6 +15,11 @@ The engine knows nothing about models: the protocol does the work, reports the m
 records its own state. The token process advances slot after slot without returning to the SimPy
 scheduler while no other event is due before the next slot starts; this is exact (no other process
 can run in between) and keeps the per-hop cost close to that of a plain loop.
+
+Simulated time must stay finite: a slot that would start at an infinite (or NaN) time is a
+:class:`~gossipsim.errors.ConfigError` naming ``links`` (scenarios are checked beforehand by
+:func:`gossipsim.links.check_horizon`), so the event clock never reaches infinity, where every event
+would be due at once and the catch-up to a slot's start could not end.
 """
 
 from __future__ import annotations
@@ -26,9 +31,18 @@ from dataclasses import dataclass, field
 import numpy as np
 import simpy
 
+from .errors import ConfigError
 from .links import LinkModel
 from .protocols.base import Protocol, StateTrace
 from .scheduling import Walker
+
+_INF = float("inf")
+
+#: yields that may follow the timeout to a slot's start s: with s finite, one brings the clock to s
+#: (now + (s − now) lands on s or next to it, and the difference of two floats within a factor 2 is
+#: exact) and one more lets the completions of requests due exactly at s run; more would mean the
+#: clock cannot reach s, an error instead of a spin
+_CATCH_UP_ROUNDS = 8
 
 
 @dataclass(frozen=True)
@@ -143,10 +157,20 @@ def run_token(
                 s_next = t + delay(k, j, bits)
             else:
                 s_next = t
+            if not s_next < _INF:  # also NaN: an infinite clock would make every event "due"
+                raise ConfigError(
+                    "links",
+                    f"the simulated time overflows at slot {slot} (the next slot would start at "
+                    f"{s_next!r} s); use smaller compute or link times",
+                )
             if s_next >= due:
                 # Let every event due by the next slot's start happen first (requests included).
                 yield env.timeout(s_next - env.now)
-                while env.peek() <= s_next:  # floating-point catch-up
+                rounds = 0
+                while env.peek() <= s_next:  # floating-point catch-up (bounded: see above)
+                    if rounds == _CATCH_UP_ROUNDS:
+                        raise RuntimeError(f"the event clock did not reach {s_next!r} s")
+                    rounds += 1
                     yield env.timeout(max(s_next - env.now, 0.0))
                 due = env.peek()
             s = s_next

@@ -20,6 +20,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import budget
+from .data import read_text
 from .errors import ConfigError
 from .protocols import PROTOCOL_KINDS
 from .scheduling import SCHEDULER_KINDS
@@ -27,7 +29,7 @@ from .scheduling import SCHEDULER_KINDS
 # section -> key -> one-line description (the scenario reference in docs/scenarios.md follows this)
 SECTIONS: dict[str, dict[str, str]] = {
     "scenario": {
-        "name": "name of the study (default: the file name)",
+        "name": "name of the study, a file name: no / or \\, not . or .. (default: the file name)",
         "description": "free text",
         "seed": "integer seed of everything random (default 0)",
         "runs": "number of independent runs per variant (default 100)",
@@ -46,7 +48,8 @@ SECTIONS: dict[str, dict[str, str]] = {
         "family": "regression models: gaussian-full (default) | gaussian-diagonal (logistic only)",
         "prior": "table of prior parameters (see `gossipsim list`)",
         "temperature": "α of eq. (2), > 0 (default 1)",
-        "sigma": "normal-normal, linear-regression: known noise standard deviation (default 1)",
+        "sigma": "normal-normal, linear-regression: known noise standard deviation in [1e-150, 1e150] "
+        "(default 1)",
         "categories": "dirichlet-categorical: number of categories (default: length of prior.alpha)",
     },
     "data": {
@@ -257,23 +260,87 @@ def _jsonable_float(x: float) -> float | str:
 
 
 def load_scenario(path: str | os.PathLike[str]) -> Study:
-    """Read and validate a scenario file; raises :class:`ConfigError` naming the offending key."""
+    """Read and validate a scenario file; raises :class:`ConfigError` naming the offending key.
+
+    The file is UTF-8 text (a byte-order mark, as some editors write, is allowed); any other
+    encoding, a binary file, invalid TOML or nesting deeper than :data:`MAX_DEPTH` is a one-line
+    error saying where."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(
-            "scenario file", f"cannot read {str(p)!r}: {exc.strerror or exc}"
-        ) from None
+    text = read_text(p, "scenario file")
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError("scenario file", f"{p.name} is not valid TOML: {exc}") from None
+    except RecursionError:  # the parser recurses once per level of nested inline tables/arrays
+        raise ConfigError(
+            "scenario file",
+            f"{p.name} nests tables or arrays too deeply (at most {MAX_DEPTH} levels)",
+        ) from None
     return parse_study(raw, path=str(p))
+
+
+#: deepest nesting of tables and arrays a scenario may have (real ones use at most about 6)
+MAX_DEPTH = 32
+#: TOML integers are 64-bit; larger ones (which Python's parser accepts) are refused
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def check_structure(raw: Mapping[str, Any]) -> None:
+    """Refuse values nested deeper than :data:`MAX_DEPTH` and integers outside TOML's 64-bit range,
+    naming the key, before anything recurses into the tables or converts an integer to a float."""
+    stack: list[tuple[Any, str, int]] = [(raw, "", 0)]
+    while stack:
+        value, key, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ConfigError(
+                key, f"nests tables or arrays too deeply (at most {MAX_DEPTH} levels)"
+            )
+        if isinstance(value, Mapping):
+            stack += [(v, f"{key}.{k}" if key else str(k), depth + 1) for k, v in value.items()]
+        elif isinstance(value, list | tuple):
+            stack += [(v, f"{key}[{i}]", depth + 1) for i, v in enumerate(value)]
+        elif isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
+            hint = (
+                " (write a larger node id as a string)" if key.endswith(("node", "start")) else ""
+            )
+            raise ConfigError(
+                key, f"integers must lie in TOML's 64-bit range, -2^63 to 2^63 - 1{hint}"
+            )
+
+
+def check_name(name: str, key: str = "scenario.name", *, from_file: bool = False) -> str:
+    """A study's name, which names its results folder (``results/<name>``): a plain file name."""
+    problem = None
+    if not name:
+        problem = "is empty"
+    elif name in (".", ".."):
+        problem = "is not a file name"
+    elif "/" in name or "\\" in name:
+        problem = "contains a path separator"
+    elif any(ord(c) < 32 or ord(c) == 127 for c in name):
+        problem = "contains a control character (NUL, newline, ...)"
+    elif len(name.encode("utf-8", "surrogatepass")) > 255:
+        problem = "is longer than 255 bytes"
+    if problem is not None:
+        origin = " (the scenario file's name; set [scenario] name)" if from_file else ""
+        raise ConfigError(
+            key,
+            f"{_short(name)}{origin} {problem}; a name is a file name: 1 to 255 bytes, without "
+            "/ or \\, not . or .., no control characters",
+        )
+    return name
+
+
+def _short(text: str, limit: int = 60) -> str:
+    """``repr(text)``, cut in the middle when long (one-line messages)."""
+    if len(text) > limit:
+        text = text[: limit // 2] + "[...]" + text[-limit // 2 :]
+    return repr(text)
 
 
 def parse_study(raw: Mapping[str, Any], *, path: str | None = None) -> Study:
     """Validate a scenario given as nested dicts (what ``tomllib`` returns)."""
+    check_structure(raw)
     raw_dict: dict[str, Any] = copy.deepcopy(dict(raw))
     for section in raw_dict:
         if section not in SECTIONS:
@@ -301,6 +368,8 @@ def parse_study(raw: Mapping[str, Any], *, path: str | None = None) -> Study:
     labels = [v.label for v in variants]
     if len(set(labels)) != len(labels):
         raise ConfigError("sweep", "two variants have the same label; sweep values must differ")
+    # memory and simulated time, before any graph or data is built (checked again on the built world)
+    budget.check_study(v.scenario for v in variants)
     raw_out = dict(raw_dict)
     if sweep or cases != [(None, {})]:
         raw_out["sweep"] = {
@@ -511,7 +580,7 @@ def parse_scenario(
 
     s = _Section(raw, "scenario", set(SECTIONS["scenario"]))
     run = RunSettings(
-        name=s.string("name", default_name) or default_name,
+        name=check_name(str(s.string("name", default_name)), from_file="name" not in s.values),
         seed=_int(s.integer("seed", 0, minimum=0)),
         runs=_int(s.integer("runs", 100, minimum=1)),
         iterations=_int(s.integer("iterations", 1000, minimum=1)),

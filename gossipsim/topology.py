@@ -40,6 +40,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
+from . import budget
 from .errors import ConfigError
 from .scheduling import IndexedGraph
 
@@ -51,6 +52,7 @@ __all__ = [
     "build_topology",
     "check_graph",
     "parse_label",
+    "planned_size",
 ]
 
 SeedLike = int | np.random.SeedSequence | np.random.Generator | None
@@ -251,9 +253,13 @@ TOPOLOGY_KINDS: dict[str, TopologySpec] = {spec.name: spec for spec in _SPECS}
 
 _INT_RE = re.compile(r"[+-]?[0-9]+")
 
+#: integer labels are 64-bit (as TOML integers and the simulator's label arrays); longer digit
+#: strings stay strings
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
 
 def parse_label(text: str) -> int | str:
-    """A node label read from text: an int if it looks like an integer, else the stripped string.
+    """A node label read from text: an int if it looks like a 64-bit integer, else the stripped string.
 
     Parameters
     ----------
@@ -263,16 +269,24 @@ def parse_label(text: str) -> int | str:
     Returns
     -------
     int or str
-        ``int(text)`` for an optional sign followed by ASCII digits, otherwise the stripped text.
+        ``int(text)`` for an optional sign followed by ASCII digits whose value lies in the 64-bit
+        range [−2⁶³, 2⁶³ − 1], otherwise the stripped text (so ``18446744073709551616`` is the string
+        label ``"18446744073709551616"``, written so in a scenario too).
 
     Examples
     --------
     >>> parse_label(" 12 "), parse_label("-4"), parse_label("a3"), parse_label("3.0")
     (12, -4, 'a3', '3.0')
+    >>> parse_label("18446744073709551616")
+    '18446744073709551616'
     """
     s = text.strip()
     if _INT_RE.fullmatch(s):
-        return int(s)
+        sign, digits = ("-" if s[0] == "-" else ""), s.lstrip("+-").lstrip("0") or "0"
+        if len(digits) <= 19:  # at most 19 digits: never a huge (or refused) int() conversion
+            value = int(sign + digits)
+            if INT64_MIN <= value <= INT64_MAX:
+                return value
     return s
 
 
@@ -451,18 +465,24 @@ def _random_geometric(n: int, radius: float, seed: int) -> nx.Graph:
     return g
 
 
+#: edge probability below which an Erdős–Rényi graph has no edge (whatever its size)
+_NO_EDGE_P = 1e-300
+
+
 def _erdos_renyi_edges(n: int, p: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """The edges of ``networkx.fast_gnp_random_graph(n, p, seed)`` as arrays: the same algorithm
     (Batagelj and Brandes' geometric skips over the pairs w < v) with the same ``random.Random``
     stream, so the same graph, without building a NetworkX graph."""
-    if p <= 0:
+    if p < _NO_EDGE_P:  # (below it not one of the ≤ 2^126 pairs has a chance: no edges)
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     if p >= 1:  # networkx returns the complete graph
         upper = np.triu_indices(n, 1)
         return upper[0].astype(np.int64), upper[1].astype(np.int64)
     rng = random.Random(seed)
     draw, log = rng.random, math.log
-    lp = log(1.0 - p)
+    # NetworkX's log(1 − p) is 0 when 1 − p rounds to 1 (p < 1.1e-16), where it divides by zero:
+    # there (and only there) the exact log1p(−p)
+    lp = log(1.0 - p) or math.log1p(-p)
     us, ws = array("q"), array("q")
     v, w = 1, -1
     while v < n:
@@ -497,10 +517,10 @@ def _relabel_checked(labels: Mapping[str, int | str], where: str) -> None:
 
 
 def _read_edgelist(file: Path) -> nx.Graph:
-    try:
-        text = file.read_text(encoding="utf-8-sig")  # tolerate a byte-order mark
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError("topology.path", f"cannot read edge list {str(file)!r}: {exc}") from exc
+    from .data import read_text  # (data reads node labels with parse_label, from here)
+
+    # UTF-8 with an optional byte-order mark; another encoding is an error saying where
+    text = read_text(file, "topology.path")
     g = nx.Graph()
     labels: dict[str, int | str] = {}
     for lineno, raw in enumerate(text.splitlines(), start=1):
@@ -547,17 +567,34 @@ def _read_graphml(file: Path) -> nx.Graph:
     return nx.Graph(g)  # undirected, parallel edges collapsed
 
 
+def shown_path(path: str | os.PathLike[str], limit: int = 120) -> str:
+    """A path as error messages show it: quoted, and shortened in the middle when longer than
+    ``limit`` characters (a 5,000-character path would drown the one-line message)."""
+    text = os.fspath(path)
+    if len(text) > limit:
+        keep = (limit - 5) // 2
+        text = f"{text[:keep]}[...]{text[-keep:]}"
+    return repr(text)
+
+
 def _resolve(path: str | os.PathLike[str], base_dir: str | os.PathLike[str] | None) -> Path:
-    p = Path(path).expanduser()
-    if not p.is_absolute() and base_dir is not None:
-        p = Path(base_dir).expanduser() / p
-    if not p.exists():
-        where = f" (resolved against {str(base_dir)!r})" if base_dir is not None else ""
+    try:
+        p = Path(path).expanduser()
+        if not p.is_absolute() and base_dir is not None:
+            p = Path(base_dir).expanduser() / p
+        exists, is_file = p.exists(), p.is_file()
+    except (OSError, ValueError) as exc:  # a name too long for the file system, a NUL byte, ...
+        reason = getattr(exc, "strerror", None) or str(exc)
         raise ConfigError(
-            "topology.path", f"file {str(path)!r} does not exist{where}; give an existing file"
+            "topology.path", f"cannot use the path {shown_path(path)}: {reason}"
+        ) from None
+    if not exists:
+        where = f" (resolved against {shown_path(base_dir)})" if base_dir is not None else ""
+        raise ConfigError(
+            "topology.path", f"file {shown_path(path)} does not exist{where}; give an existing file"
         )
-    if not p.is_file():
-        raise ConfigError("topology.path", f"{str(p)!r} is not a file; give a graph file")
+    if not is_file:
+        raise ConfigError("topology.path", f"{shown_path(p)} is not a file; give a graph file")
     return p
 
 
@@ -614,6 +651,7 @@ def build_topology(
     True
     """
     spec, n, values = _validated(kind, nodes, params, path)
+    _check_memory(spec, n, values)
     graph = _build(spec, n, values, base_dir, seed)
     return _finish(graph, "topology")
 
@@ -637,6 +675,7 @@ def build_indexed(
     equals that of :func:`build_topology`'s graph for the same arguments, tested). Same checks and
     errors as :func:`build_topology`."""
     spec, n, values = _validated(kind, nodes, params, path)
+    _check_memory(spec, n, values)
     if spec.name not in ARRAY_KINDS:
         graph = _finish(_build(spec, n, values, base_dir, seed), "topology")
         return IndexedGraph.from_networkx(graph), graph
@@ -693,6 +732,58 @@ def _reaches_all(indexed: IndexedGraph) -> bool:
         frontier = np.concatenate(parts)
         reached += frontier.size
     return reached == indexed.size
+
+
+def planned_size(
+    kind: str,
+    nodes: int | None = None,
+    params: Mapping[str, object] | None = None,
+    path: str | os.PathLike[str] | None = None,
+) -> tuple[int, float, bool] | None:
+    """``(nodes, expected edges, built through NetworkX)`` of a generated graph, from its settings
+    alone, for :mod:`gossipsim.budget`; None for bundled and file graphs (known once read). Invalid
+    settings raise the errors of :func:`build_topology`."""
+    spec, n, values = _validated(kind, nodes, params, path)
+    return _planned(spec, n, values)
+
+
+def _planned(
+    spec: TopologySpec, n: int | None, values: Mapping[str, Any]
+) -> tuple[int, float, bool] | None:
+    if spec.from_file or spec.name in _BUNDLED:
+        return None
+    if spec.name == "grid":
+        rows, cols = values.get("rows"), values.get("cols")
+        if n is None:
+            if rows is None or cols is None:
+                return None  # _grid reports what is missing
+            n = int(rows) * int(cols)
+        return n, 2.0 * n, True  # at most 2 edges per node
+    assert n is not None
+    pairs = n * (n - 1) / 2
+    v = values
+    edges = {
+        "complete": lambda: pairs,
+        "ring": lambda: n,
+        "star": lambda: n - 1,
+        "path": lambda: n - 1,
+        "erdos_renyi": lambda: v["p"] * pairs,
+        "random_regular": lambda: n * v["degree"] / 2,
+        "barabasi_albert": lambda: n * v["m"],
+        "watts_strogatz": lambda: n * v["k"] / 2,
+        # disc area π r² of the unit square's pairs (border effects make it an upper bound)
+        "random_geometric": lambda: min(1.0, math.pi * v["radius"] ** 2) * pairs,
+    }[spec.name]()
+    return n, float(edges), spec.name not in ARRAY_KINDS
+
+
+def _check_memory(spec: TopologySpec, n: int | None, values: Mapping[str, Any]) -> None:
+    """Refuse, before building, a generated graph that cannot fit in this machine's memory."""
+    planned = _planned(spec, n, values)
+    if planned is not None:
+        nodes, edges, networkx = planned
+        key = "topology.nodes" if n is not None else "topology.rows"
+        budget.check_graph(nodes, max(edges, 0.0), networkx=networkx, key=key)
 
 
 def _validated(
@@ -780,6 +871,11 @@ def _build(
 
     v = values
     if kind == "erdos_renyi":
+        if 1.0 - v["p"] == 1.0:  # NetworkX would divide by log(1 − p) = 0 (p < 1.1e-16)
+            u, w = _erdos_renyi_edges(n, v["p"], _nx_seed(seed))
+            graph = nx.empty_graph(n)
+            graph.add_edges_from(zip(u.tolist(), w.tolist(), strict=True))
+            return graph
         return nx.fast_gnp_random_graph(n, v["p"], seed=_nx_seed(seed))
     if kind == "random_regular":
         d = v["degree"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import threading
 from pathlib import Path
 
 import networkx as nx
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 
 from gossipsim.engine import Request, run_token
+from gossipsim.errors import ConfigError
 from gossipsim.links import LinkModel
 from gossipsim.protocols.base import Protocol, StateTrace
 from gossipsim.scheduling import IndexedGraph, Walker
@@ -139,3 +141,63 @@ def test_engine_imports_no_model():
         elif isinstance(node, ast.Import):
             imported.update(a.name for a in node.names)
     assert not any("famil" in m or "gfvl" in m or "runner" in m for m in imported), imported
+
+
+def _finishes(call, seconds: float = 20.0) -> BaseException | None:
+    """Run ``call`` in a daemon thread; fail the test if it has not returned or raised in time (the
+    engine's catch-up loop used to spin forever once the simulated clock reached infinity)."""
+    outcome: list[BaseException | None] = []
+
+    def target() -> None:
+        try:
+            call()
+            outcome.append(None)
+        except BaseException as exc:  # handed to the test
+            outcome.append(exc)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"run_token did not finish within {seconds} s"
+    return outcome[0]
+
+
+@pytest.mark.parametrize(
+    ("compute", "links", "requests"),
+    [
+        (0.0, LinkModel(rate_bps=1e-320), ()),  # 128 bits / 1e-320 bit/s = inf at the first hop
+        (1e308, LinkModel(), ()),  # the second slot ends at 2e308 = inf
+        (0.0, LinkModel(latency_s=1e308), (Request(1, at_time=5.0),)),  # a pending timed request
+    ],
+)
+def test_an_overflowing_clock_raises_instead_of_spinning(compute, links, requests):
+    def run() -> None:
+        run_token(
+            walker=_two_nodes(),
+            protocol=Recorder(bits=128.0),
+            start=0,
+            iterations=5,
+            compute_seconds=compute,
+            links=links,
+            requests=requests,
+        )
+
+    error = _finishes(run)
+    assert isinstance(error, ConfigError) and error.key == "links", error
+    assert "the simulated time overflows at slot" in str(error)
+
+
+def test_requests_due_exactly_at_a_slot_start_arrive_before_it():
+    """The bounded catch-up still lets every event due by the next slot's start happen first."""
+    proto = Recorder(bits=128.0)
+    rec = run_token(
+        walker=_two_nodes(),
+        protocol=proto,
+        start=0,
+        iterations=6,
+        compute_seconds=0.5,
+        links=LinkModel(rate_bps=128.0, latency_s=0.5),  # slot i starts at 2(i − 1)
+        requests=[Request(1, at_time=4.0), Request(0, at_time=4.0 + 1e-12)],
+    )
+    assert proto.requests == [(1, 3), (0, 4)]
+    assert [(a.slot, a.time) for a in rec.arrivals] == [(3, 4.0), (4, 4.0 + 1e-12)]

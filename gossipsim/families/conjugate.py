@@ -12,6 +12,7 @@ p(θ | D) (eqs. 3-4).
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,11 +23,16 @@ import numpy as np
 from ..errors import ConfigError
 from .expfam import Beta, Dirichlet, ExponentialFamily, Gamma, Normal
 
+#: largest count a gamma-poisson file may hold: integers up to 2^53 are exact in float64
+MAX_COUNT = 2**53
+#: largest Poisson mean drawn synthetically (NumPy's sampler refuses means above about 9.2e18)
+MAX_POISSON_RATE = 1e18
+
 
 @dataclass(frozen=True)
 class ModelParam:
     """One prior or data-generator parameter: its domain (``positive``, ``real``, ``probability``,
-    ``simplex``, ``positive-vector``) and default (``None`` = required)."""
+    ``simplex``, ``positive-vector``, ``poisson-rate``) and default (``None`` = required)."""
 
     name: str
     domain: str
@@ -39,7 +45,7 @@ def _check_value(value: Any, param: ModelParam, key: str) -> Any:
     if domain in ("simplex", "positive-vector"):
         if not isinstance(value, list | tuple) or len(value) < 2:
             raise ConfigError(key, f"must be a list of at least 2 numbers ({param.description})")
-        arr = np.array([_number(v, key) for v in value], dtype=float)
+        arr = _numbers(value, key)
         if domain == "simplex":
             if np.any(arr < 0) or np.any(arr > 1) or abs(arr.sum() - 1.0) > 1e-9:
                 raise ConfigError(key, "must be probabilities in [0, 1] that sum to 1")
@@ -49,11 +55,25 @@ def _check_value(value: Any, param: ModelParam, key: str) -> Any:
     x = _number(value, key)
     if domain == "positive" and not x > 0:
         raise ConfigError(key, f"must be > 0 (got {x:g})")
+    if domain == "poisson-rate" and not 0 < x <= MAX_POISSON_RATE:
+        # NumPy's Poisson sampler takes means up to about 9.2e18
+        raise ConfigError(key, f"must be a Poisson mean in (0, {MAX_POISSON_RATE:g}] (got {x:g})")
     if domain == "probability" and not 0.0 <= x <= 1.0:
         raise ConfigError(key, f"must be a probability in [0, 1] (got {x:g})")
     if domain == "real" and not np.isfinite(x):
         raise ConfigError(key, "must be a finite number")
     return x
+
+
+def _numbers(values: list[Any] | tuple[Any, ...], key: str) -> np.ndarray:
+    """:func:`_number` of every entry, vectorised (a Dirichlet prior may list millions)."""
+    if not all(type(v) is float or type(v) is int for v in values):
+        for v in values:
+            _number(v, key)  # the first entry that is not a number (or a finite one) raises
+    arr = np.asarray(values, dtype=float)
+    if not np.all(np.isfinite(arr)):
+        raise ConfigError(key, "must be a finite number")
+    return arr
 
 
 def _number(value: Any, key: str) -> float:
@@ -96,6 +116,15 @@ class ConjugateModel(ABC):
     @abstractmethod
     def check_observations(self, x: np.ndarray, key: str) -> np.ndarray:
         """Validate observations read from a file; returns them in the dtype the model uses."""
+
+    def observation_error(self, x: float) -> str | None:
+        """Why ``x`` is not one observation of the model (None if it is), for messages that name the
+        file, row and column: the model's support (:attr:`observation`), finite numbers only."""
+        return None if self._in_support(x) else f"must be {self.observation}"
+
+    @abstractmethod
+    def _in_support(self, x: float) -> bool:
+        """Whether ``x`` (a finite float) is in the support of one observation."""
 
     def check_prior(self, prior: Mapping[str, Any], key: str = "model.prior") -> dict[str, Any]:
         """Validated prior parameters with defaults filled in."""
@@ -187,6 +216,9 @@ class BetaBernoulli(ConjugateModel):
             raise ConfigError(key, "beta-bernoulli observations must be 0 or 1")
         return x.astype(np.int64)
 
+    def _in_support(self, x: float) -> bool:
+        return x in (0.0, 1.0)
+
 
 class GammaPoisson(ConjugateModel):
     kind = "gamma-poisson"
@@ -195,8 +227,10 @@ class GammaPoisson(ConjugateModel):
         ModelParam("shape", "positive", "Gamma prior shape > 0", 1.0),
         ModelParam("rate", "positive", "Gamma prior rate > 0", 1.0),
     )
-    data_params = (ModelParam("rate", "positive", "Poisson mean > 0", 1.0),)
-    observation = "a non-negative integer count"
+    data_params = (
+        ModelParam("rate", "poisson-rate", f"Poisson mean in (0, {MAX_POISSON_RATE:g}]", 1.0),
+    )
+    observation = f"a count: an integer 0 <= x <= 2^53 ({MAX_COUNT})"
 
     @property
     def family(self) -> ExponentialFamily:
@@ -212,9 +246,14 @@ class GammaPoisson(ConjugateModel):
         return rng.poisson(params["rate"], size=n).astype(np.int64)
 
     def check_observations(self, x: np.ndarray, key: str) -> np.ndarray:
-        if not np.all((x >= 0) & (x == np.round(x))):
-            raise ConfigError(key, "gamma-poisson observations must be non-negative integers")
+        if not np.all((x >= 0) & (x <= MAX_COUNT) & (x == np.round(x))):
+            raise ConfigError(
+                key, f"gamma-poisson observations must be integers 0 <= x <= 2^53 ({MAX_COUNT})"
+            )
         return x.astype(np.int64)
+
+    def _in_support(self, x: float) -> bool:
+        return 0 <= x <= MAX_COUNT and x == round(x)
 
 
 class NormalNormal(ConjugateModel):
@@ -256,6 +295,9 @@ class NormalNormal(ConjugateModel):
         if not np.all(np.isfinite(x)):
             raise ConfigError(key, "normal-normal observations must be finite numbers")
         return x.astype(float)
+
+    def _in_support(self, x: float) -> bool:
+        return math.isfinite(x)
 
     def default_data_param(self, param: ModelParam) -> Any:
         if param.name == "sigma":
@@ -306,6 +348,33 @@ class DirichletCategorical(ConjugateModel):
                 "data.probs", f"needs one probability per category ({self.categories})"
             )
         return rng.choice(self.categories, size=n, p=probs).astype(np.int64)
+
+    def check_data_params(
+        self, params: Mapping[str, Any], nodes: int, key: str = "data"
+    ) -> list[dict[str, Any]]:
+        """As for every model, and each node's ``probs`` has one entry per category (checked here,
+        not at the first draw: with ``draw = "per-run"`` that would fail every run)."""
+        per_node = super().check_data_params(params, nodes, key)
+        probs = params.get("probs")
+        per_node_list = isinstance(probs, list) and bool(probs) and isinstance(probs[0], list)
+        for i, values in enumerate(per_node):
+            if len(values["probs"]) != self.categories:
+                where = f"{key}.probs[{i}]" if per_node_list else f"{key}.probs"
+                raise ConfigError(
+                    where,
+                    f"needs one probability per category ({self.categories}), got {len(values['probs'])}",
+                )
+            if not per_node_list:
+                break  # the same list for every node
+        return per_node
+
+    def _in_support(self, x: float) -> bool:
+        return 0 <= x < self.categories and x == round(x)
+
+    def observation_error(self, x: float) -> str | None:
+        if self._in_support(x):
+            return None
+        return f"must be a category index 0..{self.categories - 1} (an integer)"
 
     def check_observations(self, x: np.ndarray, key: str) -> np.ndarray:
         ok = (x >= 0) & (x < self.categories) & (x == np.round(x))

@@ -8,7 +8,10 @@ A model turns the ``[model]`` and ``[data]`` sections of one variant into
 - ``target(data, forgotten)``: the exact target posterior of the data meant to be learned, with
   ``kl(states)`` vectorised over a trace of posteriors, and the best-in-family KL where the target is
   not in the variational family,
-- ``evaluate(data, states)``: extra per-slot columns (held-out accuracy, NLL, ECE, ...).
+- ``evaluate(data, states)``: extra per-slot columns (held-out accuracy, NLL, ECE, ...),
+- ``sizes(scenario, nodes)``: how big the model is, in numbers, from the settings alone (the memory
+  estimate of :mod:`gossipsim.budget`, checked by :meth:`Model.check_budget` before any data are
+  drawn).
 
 New models (particle posteriors, Bayesian neural networks) implement this interface; the engine and
 the runner do not change.
@@ -16,12 +19,15 @@ the runner do not change.
 
 from __future__ import annotations
 
+import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from .. import budget
 from ..errors import ConfigError
 from ..families import ExponentialFamily, ModelParam
 from ..protocols import ConjugateGFVL, NaturalGradientGFVL, Protocol, StateTrace
@@ -129,13 +135,25 @@ class Model(ABC):
             forgotten=forgotten, trace=trace, start_slot=start_slot, in_domain=in_domain,
         )  # fmt: skip
 
+    @classmethod
+    @abstractmethod
+    def sizes(cls, scenario: Scenario, nodes: int) -> budget.ModelSizes:
+        """How big the variant's model is on ``nodes`` nodes, in numbers, computed from the settings
+        alone (before any data is drawn): what :mod:`gossipsim.budget` turns into bytes."""
+
+    def check_budget(self, scenario: Scenario, graph: IndexedGraph) -> None:
+        """Refuse, before the data are drawn, a variant whose graph, data and runs cannot fit in
+        memory or whose simulated time would overflow (:func:`gossipsim.budget.check_world`)."""
+        budget.check_world(scenario, type(self).sizes(scenario, graph.size), graph)
+
     def target(self, data: Any, forgotten: frozenset[int]) -> Target:
         """The exact posterior of all data but the ``forgotten`` nodes' (cached for the data drawn
         once: every run of a variant shares its targets)."""
         cache: dict[frozenset[int], Target] = self.__dict__.setdefault("_target_cache", {})
         if data is self.fixed_data and forgotten in cache:
             return cache[forgotten]
-        target = self.compute_target(data, forgotten)
+        with warnings_only_on_success():
+            target = self.compute_target(data, forgotten)
         if data is self.fixed_data:
             cache[forgotten] = target
         return target
@@ -185,6 +203,54 @@ class Model(ABC):
             f"{p.name}" + ("" if p.default is None else f"={_fmt(p.default)}")
             for p in cls.prior_params
         )
+
+
+def total_points(scenario: Scenario, nodes: int) -> int:
+    """Observations of all nodes together, as ``[data] points_per_node`` sets them."""
+    points = scenario.data.points_per_node
+    return sum(points) if isinstance(points, tuple) else points * nodes
+
+
+def check_prior_numbers(family: ExponentialFamily, prior: np.ndarray) -> None:
+    """The prior must be a member the family can compute with: finite natural parameters and a
+    finite KL to itself (a Beta with a = 1e-320 has ψ(a) = −inf, for instance)."""
+    with np.errstate(all="ignore"):
+        finite = bool(np.all(np.isfinite(prior))) and bool(
+            np.all(np.isfinite(family.kl(prior[None, :], prior)))
+        )
+    if not finite:
+        raise ConfigError(
+            "model.prior",
+            "its parameters are too extreme for the model's arithmetic (the prior's natural "
+            "parameters or its KL are not finite); use values closer to 1",
+        )
+
+
+@contextmanager
+def warnings_only_on_success() -> Iterator[None]:
+    """Hold back the warnings of a computation (NumPy overflows, quadrature round-off): shown if it
+    succeeds, dropped if it raises, whose one-line error then says what went wrong on its own."""
+    with warnings.catch_warnings(record=True) as caught:
+        yield
+    for w in caught:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+#: ``[model] sigma`` must lie here: σ² and 1/σ² (the precision every factor is scaled by) are then
+#: finite, non-zero floats
+SIGMA_RANGE = (1e-150, 1e150)
+
+
+def check_sigma(value: Any, key: str) -> float:
+    """A known noise standard deviation σ (``[model] sigma``), within :data:`SIGMA_RANGE`."""
+    low, high = SIGMA_RANGE
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        raise ConfigError(
+            key,
+            f"must be a number in [{low:g}, {high:g}] (got {value!r}): the model divides by σ², "
+            "which must be a finite, non-zero number",
+        )
+    return float(value)
 
 
 def _fmt(x: Any) -> str:

@@ -28,14 +28,18 @@ differentiated in (a, b) and mapped by F⁻¹. There is no reparameterisation es
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from scipy import integrate, optimize
 from scipy.special import betaln, digamma, polygamma
 
-from ..data import points_per_node
+from .. import budget
+from ..data import points_per_node, read_observations
 from ..errors import ConfigError
 from ..families import Beta, ModelParam
 from ..families.natgrad import reinforce_mean_gradient
@@ -43,7 +47,7 @@ from ..optimum import variational_optimum
 from ..protocols import Protocol, StateTrace
 from ..protocols.natgrad import MeanGradient
 from ..scheduling import IndexedGraph
-from .base import Model, Target
+from .base import Model, Target, check_prior_numbers, total_points
 
 if TYPE_CHECKING:
     from ..scenario import Scenario
@@ -174,14 +178,28 @@ class ExactPosterior(Target):
         return float(self.kl(found.eta)[()]), found.eta
 
 
+class ExponentialObservations:
+    """One observation of the Beta–exponential model, as :func:`gossipsim.data.read_observations`
+    checks it: a positive number z (the exponential density with mean θ)."""
+
+    observation = "a positive number (an exponential observation z > 0)"
+
+    def observation_error(self, x: float) -> str | None:
+        return None if x > 0 else f"must be {self.observation}"
+
+    def check_observations(self, x: np.ndarray, key: str) -> np.ndarray:
+        return x.astype(float)
+
+
 class BetaExponential(Model):
     kind = "beta-exponential"
     description = "exponential observations z ≥ 0 with mean θ ∈ (0, 1) (eqs. 22-23), Beta(a, b) prior; non-conjugate"
     conjugate: ClassVar[bool] = False
     has_best_family: ClassVar[bool] = True
+    reads_files: ClassVar[bool] = True
     prior_params = (
-        ModelParam("a", "positive", "Beta prior a > 0", 2.0),
-        ModelParam("b", "positive", "Beta prior b > 0", 2.0),
+        ModelParam("a", "positive", "Beta prior a > 1 (E_q[1/θ] is infinite for a <= 1)", 2.0),
+        ModelParam("b", "positive", "Beta prior b >= 1 (a bounded exact posterior)", 2.0),
     )
     data_params = (
         ModelParam(
@@ -203,9 +221,74 @@ class BetaExponential(Model):
         self.a0, self.b0 = float(prior["a"]), float(prior["b"])
         self.prior = Beta.natural(self.a0, self.b0)
         self.temperature = scenario.model.temperature
+        self.check_budget(scenario, graph)
+        check_prior_numbers(self.family, self.prior)
+        if scenario.data.path is not None:
+            self.fixed_data = self._read(scenario, graph)
+            self.points = [x.size for x in self.fixed_data.observations]
+            self.node_params = []
+            return
         self.points = points_per_node(scenario.data.points_per_node, graph.size)
         self.node_params = check_theta(scenario.data.params.get("theta", 0.5), graph.size)
         self.fixed_data = self.draw_data(data_rng) if scenario.data.draw == "once" else None
+
+    @staticmethod
+    def _read(scenario: Scenario, graph: IndexedGraph) -> ExponentialData:
+        """Observations from ``[data] path`` (a node,x CSV file), positive numbers whose sums the
+        model can compute with."""
+        path = Path(str(scenario.data.path))
+        if not path.is_absolute():
+            path = Path(scenario.base_dir) / path
+        data = ExponentialData(tuple(read_observations(path, graph, ExponentialObservations())))
+        if not np.all(np.isfinite(data.sums)):
+            raise ConfigError(
+                "data.path", "the sums of the observations overflow; use smaller values"
+            )
+        return data
+
+    @classmethod
+    def prepare(
+        cls, model: Mapping[str, Any], key: str = "model"
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The Beta prior, with a > 1: G-FVL starts from q = prior and takes its first step along
+        ∇_μ E_q[L_k], which involves E_q[1/θ] = (a + b − 1)/(a − 1), infinite for a ≤ 1. The exact
+        estimator could then take no step at all (every KL would stay infinite), and a REINFORCE
+        estimate of an infinite gradient is an arbitrary step set by the smallest θ drawn (a prior
+        a = 0.5 ends 50-100 times further from the target than a = 1.5). And b >= 1, so that the
+        exact posterior's density is bounded (its normaliser is found by quadrature)."""
+        prior, options = super().prepare(model, key)
+        if not prior["a"] > 1:
+            raise ConfigError(
+                f"{key}.prior.a",
+                f"must be > 1 for beta-exponential (got {prior['a']:g}): learning starts from the "
+                "prior, and for a <= 1 its expected loss E_q[z/θ] (E_q[1/θ] = (a+b-1)/(a-1)) and "
+                "the natural gradient are infinite",
+            )
+        if not prior["b"] >= 1:
+            raise ConfigError(
+                f"{key}.prior.b",
+                f"must be >= 1 for beta-exponential (got {prior['b']:g}): for b < 1 the exact "
+                "posterior's density is unbounded at θ = 1, and its normaliser (hence every KL) is "
+                "computed by quadrature of a bounded density",
+            )
+        return prior, options
+
+    @classmethod
+    def sizes(cls, scenario: Scenario, nodes: int) -> budget.ModelSizes:
+        points = scenario.data.points_per_node
+        largest = max(points, default=0) if isinstance(points, tuple) else points
+        protocol = scenario.protocol
+        # a REINFORCE step draws S samples per data point (or S in all), with a few arrays of them
+        draws = protocol.samples * (largest if protocol.samples_per == "point" else 1)
+        total = 0 if scenario.data.path is not None else total_points(scenario, nodes)
+        return budget.ModelSizes(
+            state_entries=2,
+            message_entries=2,
+            data_values=float(total),
+            data_what=f"{total} observations",
+            every_slot=True,
+            step_values=4.0 * draws,
+        )
 
     def draw_data(self, rng: np.random.Generator) -> ExponentialData:
         out = []
@@ -297,10 +380,13 @@ def check_theta(
                 or not isinstance(pair, list)
                 or len(pair) != 2
                 or not all(
-                    isinstance(x, int | float) and not isinstance(x, bool) and x > 0 for x in pair
+                    isinstance(x, int | float) and not isinstance(x, bool) and 0 < x < math.inf
+                    for x in pair
                 )
             ):
-                raise ConfigError(where, "a drawn mean is written { beta = [a, b] } with a, b > 0")
+                raise ConfigError(
+                    where, "a drawn mean is written { beta = [a, b] } with finite a, b > 0"
+                )
             out.append((float(pair[0]), float(pair[1])))
         elif isinstance(v, int | float) and not isinstance(v, bool) and 0 < v <= 1:
             out.append(float(v))

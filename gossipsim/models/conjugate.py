@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from .. import budget
 from ..data import points_per_node, read_observations, synthetic_observations
 from ..errors import ConfigError
 from ..families import CONJUGATE_MODELS, ConjugateModel
 from ..protocols import Protocol, StateTrace
 from ..scheduling import IndexedGraph
-from .base import FamilyTarget, Model, Target
+from .base import FamilyTarget, Model, Target, check_prior_numbers, check_sigma, total_points
 
 if TYPE_CHECKING:
     from ..scenario import Scenario
@@ -47,21 +49,67 @@ class ConjugateExpFam(Model):
         self.points: list[int] = []
         self.node_params: list[dict[str, Any]] = []
         self.fixed_data = None
+        self.check_budget(scenario, graph)
+        check_prior_numbers(self.family, self.prior)
         if data.path is not None:
             path = Path(data.path)
             if not path.is_absolute():
                 path = Path(scenario.base_dir) / path
             observations = read_observations(path, graph, self.impl)
             self.points = [len(x) for x in observations]
-            self.fixed_data = self._factors(observations)
+            self.fixed_data = self._factors(observations, "data.path")
+            self._check_posterior(self.fixed_data, "data.path")
         else:
             self.points = points_per_node(data.points_per_node, graph.size)
             self.node_params = self.impl.check_data_params(data.params, graph.size)
+            # data drawn per run are checked on one draw here (its numbers are never used), so
+            # that data a run cannot compute with fail validation rather than every run
+            drawn = self.draw_data(data_rng)
+            self._check_posterior(drawn, "data")
             if data.draw == "once":
-                self.fixed_data = self.draw_data(data_rng)
+                self.fixed_data = drawn
 
-    def _factors(self, observations: list[np.ndarray]) -> np.ndarray:
-        return np.stack([self.impl.statistics(x) for x in observations]) / self.temperature
+    def _factors(self, observations: list[np.ndarray], key: str = "data") -> np.ndarray:
+        """The local factors (1/α) Σ s(x), one row per node; an error naming ``key`` or
+        ``model.temperature`` when they overflow."""
+        with np.errstate(all="ignore"):  # overflows are reported below, in one line
+            statistics = np.stack([self.impl.statistics(x) for x in observations])
+            factors = statistics / self.temperature
+        if not np.all(np.isfinite(statistics)):
+            raise ConfigError(
+                key, "the observations' sufficient statistics overflow; use smaller values"
+            )
+        if not np.all(np.isfinite(factors)):
+            raise ConfigError(
+                "model.temperature",
+                f"{self.temperature:g} is too small: the scaled local factors (1/α) Σ s(x) "
+                "overflow; use a larger temperature",
+            )
+        return factors
+
+    def _check_posterior(self, factors: np.ndarray, key: str) -> None:
+        """The exact posterior of these factors must be computable: a finite KL from the prior to
+        it (the first number every run reports)."""
+        with np.errstate(all="ignore"):
+            target = self.prior + factors.sum(axis=0)
+            kl = self.family.kl(self.prior[None, :], target)
+        if not (np.all(np.isfinite(target)) and np.all(np.isfinite(kl))):
+            raise ConfigError(
+                key,
+                "the data give a posterior whose KL from the prior is not finite (the "
+                "observations are too large for the model's arithmetic); use smaller values",
+            )
+
+    @classmethod
+    def sizes(cls, scenario: Scenario, nodes: int) -> budget.ModelSizes:
+        family = cls.math(scenario.model.options).family
+        points = 0 if scenario.data.path is not None else total_points(scenario, nodes)
+        return budget.ModelSizes(
+            state_entries=family.dim,
+            message_entries=int(getattr(family, "message_entries", family.dim)),
+            data_values=float(points),
+            data_what=f"{points} observations",
+        )
 
     def draw_data(self, rng: np.random.Generator) -> np.ndarray:
         return self._factors(synthetic_observations(self.impl, self.points, self.node_params, rng))
@@ -107,17 +155,6 @@ class ConjugateExpFam(Model):
         return {}
 
 
-def _positive_number(value: Any, key: str) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not value > 0
-        or not np.isfinite(value)
-    ):
-        raise ConfigError(key, f"must be a number > 0 (got {value!r})")
-    return float(value)
-
-
 class BetaBernoulliModel(ConjugateExpFam):
     kind = "beta-bernoulli"
     math = CONJUGATE_MODELS["beta-bernoulli"]
@@ -137,7 +174,7 @@ class NormalNormalModel(ConjugateExpFam):
     def prepare_options(
         cls, model: Mapping[str, Any], prior: dict[str, Any], key: str
     ) -> dict[str, Any]:
-        return {"sigma": _positive_number(model.get("sigma", 1.0), f"{key}.sigma")}
+        return {"sigma": check_sigma(model.get("sigma", 1.0), f"{key}.sigma")}
 
 
 class DirichletCategoricalModel(ConjugateExpFam):
@@ -158,4 +195,19 @@ class DirichletCategoricalModel(ConjugateExpFam):
             )
         if isinstance(categories, bool) or not isinstance(categories, int) or categories < 2:
             raise ConfigError(f"{key}.categories", f"must be an integer >= 2 (got {categories!r})")
+        # the prior's concentrations are listed here, before any graph exists: refuse what cannot fit
+        budget.require_fits(
+            f"{key}.categories", categories * budget.LIST_ENTRY_BYTES, f"{categories} categories"
+        )
         return {"categories": categories}
+
+    @classmethod
+    def sizes(cls, scenario: Scenario, nodes: int) -> budget.ModelSizes:
+        """As for every conjugate model; the per-node factors (C numbers a node) are set by
+        ``model.categories``."""
+        categories = int(scenario.model.options["categories"])
+        return replace(
+            super().sizes(scenario, nodes),
+            state_key="model.categories",
+            state_what=f"{categories} categories on {nodes} nodes",
+        )

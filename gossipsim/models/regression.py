@@ -21,15 +21,17 @@ calibration error (eq. 14 of the DSVGD paper, ``[metrics] ece_bins`` bins) are r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from .. import glm
+from .. import budget, glm
 from ..datasets import (
     DATASETS,
     Task,
+    check_fraction,
     load_task,
     partition,
     synthetic_linear_task,
@@ -43,7 +45,7 @@ from ..optimum import MAX_STEPS, STATIONARITY_TOL, variational_optimum
 from ..protocols import Protocol, StateTrace
 from ..protocols.natgrad import MeanGradient
 from ..scheduling import IndexedGraph
-from .base import FamilyTarget, Model, Target
+from .base import FamilyTarget, Model, Target, check_prior_numbers, check_sigma
 
 if TYPE_CHECKING:
     from ..scenario import Scenario
@@ -68,6 +70,36 @@ class RegressionData:
     def pooled(self, included: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         idx = np.flatnonzero(included)
         return np.concatenate([self.X[i] for i in idx]), np.concatenate([self.y[i] for i in idx])
+
+
+def _test_fraction(options: dict[str, Any]) -> float:
+    """``[data] test_fraction``, strictly between 0 and 1 (checked before any division by
+    1 − test_fraction)."""
+    return check_fraction(_option(options, "test_fraction", float, 0.2))
+
+
+def _features(options: dict[str, Any]) -> int:
+    """``[data] features`` of synthetic data: the dimension, bias column included, >= 1."""
+    features = int(_option(options, "features", int, 5))
+    if features < 1:
+        raise ConfigError("data.features", f"must be an integer >= 1 (got {features})")
+    return features
+
+
+def _largest_node(scenario: Scenario, train_rows: int) -> int:
+    """Rows of the largest node: known for synthetic data, at most every row otherwise."""
+    points = scenario.data.points_per_node
+    if _option(scenario.data.options, "dataset", str, "synthetic") == "synthetic":
+        return max(points, default=0) if isinstance(points, tuple) else points
+    return train_rows
+
+
+def _synthetic_rows(
+    points: int | tuple[int, ...], nodes: int, test_fraction: float
+) -> tuple[int, int]:
+    """Training rows of all nodes, and held-out rows: test_fraction of all the rows (at least 1)."""
+    total = int(sum(points)) if isinstance(points, tuple) else int(points) * nodes
+    return total, max(int(round(total * test_fraction / (1 - test_fraction))), 1)
 
 
 def _option(options: dict[str, Any], key: str, kind: type, default: Any) -> Any:
@@ -118,16 +150,88 @@ class GaussianRegression(Model):
                     "data.dataset",
                     f"{self.dataset!r} is a {DATASETS[self.dataset].task} task; {self.kind} takes: synthetic, {', '.join(fitting)}",
                 )
+        self.check_budget(scenario, graph)
         first = self.draw_data(data_rng)  # validates every data key once
         self.d = first.X_test.shape[1]
         self.family = self.make_family(
             scenario.model.options.get("family", "gaussian-full"), self.d
         )
         prior = scenario.model.prior
-        self.prior = self.family.natural(
-            np.full(self.d, float(prior["mean"])), np.eye(self.d) * float(prior["variance"])
-        )
+        with np.errstate(all="ignore"):  # an extreme variance is reported just below
+            self.prior = self.family.natural(
+                np.full(self.d, float(prior["mean"])), np.eye(self.d) * float(prior["variance"])
+            )
+        check_prior_numbers(self.family, self.prior)
+        self.check_data(first)
         self.fixed_data = first if scenario.data.draw == "once" else None
+
+    def check_data(self, data: RegressionData) -> None:
+        """Refuse data the model cannot compute with (checked on the first draw)."""
+
+    @classmethod
+    def dimension(cls, scenario: Scenario) -> int:
+        """d, the number of coefficients: the data set's features plus the bias column, or
+        ``[data] features`` (bias included) for synthetic data."""
+        options = scenario.data.options
+        dataset = _option(options, "dataset", str, "synthetic")
+        if dataset == "synthetic":
+            return _features(options)
+        if dataset not in DATASETS:
+            raise ConfigError("data.dataset", f"unknown data set {dataset!r}")
+        return DATASETS[dataset].n_features + 1
+
+    @classmethod
+    def rows(cls, scenario: Scenario, nodes: int) -> tuple[int, int]:
+        """Training and held-out rows of the data."""
+        options = scenario.data.options
+        dataset = _option(options, "dataset", str, "synthetic")
+        if dataset != "synthetic":
+            n = DATASETS[dataset].n_samples
+            test = round(_test_fraction(options) * n)
+            return n - test, test
+        points = scenario.data.points_per_node
+        return _synthetic_rows(points, nodes, _test_fraction(options))
+
+    @classmethod
+    def sizes(cls, scenario: Scenario, nodes: int) -> budget.ModelSizes:
+        d = cls.dimension(scenario)
+        family = cls.make_family(scenario.model.options.get("family", "gaussian-full"), d)
+        train, test = cls.rows(scenario, nodes)
+        synthetic = _option(scenario.data.options, "dataset", str, "synthetic") == "synthetic"
+        data_key = "data.dataset"
+        if synthetic:  # the setting that makes the rows × columns big
+            data_key = (
+                "data.test_fraction"
+                if test > train
+                else "data.features"
+                if d > train + test
+                else "data.points_per_node"
+            )
+        return budget.ModelSizes(
+            state_entries=family.dim,
+            message_entries=family.message_entries,
+            # the rows, their standardised or partitioned copies and the label arrays
+            data_values=3.0 * (train + test) * (d + 1),
+            data_key=data_key,
+            data_what=f"{train + test} rows of {d} columns",
+            state_key="data.features" if synthetic else "model.family",
+            state_what=f"{nodes} nodes with {family.dim}-entry factors (d = {d})",
+            every_slot=not cls.conjugate,
+            evaluation_values=cls.evaluation_values(scenario, family.dim, test),
+            step_values=cls.step_values(scenario, d, _largest_node(scenario, train)),
+        )
+
+    @classmethod
+    def evaluation_values(cls, scenario: Scenario, state_entries: int, test_rows: int) -> float:
+        """Numbers computed to evaluate one recorded state (moments and held-out predictions;
+        measured: about 6 copies of the state and 4 numbers a test row)."""
+        return 6.0 * state_entries + 4.0 * test_rows
+
+    @classmethod
+    def step_values(cls, scenario: Scenario, d: int, node_rows: int) -> float:
+        """Numbers of one gradient step's temporaries at a node of ``node_rows`` rows (none for
+        exact conjugate updates)."""
+        return 0.0
 
     @staticmethod
     def make_family(name: str, d: int) -> GaussianFull | GaussianDiagonal:
@@ -135,21 +239,19 @@ class GaussianRegression(Model):
 
     def _task(self, rng: np.random.Generator) -> Task:
         opts = self.options
-        test_fraction = _option(opts, "test_fraction", float, 0.2)
+        test_fraction = _test_fraction(opts)
         if self.dataset != "synthetic":
             return load_task(self.dataset, test_fraction=test_fraction, bias=True, rng=rng)
-        points = self.scenario.data.points_per_node
-        total = int(sum(points)) if isinstance(points, tuple) else int(points) * self.graph.size
-        features = _option(opts, "features", int, 5)
-        if features < 1:
-            raise ConfigError("data.features", f"must be an integer >= 1 (got {features})")
-        n_test = max(int(round(total * test_fraction / (1 - test_fraction))), 1)
+        features = _features(opts)
+        total, n_test = _synthetic_rows(
+            self.scenario.data.points_per_node, self.graph.size, test_fraction
+        )
         if self.task_kind == "regression":
             noise = _option(
                 opts, "noise", float, float(self.scenario.model.options.get("sigma", 1.0))
             )
-            if not noise > 0:
-                raise ConfigError("data.noise", f"must be > 0 (got {noise})")
+            if not 0 < noise < math.inf:
+                raise ConfigError("data.noise", f"must be a finite number > 0 (got {noise})")
             return synthetic_linear_task(
                 total, features, rng, noise_std=noise, n_test=n_test, bias=True
             )
@@ -213,10 +315,7 @@ class GaussianRegression(Model):
             )
         options: dict[str, Any] = {"family": family}
         if "sigma" in model:
-            sigma = model["sigma"]
-            if isinstance(sigma, bool) or not isinstance(sigma, int | float) or not sigma > 0:
-                raise ConfigError(f"{key}.sigma", f"must be a number > 0 (got {sigma!r})")
-            options["sigma"] = float(sigma)
+            options["sigma"] = check_sigma(model["sigma"], f"{key}.sigma")
         return prior, options
 
     @classmethod
@@ -238,6 +337,20 @@ class LinearRegression(GaussianRegression):
     @property
     def sigma(self) -> float:
         return float(self.scenario.model.options.get("sigma", 1.0))
+
+    def check_data(self, data: RegressionData) -> None:
+        """The exact posterior must be computable: finite factors and a finite KL from the prior
+        (a noise or a target too large for the model's arithmetic fails here, not in every run)."""
+        with np.errstate(all="ignore"):
+            factors = self.factors(data)
+            target = self.prior + factors.sum(axis=0)
+            kl = self.family.kl(self.prior[None, :], target)
+        if not (np.all(np.isfinite(factors)) and np.all(np.isfinite(kl))):
+            raise ConfigError(
+                "data",
+                "the data give a posterior whose KL from the prior is not finite (targets or "
+                "noise too large for the model's arithmetic, or model.sigma too small)",
+            )
 
     def factors(self, data: RegressionData) -> np.ndarray:
         """Exact local factors (Xᵀy/σ², −½XᵀX/σ²)/α in the flat layout, one row per node."""
@@ -277,6 +390,42 @@ class LogisticRegression(GaussianRegression):
     task_kind = "binary"
     conjugate: ClassVar[bool] = False
     estimators: ClassVar[tuple[str, ...]] = ("reinforce", "reparameterization", "exact")
+
+    @classmethod
+    def sizes(cls, scenario: Scenario, nodes: int) -> budget.ModelSizes:
+        """As for linear regression; evaluating a state also fills ``[metrics] ece_bins``
+        calibration bins, named when they are what makes the evaluation big."""
+        sizes = super().sizes(scenario, nodes)
+        bins = scenario.metrics.ece_bins
+        if 4.0 * bins > sizes.evaluation_values:
+            sizes = replace(
+                sizes,
+                evaluation_key="metrics.ece_bins",
+                evaluation_what=f"{bins} calibration bins per recorded slot",
+            )
+        return sizes
+
+    @classmethod
+    def evaluation_values(cls, scenario: Scenario, state_entries: int, test_rows: int) -> float:
+        """Moments and predictive probabilities of one state: about 80 copies of the state, the
+        quadrature nodes of every test row's projection (4 arrays of them, measured about 0.8 KiB a
+        row) and the calibration bins."""
+        return (
+            80.0 * state_entries
+            + 4.0 * QUADRATURE_POINTS * test_rows
+            + 2.0 * scenario.metrics.ece_bins
+        )
+
+    @classmethod
+    def step_values(cls, scenario: Scenario, d: int, node_rows: int) -> float:
+        """A step's draws: S per row (or S in all, with a d × d Hessian each), a few arrays of
+        them; the exact estimator's quadrature nodes per row."""
+        p = scenario.protocol
+        if p.estimator == "exact":
+            return 4.0 * QUADRATURE_POINTS * node_rows + 4.0 * d * d
+        if p.samples_per == "point":
+            return 4.0 * p.samples * node_rows * d + 4.0 * d * d
+        return 2.0 * p.samples * (d + d * d)
 
     def mean_gradient(self, data: RegressionData, estimator: str | None = None) -> MeanGradient:
         """∇_μ E_q[L_k(θ)] for node k (L_k: the sum of the node's log-losses)."""

@@ -1,0 +1,334 @@
+"""What a scenario costs before anything is allocated: memory, and the simulated-time horizon.
+
+Every estimate of the simulator's memory lives here: the models only say how many numbers they
+hold and compute (:meth:`gossipsim.models.Model.sizes`, a :class:`ModelSizes`) and the topology how
+many nodes and edges it will build (:func:`gossipsim.topology.planned_size`); this module turns them
+into bytes. A scenario (or a ``covertime``/``hitting`` graph) whose estimate exceeds the machine's
+memory is refused in one line naming the key that makes it big, e.g.
+``topology.nodes: 1000000000 nodes need about 715 GiB (this machine has 24 GiB)``, instead of dying
+in a ``MemoryError`` or at the hands of the kernel's OOM killer. It is checked twice: for the whole
+study from its settings before anything is built (:func:`check_study`, at parse time), and for each
+variant once its graph is built and before its data are drawn or read (:func:`check_world`).
+
+The estimates are rough (within a factor of about 2, on the high side) and cover what lives at
+once: every variant's graph, node data and per-node factors, and the largest run of one worker
+(engine arrays, the protocol's state traces, the evaluation of the recorded states, one gradient
+step). The simulated-time bound (:func:`gossipsim.links.check_horizon`) is checked at the same
+points, with the model's real message size. The constants below were measured
+with ``tracemalloc`` and the peak resident set size (``VmHWM``) of fresh processes on Python 3.11,
+NumPy 2, NetworkX 3:
+
+- a graph built with NetworkX and converted to CSR: ring and random regular graphs of 10⁶ nodes
+  peak at 572 and 709 MiB above the interpreter, a complete graph of 3,000 nodes (4.5·10⁶ edges) at
+  838 MiB: about 200 B per edge and 420-450 B per node;
+- a graph drawn straight into CSR arrays (``erdos_renyi``, ``random_geometric``): 10⁶ nodes and
+  10⁷ edges peak at 355-369 MiB: about 36 B per edge and 30 B per node (tracemalloc, which also
+  counts freed arrays: 50-71 B per edge);
+- one run: 84-108 B per slot for exact conjugate updates (engine arrays of holders, times and bits,
+  KL segments, metric columns); natural-gradient protocols record their state at every slot:
+  366-485 B per slot for the Beta (2 entries), 8.6 KiB for a 110-entry Gaussian and 72 KiB for a
+  930-entry one with the retrain baseline (about 8 copies of each state while its KL is computed);
+  evaluating a logistic-regression state costs about 0.8 KiB per test row (Gauss–Hermite
+  projections) plus about 70 copies of the state.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .errors import ConfigError
+from .links import LinkModel, check_horizon
+
+if TYPE_CHECKING:
+    from .scenario import Scenario
+    from .scheduling import IndexedGraph
+
+GIB = 2**30
+
+#: NetworkX graph (and its CSR copy) per node / per edge, bytes (measured 420-450 / 195-200)
+NX_NODE_BYTES = 512
+NX_EDGE_BYTES = 256
+#: graph drawn straight into CSR arrays, per node / per edge at the peak of the build (measured 30 /
+#: 36 in the resident set size, 50-71 per edge with tracemalloc: the edge arrays of the draw, their
+#: sorted keys and the deduplicated copy)
+CSR_NODE_BYTES = 64
+CSR_EDGE_BYTES = 80
+#: one run, per slot, whatever the model (measured 84-108)
+SLOT_BYTES = 128
+#: one recorded state: list entry, array header, slot (the entries are counted by STATE_COPIES)
+RECORD_BYTES = 200
+#: copies of each recorded state alive while the KL trace is computed (measured about 8)
+STATE_COPIES = 8
+#: per node and run: visit counts, labels, walker arrays
+RUN_NODE_BYTES = 64
+#: observations and rows are float64 / int64; generation and factor computation hold about 2 copies
+VALUE_BYTES = 8
+DATA_COPIES = 2
+#: one entry of a list of parameters kept as Python floats (a Dirichlet prior's concentrations):
+#: the list, its array, the float objects and the resolved copy of the scenario
+LIST_ENTRY_BYTES = 96
+
+
+def machine_bytes() -> int | None:
+    """Physical memory of this machine (the smaller of it and a cgroup v2 limit, as in a container);
+    None where the operating system does not say (no check is made then)."""
+    try:
+        total = int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):
+        return None
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+    except OSError:
+        return total
+    return min(total, int(limit)) if limit.isdigit() else total
+
+
+def format_bytes(n: float) -> str:
+    """``n`` bytes with a binary unit, e.g. ``93 GiB``, ``1.5 TiB``, ``512 MiB``."""
+    units = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
+    value, unit = float(n), 0
+    while value >= 1024 and unit < len(units) - 1:
+        value /= 1024
+        unit += 1
+    if value >= 10**6:  # beyond exbibytes: keep one line short
+        return f"{value:.1e} {units[unit]}"
+    return f"{value:.0f} {units[unit]}" if value >= 10 else f"{value:.1f} {units[unit]}"
+
+
+def require_fits(key: str, need: float, what: str) -> None:
+    """Refuse (a :class:`ConfigError` naming ``key``) when ``need`` bytes exceed the machine's
+    memory; ``what`` says what needs them, e.g. ``"1000000000 nodes"``."""
+    have = machine_bytes()
+    if have is not None and need > have:
+        raise ConfigError(
+            key, f"{what} need about {format_bytes(need)} (this machine has {format_bytes(have)})"
+        )
+
+
+# ------------------------------------------------------------------------------------- graphs
+
+
+def graph_bytes(nodes: float, edges: float, *, networkx: bool) -> float:
+    """Peak bytes of building a graph of ``nodes`` nodes and ``edges`` undirected edges, through
+    NetworkX or straight into CSR arrays."""
+    if networkx:
+        return nodes * NX_NODE_BYTES + edges * NX_EDGE_BYTES
+    return nodes * CSR_NODE_BYTES + edges * CSR_EDGE_BYTES
+
+
+def describe_graph(nodes: float, edges: float) -> str:
+    """``"1000000000 nodes"``, or with the edges when they dominate the graph's memory."""
+    text = f"{int(nodes)} nodes"
+    if edges > 10 * nodes:
+        text += f" and about {edges:.2g} edges"
+    return text
+
+
+def check_graph(nodes: float, edges: float, *, networkx: bool, key: str = "topology.nodes") -> None:
+    """Refuse a graph that cannot be built in this machine's memory."""
+    require_fits(key, graph_bytes(nodes, edges, networkx=networkx), describe_graph(nodes, edges))
+
+
+# ------------------------------------------------------------------------------------- worlds
+
+
+@dataclass(frozen=True)
+class ModelSizes:
+    """How big one variant's model is, in numbers (what :func:`shared_terms` and
+    :func:`run_terms` turn into bytes).
+
+    ``state_entries`` is the size of q's natural parameter (a trace row, a node's factor) and
+    ``message_entries`` that of a message; ``data_values`` counts the numbers of the node data a
+    variant holds (observations, or rows times columns, test split included). ``every_slot`` says
+    whether the protocol records its state at every slot (natural gradients) rather than at each
+    change; ``evaluation_values`` counts the numbers computed to evaluate one recorded state
+    (held-out metrics) and ``step_values`` those of one gradient step (Monte Carlo draws). The
+    ``*_key`` and ``*_what`` fields name the setting that makes a part big and say what it is, for
+    the one-line refusal."""
+
+    state_entries: int
+    message_entries: int
+    data_values: float = 0.0
+    data_key: str = "data.points_per_node"
+    data_what: str = ""
+    state_key: str = "topology.nodes"
+    state_what: str = ""
+    every_slot: bool = False
+    evaluation_values: float = 0.0
+    evaluation_key: str = "metrics.record_every"
+    evaluation_what: str = ""
+    step_values: float = 0.0
+    step_key: str = "protocol.samples"
+
+
+@dataclass(frozen=True)
+class Term:
+    """One part of a world's memory: the key that sets it, its bytes and what needs them."""
+
+    key: str
+    bytes: float
+    what: str
+
+
+@dataclass(frozen=True)
+class RunShape:
+    """The scenario settings one run's memory depends on."""
+
+    iterations: int
+    record_every: int
+    requests: int
+    retrain: bool
+
+
+def shared_terms(shape: RunShape, sizes: ModelSizes, nodes: float) -> list[Term]:
+    """What a variant holds for all its runs: the node data and the per-node factors (the data's,
+    and each protocol's copy in a run)."""
+    traces = 2 if shape.requests and shape.retrain else 1
+    return [
+        Term(
+            sizes.data_key,
+            sizes.data_values * VALUE_BYTES * DATA_COPIES,
+            sizes.data_what or f"the data of {int(nodes)} nodes",
+        ),
+        Term(
+            sizes.state_key,
+            nodes * sizes.state_entries * VALUE_BYTES * (DATA_COPIES + traces),
+            sizes.state_what or f"{int(nodes)} nodes with {sizes.state_entries}-entry factors",
+        ),
+    ]
+
+
+def run_terms(shape: RunShape, sizes: ModelSizes, nodes: float) -> list[Term]:
+    """The peak of one run (one worker), part by part: engine arrays and state traces, the
+    evaluation of the recorded states, one gradient step."""
+    traces = 2 if shape.requests and shape.retrain else 1
+    if sizes.every_slot:
+        records = float(shape.iterations)
+    else:  # exact updates record a state only when a factor is added or removed
+        records = min(float(shape.iterations), nodes * (2 + 2 * shape.requests))
+    state = RECORD_BYTES + STATE_COPIES * VALUE_BYTES * sizes.state_entries
+    recorded = shape.iterations / shape.record_every + 2 * (1 + shape.requests)
+    slots = shape.iterations * SLOT_BYTES + traces * records * state + nodes * RUN_NODE_BYTES
+    entries = f" with {sizes.state_entries}-entry states" if sizes.every_slot else ""
+    return [
+        Term("scenario.iterations", slots, f"runs of {shape.iterations} slots{entries}"),
+        Term(
+            sizes.evaluation_key,
+            recorded * sizes.evaluation_values * VALUE_BYTES,
+            sizes.evaluation_what or f"evaluating {int(recorded)} recorded slots",
+        ),
+        Term(sizes.step_key, sizes.step_values * VALUE_BYTES, "one gradient step's samples"),
+    ]
+
+
+def require_total_fits(terms: Iterable[Term], others: str = "") -> None:
+    """Refuse terms that cannot fit in the machine's memory: the first that cannot fit alone (in
+    the order given: what is allocated first), else all of them together, naming the largest
+    (``others`` says what else counts, e.g. the other variants of a sweep)."""
+    parts = [t for t in terms if t.bytes > 0]
+    for term in parts:
+        require_fits(term.key, term.bytes, term.what)
+    if parts:
+        largest = max(parts, key=lambda t: t.bytes)
+        require_fits(largest.key, math.fsum(t.bytes for t in parts), largest.what + others)
+
+
+# ------------------------------------------------------------------------------------- scenarios
+
+
+def run_shape(scenario: Scenario) -> RunShape:
+    """The settings of ``scenario`` that one run's memory depends on."""
+    return RunShape(
+        iterations=scenario.run.iterations,
+        record_every=scenario.metrics.record_every,
+        requests=len(scenario.unlearning),
+        retrain=scenario.protocol.retrain_baseline,
+    )
+
+
+def graph_key(scenario: Scenario) -> str:
+    """The setting that sets the graph's size: ``topology.nodes`` if given, else the file, the
+    grid's rows, or the bundled graph's kind."""
+    topo = scenario.topology
+    if topo.nodes is not None:
+        return "topology.nodes"
+    if topo.path is not None or "path" in topo.params:
+        return "topology.path"
+    return "topology.rows" if "rows" in topo.params else "topology.kind"
+
+
+def check_time(scenario: Scenario, sizes: ModelSizes) -> None:
+    """Refuse compute and link times whose sum over the run overflows the simulated clock
+    (:func:`gossipsim.links.check_horizon`, with the model's real message size)."""
+    links = LinkModel(scenario.links.rate_bps, scenario.links.latency_s)
+    bits = scenario.protocol.bits_per_entry * sizes.message_entries
+    check_horizon(scenario.run.iterations, scenario.compute_seconds, links, bits)
+
+
+def check_world(scenario: Scenario, sizes: ModelSizes, graph: IndexedGraph) -> None:
+    """Refuse a variant whose built graph, data and runs cannot fit in memory together, or whose
+    simulated time would overflow (called by the models before they draw or read data)."""
+    from .topology import ARRAY_KINDS
+
+    check_time(scenario, sizes)
+    nodes, edges = graph.size, graph.indices.size / 2
+    networkx = scenario.topology.kind not in ARRAY_KINDS
+    built = Term(
+        graph_key(scenario),
+        graph_bytes(nodes, edges, networkx=networkx),
+        describe_graph(nodes, edges),
+    )
+    shape = run_shape(scenario)
+    require_total_fits([built, *shared_terms(shape, sizes, nodes), *run_terms(shape, sizes, nodes)])
+
+
+def planned_terms(scenario: Scenario) -> tuple[list[Term], list[Term]] | None:
+    """The terms a variant holds for all its runs (graph, data, factors) and those of one run, when
+    its node count is known from its settings (generated graphs); None for graph files and bundled
+    graphs, or settings the build will reject (it reports them in its own words). Checks the
+    simulated time on the way."""
+    from .models import MODEL_KINDS
+    from .topology import planned_size
+
+    topo = scenario.topology
+    model = MODEL_KINDS[scenario.model.kind]
+    try:
+        check_time(scenario, model.sizes(scenario, 0))
+        planned = planned_size(topo.kind, topo.nodes, topo.params, topo.path)
+        if planned is None:
+            return None
+        nodes, edges, networkx = planned
+        sizes = model.sizes(scenario, nodes)
+    except ConfigError as exc:
+        if exc.key.startswith(("compute.", "links.")):
+            raise  # the time check itself
+        return None
+    graph = Term(
+        graph_key(scenario),
+        graph_bytes(nodes, edges, networkx=networkx),
+        describe_graph(nodes, edges),
+    )
+    shape = run_shape(scenario)
+    return [graph, *shared_terms(shape, sizes, nodes)], run_terms(shape, sizes, nodes)
+
+
+def check_study(scenarios: Iterable[Scenario]) -> None:
+    """Refuse, before anything is built, a study whose variants cannot fit in memory together:
+    every variant's graph and data are held at once (``gossipsim validate`` and ``run`` build them
+    all), and one run at a time per worker (the largest counts)."""
+    shared: list[Term] = []
+    runs: list[list[Term]] = []
+    for scenario in scenarios:
+        planned = planned_terms(scenario)
+        if planned is not None:
+            shared += planned[0]
+            runs.append(planned[1])
+    if runs:
+        others = f" (with the other {len(runs) - 1} variants)" if len(runs) > 1 else ""
+        largest_run = max(runs, key=lambda terms: math.fsum(t.bytes for t in terms))
+        require_total_fits([*shared, *largest_run], others)
