@@ -1,18 +1,34 @@
-"""The Python API in one place: load a scenario, run it, get pandas tables back."""
+"""The Python API in one place: load a scenario, run it, get pandas tables back.
+
+A run goes through four steps, in this order, so that nothing can lose finished work:
+
+1. every argument is checked and every variant's graph and data built (user errors: ConfigError);
+2. the executor is started (a Dask cluster created or reached) and only then the results folder
+   opened (cleared, or cleaned up for ``--resume``);
+3. the runs execute, each committed to the folder as it finishes;
+4. the tables, failures.csv and summary.json are committed, and only then the figures drawn; a
+   failure there, or in the theory of a variant (recorded in summary.json), is a
+   :class:`~gossipsim.results.PostProcessingError` raised once everything else is written.
+"""
 
 from __future__ import annotations
 
+import math
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from .errors import ConfigError
-from .executors import Outcome, execute, units
-from .results import Results, collect
+from .executors import Executor, Outcome, Task, describe_error, start_executor, units
+from .results import METRIC_COLUMNS, RUN_COLUMNS, PostProcessingError, Results, collect
 from .runner import World, build_world
 from .scenario import Study, load_scenario, parse_study
 from .store import RunStore
+
+# Python objects collect() keeps per run besides its table cells (a row dict, a part entry): a rough
+# lower bound, used only to refuse sweeps that cannot fit in memory
+PER_RUN_OVERHEAD_BYTES = 512
 
 
 def run(
@@ -33,53 +49,74 @@ def run(
     ``scenario`` is a loaded :class:`Study`, a path to a TOML file, or the scenario as nested dicts.
     ``runs`` and ``seed`` override the file's values. Runs execute in this process (``workers=1``),
     a local process pool (``workers=W``) or on a Dask cluster (``cluster="tcp://host:8786"`` or
-    ``"local:N"``); the results are identical whatever the choice. ``engine`` is ``"auto"`` (the
-    default, as in the CLI: vectorised wherever it applies; ``res.engines`` says which ran),
-    ``"event"`` (the SimPy engine) or ``"vectorized"`` (many runs at once in NumPy, for exact
-    conjugate scenarios with requests at iterations); the tables are the same.
+    ``"local:N"``; not together with ``workers``); the results are identical whatever the choice.
+    ``engine`` is ``"auto"`` (the default, as in the CLI: vectorised wherever it applies;
+    ``res.engines`` says which ran), ``"event"`` (the SimPy engine) or ``"vectorized"`` (many runs
+    at once in NumPy, for exact conjugate scenarios with requests at iterations); the tables are
+    the same.
 
     With ``out`` every finished run is committed to that folder as it completes and the tables (and
     the figures, with ``make_plots``) are written there at the end; ``resume=True`` continues an
     interrupted sweep in ``out``. ``progress`` shows a progress bar on stderr (runs done / total,
     rate, ETA; ``None``: only when stderr is a terminal).
 
+    Raises :class:`~gossipsim.errors.ConfigError` for bad input (before anything is written) and
+    :class:`~gossipsim.results.PostProcessingError` (its ``results`` attribute holds the tables)
+    when the runs are done but the theory of a variant, writing the tables or ``make_plots`` failed.
+
     >>> import gossipsim as gs
     >>> res = gs.run("scenarios/fig3_beta_bernoulli.toml", runs=20)   # doctest: +SKIP
     >>> res.runs.groupby("variant").cover_iteration.mean()             # doctest: +SKIP
     """
-    study = _as_study(scenario)
-    if runs is not None or seed is not None:
-        if runs is not None and (isinstance(runs, bool) or not isinstance(runs, int) or runs < 1):
-            raise ConfigError("runs", f"must be an integer >= 1 (got {runs!r})")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-            raise ConfigError("seed", f"must be an integer >= 0 (got {seed!r})")
-        study = study.with_overrides(runs=runs, seed=seed)
-    if workers < 1:
-        raise ConfigError("--workers", f"must be >= 1 (got {workers})")
+    study = _with_overrides(_as_study(scenario), runs, seed)
     if resume and out is None:
         raise ConfigError("--resume", "needs --out, the folder of the interrupted sweep")
     worlds = check(study)
     engines, notes = choose_engines(study, worlds, engine)
-    store = RunStore(out, study, resume=resume) if out is not None else None
-    tasks = [
-        (v, r)
-        for v in range(len(study.variants))
-        for r in range(study.variants[v].scenario.run.runs)
-    ]
-    done: set[tuple[int, int]] = store.finished() if store is not None else set()
-    todo = [t for t in tasks if t not in done]
-    outcomes: dict[tuple[int, int], Outcome] = {}
+    check_memory(study, worlds, "--runs" if runs is not None else "scenario.runs")
+    # read-only checks of the folder (scenario, input files, its parts): nothing is changed yet
+    store = RunStore(out, study, resume=resume, open=False) if out is not None else None
+    done = store.finished() if store is not None and resume else set()
+    with start_executor(workers, cluster) as executor:
+        if store is not None:
+            store.open()  # the executor is running: only now is the folder touched
+        outcomes = _execute(study, worlds, engines, executor, store, done, progress)
+    return _finish(study, worlds, notes, store, outcomes, make_plots)
+
+
+def _with_overrides(study: Study, runs: int | None, seed: int | None) -> Study:
+    """The study with ``runs`` / ``seed`` replaced, after checking them."""
+    if runs is None and seed is None:
+        return study
+    if runs is not None and (isinstance(runs, bool) or not isinstance(runs, int) or runs < 1):
+        raise ConfigError("runs", f"must be an integer >= 1 (got {runs!r})")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise ConfigError("seed", f"must be an integer >= 0 (got {seed!r})")
+    return study.with_overrides(runs=runs, seed=seed)
+
+
+def _execute(
+    study: Study,
+    worlds: list[World],
+    engines: list[str],
+    executor: Executor,
+    store: RunStore | None,
+    done: set[Task],
+    progress: bool | None,
+) -> dict[Task, Outcome]:
+    """Run every task not in ``done``; outcomes are committed to ``store`` as they come (and
+    returned only without a store)."""
+    total = sum(v.scenario.run.runs for v in study.variants)
+    outcomes: dict[Task, Outcome] = {}
     bar = None
     if progress is not False:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), unit="run", file=sys.stderr,
+        bar = tqdm(total=total, initial=len(done), unit="run", file=sys.stderr,
                    disable=None if progress is None else False, desc=study.name)  # fmt: skip
     try:
-        work = units(todo, engines)
-        for variant, outcome in execute(
-            study, work, workers=workers, cluster=cluster, worlds=worlds
-        ):
+        work = units(_todo(study, done), engines)  # lazy: no list of every task
+        for variant, outcome in executor.map(study, work, worlds):
             if store is not None:
                 store.save(variant, outcome)
             else:
@@ -89,16 +126,112 @@ def run(
     finally:
         if bar is not None:
             bar.close()
+    return outcomes
+
+
+def _todo(study: Study, done: set[Task]) -> Iterator[Task]:
+    """The (variant, run) pairs still to run, in order, one at a time."""
+    for v, variant in enumerate(study.variants):
+        for r in range(variant.scenario.run.runs):
+            if (v, r) not in done:
+                yield (v, r)
+
+
+def _finish(
+    study: Study,
+    worlds: list[World],
+    notes: list[str],
+    store: RunStore | None,
+    outcomes: dict[Task, Outcome],
+    make_plots: Callable[[Results, Path], None] | None,
+) -> Results:
+    """Merge the outcomes into tables, commit them, then run the steps that may fail (theory is
+    recorded per variant, figures drawn last); raise PostProcessingError if any did."""
     ordered = store.load() if store is not None else ((t[0], outcomes[t]) for t in sorted(outcomes))
     results = collect(study, ordered, node_labels=[w.indexed.labels for w in worlds])
+    results.engines = {v.label: note for v, note in zip(study.variants, notes, strict=True)}
+    failures = _attach_theory(results, study, worlds)
+    folder = store.dir if store is not None else None
+    if store is not None:
+        try:
+            results.write_tables(store.dir)
+            store.finish()
+        except Exception as exc:  # e.g. the disk is full: the parts are kept for --resume
+            raise PostProcessingError(
+                results, folder, [*failures, f"writing the tables failed ({describe_error(exc)})"]
+            ) from exc
+        if make_plots is not None and len(results.runs):  # nothing to draw if every run failed
+            try:
+                results.write_plots(store.dir, make_plots)
+            except KeyboardInterrupt:  # the sweep is complete: --resume would run it all again
+                failures.append("plotting was interrupted")
+                raise PostProcessingError(results, folder, failures, interrupted=True) from None
+            except Exception as exc:  # any bug or full disk while drawing: the tables stay
+                failures.append(f"plotting failed ({describe_error(exc)})")
+    if failures:
+        raise PostProcessingError(results, folder, failures)
+    return results
+
+
+def _attach_theory(results: Results, study: Study, worlds: list[World]) -> list[str]:
+    """Each variant's theory block for summary.json; a variant whose theory raises gets its error
+    recorded instead (summary.json ``theory_error``) and listed in the returned failures."""
     from .theory import theory_for
 
-    results.theory = {v.label: theory_for(w) for v, w in zip(study.variants, worlds, strict=True)}
-    results.engines = {v.label: note for v, note in zip(study.variants, notes, strict=True)}
-    if store is not None:
-        results.write(store.dir, make_plots=make_plots)
-        store.finish()
-    return results
+    failures = []
+    for variant, world in zip(study.variants, worlds, strict=True):
+        try:
+            results.theory[variant.label] = theory_for(world)
+        except Exception as exc:  # the runs are done: a theory bug must not lose them
+            results.theory_errors[variant.label] = describe_error(exc)
+            failures.append(
+                f"the theory step failed for variant {variant.label!r} ({describe_error(exc)}), "
+                "recorded in summary.json"
+            )
+    return failures
+
+
+def check_memory(study: Study, worlds: list[World], key: str) -> None:
+    """Refuse, in one line naming ``key``, a study whose tables cannot fit in this machine's
+    memory: a lower bound (every run records at least its first and last slot, or every
+    ``record_every``-th slot of a run that cannot stop early) of the cells of runs.csv and
+    metrics.csv at 8 bytes each, plus a little per run."""
+    memory = physical_memory()
+    if memory is None:
+        return
+    need = sum(
+        _table_bytes(world) * v.scenario.run.runs
+        for v, world in zip(study.variants, worlds, strict=True)
+    )
+    if need > memory:
+        runs = sum(v.scenario.run.runs for v in study.variants)
+        raise ConfigError(
+            key,
+            f"{runs:,} runs would need at least {need / 2**30:,.1f} GiB of memory for their tables, "
+            f"more than this machine's {memory / 2**30:,.1f} GiB; run fewer (or record fewer slots "
+            "with metrics.record_every)",
+        )
+
+
+def _table_bytes(world: World) -> int:
+    """A lower bound of the bytes one run of ``world`` adds to the tables held in memory."""
+    sc = world.scenario
+    slots = 2 if sc.run.stop_when_done else math.ceil(sc.run.iterations / sc.metrics.record_every)
+    columns = len(METRIC_COLUMNS) - 2  # retrain_kl and best_family_kl only where they apply
+    columns += bool(world.requests and sc.protocol.retrain_baseline) + world.model.has_best_family
+    columns += len(world.model.evaluation_columns())
+    return (
+        8 * (len(RUN_COLUMNS) + max(min(slots, sc.run.iterations), 1) * columns)
+        + PER_RUN_OVERHEAD_BYTES
+    )
+
+
+def physical_memory() -> int | None:
+    """This machine's memory in bytes (``None`` where the system does not say)."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, OSError, ValueError):
+        return None
 
 
 def choose_engines(study: Study, worlds: list[World], engine: str) -> tuple[list[str], list[str]]:

@@ -1,12 +1,15 @@
 """The ``gossipsim`` command line.
 
 User errors print one line, ``gossipsim: error: <key>: <what is allowed>``, on stderr and exit with
-status 2; nothing is written.
+status 2; nothing is written. A failure after the runs (theory, figures, writing the tables) prints
+one line saying what failed and what to do, and exits with status 1; the tables are kept. Ctrl-C
+prints one line and exits with status 130.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
@@ -19,6 +22,10 @@ from . import __version__
 from .errors import ConfigError
 
 EXIT_USAGE = 2
+EXIT_FAILED = 1  # runs failed, or the runs are done but a step after them failed
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
+# OS errors that mean the results folder cannot be written (not a bug): one line, not a traceback
+DISK_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -83,12 +90,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--workers",
         type=_positive_int("--workers"),
-        default=1,
-        help="local worker processes (results identical for any number)",
+        default=None,
+        help="local worker processes (default 1; results identical for any number)",
     )
     run.add_argument(
         "--cluster",
-        help="run on Dask: a scheduler address tcp://host:8786, or local:N for a local cluster of N workers",
+        help="run on Dask: a scheduler address tcp://host:8786, or local:N for a local cluster of N workers (not with --workers)",
     )
     run.add_argument(
         "--engine",
@@ -222,18 +229,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             "gossipsim: interrupted; finished runs are kept: continue with the same command and --resume",
             file=sys.stderr,
         )
-        return 130
+        return EXIT_INTERRUPTED
+
+
+def _error_line(message: str) -> None:
+    print(f"gossipsim: error: {message}", file=sys.stderr)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from .api import run
-    from .results import Results
+    from .results import PostProcessingError, Results
     from .scenario import load_scenario
 
+    if args.out is not None and not args.out.strip():
+        raise ConfigError("--out", "must name a folder (got an empty name)")
+    if args.cluster is not None and args.workers is not None:
+        raise ConfigError(
+            "--cluster",
+            "cannot be combined with --workers: the cluster's workers run the sweep; give one of them",
+        )
     study = load_scenario(args.file)
     out = Path(args.out) if args.out else Path("results") / study.name
-    if out.exists() and not out.is_dir():
-        raise ConfigError("--out", f"{str(out)!r} exists and is not a folder")
     progress = {"auto": None, "on": True, "off": False}[args.progress]
 
     def make_plots(res: Results, folder: Path) -> None:
@@ -244,12 +260,54 @@ def _cmd_run(args: argparse.Namespace) -> int:
             fmt=args.format, statistic=args.statistic, graphs=_graphs(res.study),
         )  # fmt: skip
 
-    results = run(
-        study, runs=args.runs, seed=args.seed, workers=args.workers, cluster=args.cluster,
-        engine=args.engine, out=out, resume=args.resume,
-        make_plots=None if args.no_plots else make_plots,
-        progress=progress,
-    )  # fmt: skip
+    try:
+        results = run(
+            study, runs=args.runs, seed=args.seed, workers=args.workers or 1,
+            cluster=args.cluster, engine=args.engine, out=out, resume=args.resume,
+            make_plots=None if args.no_plots else make_plots,
+            progress=progress,
+        )  # fmt: skip
+    except PostProcessingError as exc:
+        _report(exc.results, out)
+        _error_line(str(exc))
+        return EXIT_INTERRUPTED if exc.interrupted else EXIT_FAILED
+    except OSError as exc:  # the disk filled up (or became read-only) while committing runs
+        if exc.errno not in DISK_ERRORS:
+            raise
+        _error_line(
+            f"cannot write {out}/ ({exc.strerror or exc}); the finished runs are kept: fix the cause "
+            "and continue with the same command and --resume"
+        )
+        return EXIT_FAILED
+    return _report(results, out)
+
+
+def _report(results: Any, out: Path) -> int:
+    """Print what a run wrote and its summary; status 1 if runs failed. The tables are written by
+    now, so a failure while summarising is one line, never a traceback."""
+    try:
+        _print_summary(results, out)
+    except BrokenPipeError:  # `gossipsim run ... | head`: main() stops quietly
+        raise
+    except Exception as exc:  # a bug here must not hide the written tables
+        from .executors import describe_error
+
+        _error_line(
+            f"the tables are in {out}/, but summarising them failed ({describe_error(exc)})"
+        )
+        return EXIT_FAILED
+    failed = len(results.failures)
+    if failed:
+        which = f"all {failed} runs failed" if not len(results.runs) else f"{failed} run(s) failed"
+        print(
+            f"gossipsim: {which}; their errors and seeds are in {out}/failures.csv",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+    return 0
+
+
+def _print_summary(results: Any, out: Path) -> None:
     runs = results.runs
     print(f"wrote {out}/ ({len(runs)} runs, {len(results.variants)} variant(s))")
     engines = list(results.engines.values())
@@ -268,14 +326,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
         theory = results.theory.get(str(label), {}).get("expected_unlearning_latency", {})
         for _, part_req in req.groupby("request", sort=True):
             print(_request_line(part_req, theory))
-    failed = len(results.failures)
-    if failed:
-        print(
-            f"gossipsim: {failed} run(s) failed; their errors and seeds are in {out}/failures.csv",
-            file=sys.stderr,
-        )
-        return 1
-    return 0
+        nonfinite = results.nonfinite_runs(str(label))
+        if nonfinite:
+            print(
+                f"gossipsim: warning: variant {label}: the KL became NaN or infinite in {nonfinite}/"
+                f"{len(part)} runs (runs.csv nonfinite_kl_slots); those slots are not a divergence "
+                "the run tracked",
+                file=sys.stderr,
+            )
 
 
 def _request_line(req: Any, theory: dict[str, float]) -> str:
@@ -321,27 +379,38 @@ def _cmd_status(args: argparse.Namespace) -> int:
 def _cmd_compare(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from .plots import plot_kl_vs_iteration
+    from .plots import FORMATS, plot_kl_vs_iteration
     from .results import load_results
+    from .store import check_output_folder
 
+    out = Path(args.out)
+    if not args.out.strip() or out.suffix.lstrip(".").lower() not in FORMATS:
+        raise ConfigError(
+            "--out",
+            f"a figure file ending in {', '.join('.' + f for f in FORMATS)} (got {args.out!r})",
+        )
+    if out.is_dir():
+        raise ConfigError("--out", f"{args.out!r} is a folder; give a figure file")
+    check_output_folder(out.parent, "--out")
     frames = []
     labels = []
     for folder in args.dirs:
-        if not (Path(folder) / "summary.json").is_file():
-            raise ConfigError(
-                "DIR", f"{folder!r} is not a finished gossipsim results folder (no summary.json)"
-            )
         metrics, _, _, summary = load_results(folder)
         name = Path(folder).name
         metrics = metrics.assign(variant=name + ": " + metrics["variant"].astype(str))
         frames.append(metrics)
         labels += [f"{name}: {v}" for v in summary.get("variants", {})]
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    plot_kl_vs_iteration(
-        pd.concat(frames, ignore_index=True), labels, out, statistic=args.statistic,
-        title=f"KL vs iteration ({args.statistic}, 75% band)",
-    )  # fmt: skip
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        plot_kl_vs_iteration(
+            pd.concat(frames, ignore_index=True), labels, out, statistic=args.statistic,
+            title=f"KL vs iteration ({args.statistic}, 75% band)",
+        )  # fmt: skip
+    except Exception as exc:  # one line, never a traceback
+        from .executors import describe_error
+
+        _error_line(f"drawing {args.out} failed ({describe_error(exc)})")
+        return EXIT_FAILED
     print(out)
     return 0
 
@@ -473,32 +542,39 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     from .plots import plot_results
     from .results import load_results
     from .scenario import parse_study
+    from .store import check_output_folder
 
     folder = Path(args.dir)
-    if not (folder / "summary.json").is_file():
-        raise ConfigError(
-            "DIR", f"{str(folder)!r} is not a gossipsim results folder (no summary.json)"
-        )
     metrics, runs, requests, summary = load_results(folder)
+    check_output_folder(folder / "plots", "DIR")
     visits_path = folder / "visits.csv"
-    visits = pd.read_csv(visits_path) if visits_path.is_file() else None
+    try:
+        visits = pd.read_csv(visits_path) if visits_path.is_file() else None
+    except (OSError, ValueError):
+        visits = None  # only the visits figure needs it
     graphs: dict[str, Any] = {}
     try:
         study = parse_study(summary["scenario"], path=summary.get("scenario_file"))
         graphs = _graphs(study)
-    except (ConfigError, KeyError, OSError) as exc:
+    except (ConfigError, KeyError, OSError, TypeError) as exc:
         print(f"gossipsim: note: graph drawing skipped ({exc})", file=sys.stderr)
-    written = plot_results(
-        metrics,
-        runs,
-        requests,
-        visits,
-        summary,
-        folder / "plots",
-        fmt=args.format,
-        statistic=args.statistic,
-        graphs=graphs,
-    )
+    try:
+        written = plot_results(
+            metrics,
+            runs,
+            requests,
+            visits,
+            summary,
+            folder / "plots",
+            fmt=args.format,
+            statistic=args.statistic,
+            graphs=graphs,
+        )
+    except Exception as exc:  # one line, never a traceback; the tables stay
+        from .executors import describe_error
+
+        _error_line(f"plotting {folder}/ failed ({describe_error(exc)})")
+        return EXIT_FAILED
     for path in written:
         print(path)
     return 0

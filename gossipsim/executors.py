@@ -5,6 +5,12 @@ the caller stores them and merges them in (variant, run) order, so the tables ar
 whatever the executor and the number of workers. A run that raises becomes a :class:`RunFailure`
 (its error message and seed), and the sweep goes on.
 
+An executor is started by :func:`start_executor` *before* the caller touches its results folder, so
+a bad ``--workers`` / ``--cluster`` or a cluster that cannot be reached changes nothing on disk. Work
+is handed out lazily (a few units in flight per worker), so a sweep of many runs never holds a task
+list in memory. On Ctrl-C the workers stay quiet (they ignore SIGINT) and the caller stops them;
+pool workers also exit by themselves when their parent process dies.
+
 Dask is optional (``pip install 'gossipsim[cluster]'``): ``cluster="tcp://host:8786"`` connects to a
 running scheduler, ``cluster="local:N"`` starts a ``dask.distributed.LocalCluster`` of N
 single-threaded worker processes for the duration of the sweep.
@@ -12,10 +18,18 @@ single-threaded worker processes for the duration of the sweep.
 
 from __future__ import annotations
 
+import contextlib
+import multiprocessing
+import os
+import signal
+import threading
+import time
 import traceback
-from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import chain, islice
+from multiprocessing import connection
 from typing import Any
 
 from .errors import ConfigError
@@ -26,6 +40,10 @@ Task = tuple[int, int]  # (variant index, run index)
 Unit = tuple[int, tuple[int, ...], str]  # (variant, runs, engine): the unit of work
 
 CLUSTER_TIMEOUT_S = 10.0
+ABORT_TIMEOUT_S = 10.0  # how long an interrupted sweep waits for a Dask cluster to close
+PARENT_POLL_S = 0.5  # how often a pool worker checks that its parent is still alive
+IN_FLIGHT_PER_WORKER = 4  # Dask: units submitted ahead per worker (results stream, memory bounded)
+ADDRESS_SCHEMES = ("tcp://", "tls://", "ws://", "wss://", "inproc://")
 
 
 @dataclass(frozen=True)
@@ -69,7 +87,7 @@ def run_unit(study: Study, unit: Unit) -> list[tuple[int, Outcome]]:
         try:
             return [(variant, out) for out in simulate_runs(_world(study, variant), runs)]
         except Exception as exc:  # the whole batch is recorded as failed
-            message = _message(exc)
+            message = describe_error(exc)
             return [(variant, RunFailure(r, run_seed(base, r), message)) for r in runs]
     out: list[tuple[int, Outcome]] = []
     for run in runs:
@@ -77,28 +95,28 @@ def run_unit(study: Study, unit: Unit) -> list[tuple[int, Outcome]]:
         try:
             out.append((variant, simulate_run(_world(study, variant), run, seed)))
         except Exception as exc:  # a failed run is recorded, the sweep continues
-            out.append((variant, RunFailure(run, seed, _message(exc))))
+            out.append((variant, RunFailure(run, seed, describe_error(exc))))
     return out
 
 
-def _message(exc: BaseException) -> str:
+def describe_error(exc: BaseException) -> str:
+    """An exception as one line: its type and message."""
     return traceback.format_exception_only(type(exc), exc)[-1].strip()
 
 
-def units(tasks: Sequence[Task], engines: Sequence[str], batch: int = 1024) -> list[Unit]:
-    """Group tasks into units: one per run on the event engine, batches per variant on the
-    vectorised engine."""
-    out: list[Unit] = []
+def units(tasks: Iterable[Task], engines: Sequence[str], batch: int = 1024) -> Iterator[Unit]:
+    """Group tasks into units, lazily: one per run on the event engine, batches per variant on the
+    vectorised engine (a variant's last, partial batch comes once its tasks are exhausted)."""
     pending: dict[int, list[int]] = {}
     for variant, run in tasks:
         if engines[variant] == "vectorized":
             pending.setdefault(variant, []).append(run)
             if len(pending[variant]) == batch:
-                out.append((variant, tuple(pending.pop(variant)), "vectorized"))
+                yield (variant, tuple(pending.pop(variant)), "vectorized")
         else:
-            out.append((variant, (run,), "event"))
-    out += [(v, tuple(runs), "vectorized") for v, runs in sorted(pending.items())]
-    return out
+            yield (variant, (run,), "event")
+    for variant, runs in sorted(pending.items()):
+        yield (variant, tuple(runs), "vectorized")
 
 
 def prime(study: Study, worlds: Sequence[World]) -> None:
@@ -107,57 +125,267 @@ def prime(study: Study, worlds: Sequence[World]) -> None:
     _CACHE["worlds"] = dict(enumerate(worlds))
 
 
-def execute(
-    study: Study,
-    work: Sequence[Unit],
-    *,
-    workers: int = 1,
-    cluster: str | None = None,
-    worlds: Sequence[World] | None = None,
-) -> Iterator[tuple[int, Outcome]]:
-    """Run the units of ``work`` and yield ``(variant, outcome)`` for each run as it finishes."""
-    if workers < 1:
-        raise ConfigError("--workers", f"must be >= 1 (got {workers})")
-    if cluster is not None:
-        yield from _dask(study, work, cluster)
-    elif workers == 1 or len(work) <= 1:
+class Executor:
+    """Runs units of work somewhere. Made by :func:`start_executor`, which closes it."""
+
+    def map(
+        self, study: Study, work: Iterable[Unit], worlds: Sequence[World] | None = None
+    ) -> Iterator[tuple[int, Outcome]]:
+        """Run the units of ``work`` and yield ``(variant, outcome)`` for each run as it finishes."""
         if worlds is not None:
             prime(study, worlds)
         for unit in work:
             yield from run_unit(study, unit)
-    else:
-        yield from _pool(study, work, workers)
+
+    def close(self) -> None:
+        """Release the workers after a sweep that ended normally."""
+
+    def abort(self) -> None:
+        """Stop the workers at once (Ctrl-C or an error): runs in flight are dropped."""
+        self.close()
 
 
-def _pool(study: Study, work: Sequence[Unit], workers: int) -> Iterator[tuple[int, Outcome]]:
-    # at most a few units in flight per worker: results stream back, memory stays bounded
-    pending: set[Future[list[tuple[int, Outcome]]]] = set()
-    todo = iter(work)
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        for unit in _take(todo, 4 * workers):
-            pending.add(pool.submit(run_unit, study, unit))
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                yield from future.result()
-                for unit in _take(todo, 1):
-                    pending.add(pool.submit(run_unit, study, unit))
+class InProcess(Executor):
+    """Every run in this process, one after another."""
 
 
-def _take(it: Iterator[Unit], n: int) -> Iterable[Unit]:
-    for _ in range(n):
-        try:
-            yield next(it)
-        except StopIteration:
+class LocalPool(Executor):
+    """A local pool of ``workers`` processes, each fed units of work through its own pipe; a
+    single unit of work runs in this process instead (starting workers would cost more).
+
+    Each worker has its own pipe (not one queue shared by all, as in ``concurrent.futures``), so
+    stopping the pool is safe at any moment: a worker terminated half-way through sending a result
+    corrupts only its own pipe, which is dropped, and nothing waits for it at exit. A worker that
+    dies (killed, out of memory) has its unit recorded as failed and is replaced.
+    """
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self.pool: list[_Worker] = []
+        self.context = multiprocessing.get_context()
+
+    def map(
+        self, study: Study, work: Iterable[Unit], worlds: Sequence[World] | None = None
+    ) -> Iterator[tuple[int, Outcome]]:
+        todo = iter(work)
+        head = list(islice(todo, 2))
+        if len(head) < 2:
+            yield from super().map(study, head, worlds)
             return
+        retry: list[Unit] = []  # units queued on a worker that died before running them
+        units_left = chain(head, todo)
+
+        def next_unit() -> Unit | None:
+            if retry:
+                return retry.pop()
+            return next(units_left, None)
+
+        self.pool = [_Worker(self.context, study) for _ in range(self.workers)]
+        for worker in self.pool:
+            worker.feed(next_unit)
+        while any(worker.pending for worker in self.pool):
+            busy = [w for w in self.pool if w.pending]
+            ready = set(connection.wait([w.conn for w in busy] + [w.sentinel for w in busy]))
+            for worker in busy:
+                if worker.conn in ready or worker.sentinel in ready:
+                    index = self.pool.index(worker)
+                    yield from self._collect(worker, study, retry)
+                    self.pool[index].feed(next_unit)  # the same worker, or its replacement
+
+    def _collect(
+        self, worker: _Worker, study: Study, retry: list[Unit]
+    ) -> list[tuple[int, Outcome]]:
+        """The result of the worker's first unit in flight; if the worker died, its unit is
+        recorded as failed, the units queued behind it go back to the queue and it is replaced."""
+        try:
+            result: list[tuple[int, Outcome]] = worker.conn.recv()
+        except (EOFError, OSError):
+            failed = worker.pending.popleft()
+            retry.extend(worker.pending)
+            worker.pending.clear()
+            code = worker.stop()
+            self.pool[self.pool.index(worker)] = _Worker(self.context, study)
+            return _failed(study, failed, f"the worker process died (exit code {code})")
+        worker.pending.popleft()
+        return result
+
+    def close(self) -> None:
+        for worker in self.pool:
+            worker.stop(wait=True)
+        self.pool = []
+
+    def abort(self) -> None:
+        for worker in self.pool:
+            worker.stop()
+        self.pool = []
 
 
-def _dask(study: Study, work: Sequence[Unit], cluster: str) -> Iterator[tuple[int, Outcome]]:
+class _Worker:
+    """One pool process and the units sent to it, oldest first."""
+
+    AHEAD = 2  # units queued per worker, so that it never waits for the parent between units
+
+    def __init__(self, context: Any, study: Study) -> None:
+        self.conn, child = context.Pipe(duplex=True)
+        self.process = context.Process(
+            target=_pool_worker, args=(child, os.getpid()), daemon=True, name="gossipsim-worker"
+        )
+        self.process.start()
+        child.close()  # the worker's end lives in the worker only: its death is an EOF here
+        self.sentinel = self.process.sentinel
+        self.pending: deque[Unit] = deque()
+        self.conn.send(("study", study))  # once: every unit of the sweep reuses it
+
+    def feed(self, next_unit: Callable[[], Unit | None]) -> None:
+        while len(self.pending) < self.AHEAD and (unit := next_unit()) is not None:
+            self.conn.send(("unit", unit))
+            self.pending.append(unit)
+
+    def stop(self, wait: bool = False) -> int | None:
+        """End the process: asked to exit once its queue is done (``wait``), else terminated at
+        once (SIGTERM, which prints nothing). Returns its exit code."""
+        with contextlib.suppress(OSError):
+            if wait:
+                self.conn.send(None)
+                self.process.join(timeout=60)
+        if self.process.is_alive():
+            self.process.terminate()
+        self.process.join(timeout=5)
+        self.conn.close()
+        return self.process.exitcode
+
+
+def _pool_worker(conn: Any, parent: int) -> None:
+    """A pool process: receive the study, then run units and send their outcomes back, until told
+    to stop or the parent's end of the pipe closes."""
+    _pool_worker_init(parent)
+    study: Study | None = None
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):  # the parent is gone
+            return
+        if message is None:
+            return
+        kind, payload = message
+        if kind == "study":
+            study = payload
+            continue
+        assert study is not None
+        conn.send(run_unit(study, payload))
+
+
+def _failed(study: Study, unit: Unit, error: str) -> list[tuple[int, Outcome]]:
+    """Every run of ``unit`` recorded as failed with ``error``."""
+    variant, runs, _ = unit
+    base = study.variants[variant].scenario.run.seed
+    return [(variant, RunFailure(r, run_seed(base, r), error)) for r in runs]
+
+
+def _pool_worker_init(parent: int) -> None:
+    """Set up a pool worker: Ctrl-C is the parent's to handle (it stops the pool; a worker raising
+    KeyboardInterrupt would only print a traceback), and the worker exits when its parent dies (a
+    ``kill -9`` of the main process would otherwise leave it waiting for work for minutes)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    watch = threading.Thread(
+        target=_exit_with_parent, args=(os.getppid(), parent), daemon=True, name="parent-watch"
+    )
+    watch.start()
+
+
+def _exit_with_parent(ppid: int, parent: int) -> None:
+    """Exit this process once it has been orphaned: its parent process id changed (the parent
+    died and the process was re-parented), or the main process is gone."""
+    while True:
+        time.sleep(PARENT_POLL_S)
+        if os.getppid() != ppid or not _alive(parent):
+            os._exit(1)
+
+
+def _alive(pid: int) -> bool:
     try:
-        from dask.distributed import Client, LocalCluster, as_completed
-    except ImportError:
-        raise ConfigError("--cluster", "needs Dask: pip install 'gossipsim[cluster]'") from None
-    local = None
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+class DaskCluster(Executor):
+    """A Dask cluster: ``local:N`` starts a LocalCluster of N single-threaded worker processes,
+    an address such as ``tcp://host:8786`` connects to a running scheduler."""
+
+    def __init__(self, cluster: str) -> None:
+        workers = _parse_cluster(cluster)
+        try:
+            from dask.distributed import Client, LocalCluster
+        except ImportError:
+            raise ConfigError("--cluster", "needs Dask: pip install 'gossipsim[cluster]'") from None
+        self.local: Any = None
+        address: Any = cluster
+        if workers is not None:
+            # the cluster's processes inherit an ignored SIGINT: Ctrl-C is for this process to
+            # handle (it closes the cluster), not for every worker to print a traceback about
+            with _sigint_ignored():
+                self.local = LocalCluster(
+                    n_workers=workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=None,
+                    silence_logs=50,
+                )
+            address = self.local
+        try:
+            self.client = Client(address, timeout=f"{CLUSTER_TIMEOUT_S}s", set_as_default=False)
+        except (OSError, TimeoutError) as exc:
+            if self.local is not None:
+                self.local.close()
+            raise ConfigError(
+                "--cluster",
+                f"cannot reach the Dask scheduler at {cluster} within {CLUSTER_TIMEOUT_S:g} s ({type(exc).__name__})",
+            ) from None
+
+    def map(
+        self, study: Study, work: Iterable[Unit], worlds: Sequence[World] | None = None
+    ) -> Iterator[tuple[int, Outcome]]:
+        from dask.distributed import as_completed
+
+        todo = iter(work)
+        workers = len(self.client.scheduler_info().get("workers", {}))
+        ahead = IN_FLIGHT_PER_WORKER * max(workers, 4)
+        first = [
+            self.client.submit(run_unit, study, unit, pure=False) for unit in islice(todo, ahead)
+        ]
+        queue = as_completed(first, loop=self.client.loop)
+        for future in queue:
+            for unit in islice(todo, 1):
+                queue.add(self.client.submit(run_unit, study, unit, pure=False))
+            result = future.result()
+            future.release()
+            yield from result
+
+    def close(self) -> None:
+        with _sigint_ignored():  # a second Ctrl-C must not leave the cluster half closed
+            self.client.close()
+            if self.local is not None:
+                self.local.close()
+
+    def abort(self) -> None:
+        # closing waits on the client's event loop, which the interrupt may have left stuck: give
+        # it a while, then let the process exit (Dask's workers exit when their parent dies)
+        closer = threading.Thread(target=self._quiet_close, daemon=True, name="dask-close")
+        closer.start()
+        closer.join(ABORT_TIMEOUT_S)
+
+    def _quiet_close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
+
+def _parse_cluster(cluster: str) -> int | None:
+    """The number of workers of ``local:N`` (``None`` for a scheduler address); a ConfigError for
+    anything else."""
     if cluster.startswith("local:"):
         try:
             n = int(cluster.split(":", 1)[1])
@@ -167,36 +395,65 @@ def _dask(study: Study, work: Sequence[Unit], cluster: str) -> Iterator[tuple[in
             raise ConfigError(
                 "--cluster", f"local:N needs a number of workers N >= 1 (got {cluster!r})"
             )
-        local = LocalCluster(
-            n_workers=n,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            silence_logs=50,
-        )
-        address: Any = local
-    elif cluster.startswith(("tcp://", "tls://", "ws://", "wss://", "inproc://")):
-        address = cluster
-    else:
-        raise ConfigError(
-            "--cluster",
-            f"expected a scheduler address such as tcp://host:8786 or local:N (got {cluster!r})",
-        )
+        return n
+    if cluster.startswith(ADDRESS_SCHEMES) and len(cluster) > cluster.index("://") + 3:
+        return None
+    raise ConfigError(
+        "--cluster",
+        f"expected a scheduler address such as tcp://host:8786 or local:N (got {cluster!r})",
+    )
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored for the duration (only the main thread may change signal handlers)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        client = Client(address, timeout=f"{CLUSTER_TIMEOUT_S}s", set_as_default=False)
-    except (OSError, TimeoutError) as exc:
-        if local is not None:
-            local.close()
-        raise ConfigError(
-            "--cluster",
-            f"cannot reach the Dask scheduler at {cluster} within {CLUSTER_TIMEOUT_S:g} s ({type(exc).__name__})",
-        ) from None
-    try:
-        futures = [client.submit(run_unit, study, unit, pure=False) for unit in work]
-        for future in as_completed(futures, loop=client.loop):
-            yield from future.result()
-            future.release()
+        yield
     finally:
-        client.close()
-        if local is not None:
-            local.close()
+        signal.signal(signal.SIGINT, previous)
+
+
+def make_executor(workers: int = 1, cluster: str | None = None) -> Executor:
+    """Check ``workers`` and ``cluster`` and start the executor they name (a ConfigError, in one
+    line, if they are wrong or the cluster cannot be started or reached)."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ConfigError("--workers", f"must be an integer >= 1 (got {workers!r})")
+    if cluster is not None:
+        if workers != 1:
+            raise ConfigError(
+                "--cluster",
+                "cannot be combined with --workers: the cluster's workers run the sweep; give one of them",
+            )
+        return DaskCluster(cluster)
+    return InProcess() if workers == 1 else LocalPool(workers)
+
+
+@contextlib.contextmanager
+def start_executor(workers: int = 1, cluster: str | None = None) -> Iterator[Executor]:
+    """Start an executor for the duration of a ``with`` block: closed normally at its end, stopped
+    at once (workers terminated, nothing printed) if the block raises or is interrupted."""
+    executor = make_executor(workers, cluster)
+    try:
+        yield executor
+    except BaseException:
+        executor.abort()
+        raise
+    executor.close()
+
+
+def execute(
+    study: Study,
+    work: Iterable[Unit],
+    *,
+    workers: int = 1,
+    cluster: str | None = None,
+    worlds: Sequence[World] | None = None,
+) -> Iterator[tuple[int, Outcome]]:
+    """Run the units of ``work`` on a fresh executor and yield ``(variant, outcome)`` for each run
+    as it finishes."""
+    with start_executor(workers, cluster) as executor:
+        yield from executor.map(study, work, worlds)

@@ -3,18 +3,21 @@
 A results folder holds ``metrics.csv``, ``runs.csv``, ``requests.csv``, ``visits.csv``,
 ``failures.csv``, ``summary.json`` and ``plots/``. They are written into a staging folder and renamed
 into place one by one, so no file is ever half written (the runs themselves are committed as they
-finish by :mod:`gossipsim.store`). Missing values (a run that never converged) are empty cells.
+finish by :mod:`gossipsim.store`). The tables and ``summary.json`` are committed first and the
+figures after them, so a failure while drawing cannot lose the tables. Missing values (a run that
+never converged) are empty cells.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import math
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +30,7 @@ from .executors import RunFailure
 from .metrics import quantile_summary
 from .runner import BatchOutput, RunOutput
 from .scenario import Study
+from .store import STAGING_PREFIX  # stale staging folders are removed by the next run on the folder
 
 RUN_COLUMNS = [
     "variant",
@@ -41,6 +45,7 @@ RUN_COLUMNS = [
     "best_family_kl",
     "damped_steps",
     "domain_recoveries",
+    "nonfinite_kl_slots",
 ]
 REQUEST_COLUMNS = [
     "variant", "run", "request", "node", "request_iteration", "request_time", "settled_at_request",
@@ -66,6 +71,7 @@ class Results:
     failures: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=FAILURE_COLUMNS))
     theory: dict[str, dict[str, Any]] = field(default_factory=dict)
     engines: dict[str, str] = field(default_factory=dict)
+    theory_errors: dict[str, str] = field(default_factory=dict)  # variant -> why its theory failed
 
     @property
     def variants(self) -> list[str]:
@@ -95,6 +101,7 @@ class Results:
                 ),
             }
             entry["failed_runs"] = int((self.failures["variant"] == label).sum())
+            entry["runs_with_nonfinite_kl"] = self.nonfinite_runs(label)
             shares = self.visits.loc[self.visits["variant"] == label, "share"]
             if len(shares):
                 entry["visit_share"] = {"min": float(shares.min()), "max": float(shares.max())}
@@ -102,8 +109,17 @@ class Results:
                 entry["engine"] = self.engines[label]
             if label in self.theory:
                 entry["theory"] = _jsonable(self.theory[label])
+            if label in self.theory_errors:
+                entry["theory_error"] = self.theory_errors[label]
             out["variants"][label] = entry
         return out
+
+    def nonfinite_runs(self, label: str) -> int:
+        """Runs of a variant whose KL became NaN or infinite at some slot (``nonfinite_kl_slots``)."""
+        runs = self.runs.loc[self.runs["variant"] == label]
+        if "nonfinite_kl_slots" not in runs:
+            return 0
+        return int((runs["nonfinite_kl_slots"].fillna(0) > 0).sum())
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """The tables by name (the stem of their file)."""
@@ -128,17 +144,25 @@ class Results:
         several times faster to load) when ``parquet`` is true, or, by default, when pyarrow is
         installed (``pip install 'gossipsim[parquet]'``). Everything is first written to a staging
         folder inside ``out_dir`` and then renamed into place file by file, so no file is ever half
-        written; Parquet files of an earlier run that this one does not write are removed.
+        written; Parquet files of an earlier run that this one does not write are removed. The
+        tables and summary are committed before ``make_plots`` is called: if it raises, they stay.
         """
+        dest = self.write_tables(out_dir, parquet=parquet)
+        if make_plots is not None:
+            self.write_plots(dest, make_plots)
+        return dest
+
+    def write_tables(self, out_dir: str | os.PathLike[str], *, parquet: bool | None = None) -> Path:
+        """Commit the tables (failures.csv included) and summary.json to ``out_dir`` (see
+        :meth:`write`); summary.json is renamed last, so it marks a complete set of tables."""
         if parquet is None:
             parquet = parquet_available()
         elif parquet and not parquet_available():
             raise ConfigError("parquet", "needs pyarrow: pip install 'gossipsim[parquet]'")
         dest = Path(out_dir)
         dest.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=dest))
-        names = []
-        try:
+        with _staging(dest) as staging:
+            names = []
             for stem, table in self.tables().items():
                 table.to_csv(staging / f"{stem}.csv", index=False)
                 names.append(f"{stem}.csv")
@@ -149,20 +173,75 @@ class Results:
                 json.dumps(self.summary(), indent=2) + "\n", encoding="utf-8"
             )
             names.append("summary.json")
-            if make_plots is not None:
-                (staging / "plots").mkdir()
-                make_plots(self, staging / "plots")
             for name in names:
                 os.replace(staging / name, dest / name)
             if not parquet:
                 for stem in self.tables():
                     (dest / f"{stem}.parquet").unlink(missing_ok=True)
-            if make_plots is not None:
-                shutil.rmtree(dest / "plots", ignore_errors=True)
-                os.replace(staging / "plots", dest / "plots")
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
         return dest
+
+    def write_plots(
+        self, out_dir: str | os.PathLike[str], make_plots: Callable[[Results, Path], None]
+    ) -> Path:
+        """Draw the figures with ``make_plots`` into a staging folder and put them in place as
+        ``out_dir/plots`` once all are drawn (an exception leaves the folder's tables as they are,
+        and no half-drawn figure)."""
+        dest = Path(out_dir)
+        with _staging(dest) as staging:
+            (staging / "plots").mkdir()
+            make_plots(self, staging / "plots")
+            shutil.rmtree(dest / "plots", ignore_errors=True)
+            os.replace(staging / "plots", dest / "plots")
+        return dest / "plots"
+
+
+class PostProcessingError(RuntimeError):
+    """The runs are done, but a step after them failed: the theory of some variants, drawing the
+    figures (the tables, failures.csv and summary.json of a results folder are committed by then)
+    or writing the tables (the committed runs are kept for ``--resume``). ``results`` holds the
+    tables all the same; ``str(error)`` is one line saying what failed and what to do."""
+
+    def __init__(
+        self,
+        results: Results,
+        folder: Path | None,
+        failures: list[str],
+        *,
+        interrupted: bool = False,
+    ) -> None:
+        self.results = results
+        self.folder = folder
+        self.failures = failures
+        self.interrupted = interrupted  # by Ctrl-C (while drawing)
+        super().__init__(self._line())
+
+    def _line(self) -> str:
+        what = "; ".join(self.failures)
+        if self.folder is None:
+            return f"the runs are done, but {what}"
+        if any(f.startswith("writing the tables") for f in self.failures):
+            return (
+                f"the runs are done, but {what}; the finished runs are kept in {self.folder}/: "
+                "fix the cause and continue with the same command and --resume"
+            )
+        line = (
+            f"the runs are done and the tables, failures.csv and summary.json are in {self.folder}/, "
+            f"but {what}"
+        )
+        if any(f.startswith("plotting") for f in self.failures):
+            line += f"; redraw the figures with: gossipsim plot {self.folder}"
+        return line
+
+
+@contextlib.contextmanager
+def _staging(dest: Path) -> Iterator[Path]:
+    """A fresh staging folder inside ``dest`` (same file system: renames are atomic), removed at
+    the end; one left by a killed process is removed by the next run on the folder."""
+    staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=dest))
+    try:
+        yield staging
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def collect(
@@ -314,13 +393,48 @@ def _parquet_ready(table: pd.DataFrame) -> pd.DataFrame:
 def load_results(
     out_dir: str | os.PathLike[str],
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, dict[str, Any]]:
-    """Read a results folder back: (metrics, runs, requests, summary)."""
+    """Read a results folder back: (metrics, runs, requests, summary). A folder without these files,
+    or with a damaged one, is a ConfigError for ``DIR`` naming the file."""
     d = Path(out_dir)
-    summary = json.loads((d / "summary.json").read_text(encoding="utf-8"))
-    metrics = pd.read_csv(d / "metrics.csv")
-    runs = pd.read_csv(d / "runs.csv")
-    requests = pd.read_csv(d / "requests.csv")
+    if not d.is_dir():
+        raise ConfigError("DIR", f"{str(d)!r} is not a folder")
+    path = d / "summary.json"
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(
+            "DIR", f"{str(d)!r} is not a finished gossipsim results folder (no summary.json)"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise ConfigError(
+            "DIR", f"{str(path)!r} cannot be read ({_reason(exc)}); run the scenario again"
+        ) from None
+    if not isinstance(summary, dict) or not isinstance(summary.get("variants", {}), dict):
+        raise ConfigError(
+            "DIR", f"{str(path)!r} is not a gossipsim summary; run the scenario again"
+        )
+    metrics, runs, requests = (
+        _read_table(d / f"{stem}.csv") for stem in ("metrics", "runs", "requests")
+    )
     return metrics, runs, requests, summary
+
+
+def _read_table(path: Path) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path)
+    except FileNotFoundError:
+        raise ConfigError(
+            "DIR", f"{str(path)!r} is missing: not a finished gossipsim results folder"
+        ) from None
+    except (OSError, ValueError, pd.errors.ParserError) as exc:
+        raise ConfigError(
+            "DIR", f"{str(path)!r} cannot be read ({_reason(exc)}); run the scenario again"
+        ) from None
+
+
+def _reason(exc: BaseException) -> str:
+    text = getattr(exc, "strerror", None) or str(exc)
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _column_summaries(df: pd.DataFrame, skip: set[str]) -> dict[str, Any]:

@@ -84,11 +84,11 @@ def test_resume_after_sigkill_gives_the_uninterrupted_tables(tmp_path):
     )
     parts = tmp_path / "cut" / ".gossipsim" / "parts"
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and len(list(parts.glob("v*.pkl"))) < 12:
+    while time.monotonic() < deadline and len(list(parts.glob("v*.part"))) < 12:
         time.sleep(0.02)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    finished = len(list(parts.glob("v*.pkl")))
+    finished = len(list(parts.glob("v*.part")))
     assert 0 < finished < 60, finished  # really interrupted mid-sweep
     assert not (tmp_path / "cut" / "runs.csv").exists()
     status = subprocess.run(
