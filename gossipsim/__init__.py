@@ -25,7 +25,7 @@ from .families import CONJUGATE_MODELS
 from .links import LinkModel
 from .optimum import OptimumError, variational_optimum
 from .protocols import ConjugateGFVL, Protocol, StateTrace, WithRetrainBaseline
-from .results import Results, load_results
+from .results import PostProcessingError, Results, load_results
 from .runner import World, build_world, simulate_run
 from .scenario import Scenario, Study, load_scenario, parse_study
 from .scheduling import IndexedGraph, Walker, stationary_distribution, transition_matrix
@@ -39,6 +39,7 @@ __all__ = [
     "IndexedGraph",
     "LinkModel",
     "OptimumError",
+    "PostProcessingError",
     "Protocol",
     "Request",
     "Results",

@@ -150,7 +150,8 @@ def _batch_learning(world: World, runs: list[int]) -> BatchOutput:
     covered = visited.all(axis=1)
     cover = np.where(covered, np.where(visited, first_visit, 0).max(axis=1) + 1, 0)
     n_slots = np.where(covered & sc.run.stop_when_done, cover, sc.run.iterations)
-    kl, visit_slots = _state_kl(world, seeds, first_visit)
+    with np.errstate(all="ignore"):  # a non-finite KL is counted (nonfinite_kl_slots), not warned
+        kl, visit_slots = _state_kl(world, seeds, first_visit)
     # number of first visits up to each column: the index of the state that holds there
     new_visit = np.zeros((batch, columns + 1), dtype=np.int64)
     new_visit[np.broadcast_to(rows[:, None], visited.shape)[visited], first_visit[visited]] = 1
@@ -192,6 +193,7 @@ def _batch_learning(world: World, runs: list[int]) -> BatchOutput:
         "best_family_kl": np.full(batch, np.nan),
         "damped_steps": np.full(batch, np.nan),
         "domain_recoveries": np.full(batch, np.nan),
+        "nonfinite_kl_slots": _nonfinite_slots(kl, visit_slots, n_slots),
     }
     visits = np.bincount(holders[np.arange(columns) < n_slots[:, None]], minlength=world.nodes)
     return BatchOutput(tuple(runs), run_columns, run_ids[slot_rows], metrics, visits)
@@ -215,6 +217,19 @@ def _walk_first_visits(world: World, seeds: np.ndarray) -> tuple[np.ndarray, np.
         if sc.run.stop_when_done and first.max() < _NEVER:
             break
     return np.concatenate(chunks, axis=1), first.reshape(batch, k_nodes)
+
+
+def _nonfinite_slots(kl: np.ndarray, visit_slots: np.ndarray, n_slots: np.ndarray) -> np.ndarray:
+    """Slots of each run whose KL is not finite: state j ≥ 1 holds from the j-th first visit to the
+    slot before the next one (or the run's end), as :meth:`~gossipsim.metrics.Segments.nonfinite_slots`
+    counts for the event engine."""
+    bad = ~np.isfinite(kl[:, 1:])
+    if not bad.any():
+        return np.zeros(kl.shape[0], dtype=np.int64)
+    last = n_slots[:, None] + 1
+    begin = np.minimum(visit_slots, last)
+    end = np.minimum(np.append(visit_slots[:, 1:], last, axis=1), last)
+    return np.where(bad, end - begin, 0).sum(axis=1).astype(np.int64)
 
 
 def _state_kl(

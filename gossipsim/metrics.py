@@ -78,6 +78,15 @@ class Segments:
             return None
         return int(self.starts[idx + 1 + later[0]])
 
+    def nonfinite_slots(self, last_slot: int) -> int:
+        """How many slots of 1..``last_slot`` (after the first record) have a KL that is NaN or
+        infinite: a divergence the run could not track (reported, never silently averaged)."""
+        if self.starts.size == 0:
+            return 0
+        ends = np.append(self.starts[1:], last_slot + 1)
+        lengths = np.clip(np.minimum(ends, last_slot + 1) - self.starts, 0, None)
+        return int(lengths[~np.isfinite(self.kl)].sum())
+
     def all_at_or_below(self, threshold: float, first: int, last: int) -> bool:
         """Whether the value is ≤ ``threshold`` at every slot of ``first..last`` (False when the
         range is empty or holds a slot without a value)."""

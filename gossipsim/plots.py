@@ -75,6 +75,8 @@ def _band_matrix(
 
 
 def _center(values: np.ndarray, statistic: str) -> np.ndarray:
+    if values.shape[0] == 0:  # a variant without runs
+        return np.full(values.shape[1:], np.nan)
     if not np.isnan(values).any():  # the nan-aware reductions are much slower
         return values.mean(axis=0) if statistic == "mean" else np.median(values, axis=0)
     with warnings.catch_warnings():
@@ -83,7 +85,10 @@ def _center(values: np.ndarray, statistic: str) -> np.ndarray:
 
 
 def _band(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The 75% band: 12.5th and 87.5th percentiles across runs at each point."""
+    """The 75% band: 12.5th and 87.5th percentiles across runs at each point (NaN without runs)."""
+    if values.shape[0] == 0:
+        nothing = np.full(values.shape[1:], np.nan)
+        return nothing, nothing
     if not np.isnan(values).any():
         lo, hi = np.percentile(values, [12.5, 87.5], axis=0)
         return lo, hi
@@ -239,8 +244,9 @@ def plot_unlearning_kl(
         fig, ax = _figure()
         for i, variant in enumerate(variants):
             first = requests.loc[requests["variant"] == variant, "request_iteration"].min()
-            if not np.isfinite(first):
+            if pd.isna(first):  # no request of this variant arrived within the runs
                 continue
+            first = int(first)
             grid, main = _band_matrix(metrics, variant, "kl")
             _, retrain = _band_matrix(metrics, variant, "retrain_kl")
             keep = grid >= first - 1

@@ -263,10 +263,11 @@ def measure(
     target_slots, targets = _target_trace(world, data, record)
     traces = record.traces
     excess = sc.metrics.excess
-    main = kl_segments(traces["main"], target_slots, targets, excess=excess)
-    retrain: Segments | None = None
-    if "retrain" in traces and len(traces["retrain"]):
-        retrain = kl_segments(traces["retrain"], target_slots, targets, excess=excess)
+    with np.errstate(all="ignore"):  # a non-finite KL is counted (nonfinite_kl_slots), not warned
+        main = kl_segments(traces["main"], target_slots, targets, excess=excess)
+        retrain: Segments | None = None
+        if "retrain" in traces and len(traces["retrain"]):
+            retrain = kl_segments(traces["retrain"], target_slots, targets, excess=excess)
     end_times = record.end_times
 
     def time_of(slot: int | None) -> float:
@@ -361,6 +362,7 @@ def measure(
         "best_family_kl": targets[-1].best_family_kl if has_best else np.nan,
         "damped_steps": stats.get("damped_steps", np.nan),
         "domain_recoveries": stats.get("domain_recoveries", np.nan),
+        "nonfinite_kl_slots": main.nonfinite_slots(n),
     }
     visits = np.bincount(record.holders, minlength=world.nodes)
     return RunOutput(run, seed, run_row, request_rows, metrics, visits)
