@@ -239,6 +239,8 @@ def plot_unlearning_kl(
     request; the best-in-family KL (dotted) where the target is outside the family."""
     if "retrain_kl" not in metrics.columns or requests.empty:
         return None
+    if requests["request_iteration"].isna().all():  # no request arrived within any run
+        return None
     floor = _floor(tolerance)
     with plt.rc_context(_STYLE):
         fig, ax = _figure()

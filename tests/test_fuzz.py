@@ -7,7 +7,8 @@ infinite, empty, a path, a nested table, ...), an unknown or missing key, a whol
 a data CSV or an edge list with bad rows, odd headers, byte-order marks or other encodings. For each
 case ``gossipsim validate`` and then, if it passes, ``gossipsim run`` (one run, a few slots) must
 
-- exit 0, with tables written and every KL finite or a warning saying it is not; or
+- exit 0, with tables written (and, for every tenth case, figures drawn) and every KL finite or a
+  warning saying it is not; or
 - exit 2 with exactly one line on stderr and no results folder;
 
 never an exception (a traceback), exit 1 (a run that fails after validation passed), or a hang (a
@@ -393,7 +394,7 @@ def _bounded(raw: dict[str, Any]) -> bool:
     return small and (not isinstance(points, int) or points <= 1000)
 
 
-def check_case(case: Case, folder: Path, capsys: Any) -> str:
+def check_case(case: Case, folder: Path, capsys: Any, *, plots: bool = False) -> str:
     """Run one case; return "rejected", "accepted" or "validated only"; raise AssertionError naming
     the case on a defect."""
     path = _write_case(case, folder)
@@ -416,7 +417,8 @@ def check_case(case: Case, folder: Path, capsys: Any) -> str:
     assert code == 0, f"{case.description}: validate exit {code}: {err!r}"
     if not _bounded(case.raw) or "@scenario" in case.files:
         return "validated only"
-    code, err = call(["run", str(path), "--out", str(out), "--no-plots", "--runs", "1"])
+    argv = ["run", str(path), "--out", str(out), "--runs", "1"] + ([] if plots else ["--no-plots"])
+    code, err = call(argv)
     # a check at run time (memory for the study, say) may still refuse: one line, no folder
     if code == 2:
         lines = [line for line in err.splitlines() if line.strip()]
@@ -433,8 +435,8 @@ def check_case(case: Case, folder: Path, capsys: Any) -> str:
 
 def _fuzz(count: int, tmp_path: Path, capsys: Any) -> Counter[str]:
     outcomes: Counter[str] = Counter()
-    for i, case in enumerate(generate(count)):
-        outcomes[check_case(case, tmp_path / f"c{i:05d}", capsys)] += 1
+    for i, case in enumerate(generate(count)):  # every 10th case draws its figures too
+        outcomes[check_case(case, tmp_path / f"c{i:05d}", capsys, plots=i % 10 == 0)] += 1
     return outcomes
 
 

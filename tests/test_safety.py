@@ -97,9 +97,8 @@ def test_a_request_that_never_arrives_keeps_the_tables(tmp_path, capsys):
     out = tmp_path / "R"
     code = main(["run", str(path), "--out", str(out)])
     err = capsys.readouterr().err
-    assert code in (0, 1), err  # 1 while plotting cannot draw requests that never arrived
-    if code == 1:
-        assert "gossipsim plot" in _one_line(err)
+    assert code == 0, err  # the figures skip what has no data, without warnings
+    assert "warning" not in err
     for name in TABLES:
         assert (out / name).is_file(), name
     requests = pd.read_csv(out / "requests.csv")
