@@ -581,6 +581,7 @@ def _cmd_plot(args: argparse.Namespace) -> int:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
+    from .capabilities import EXACT_FACTORS
     from .models import MODEL_KINDS
     from .protocols import PROTOCOL_KINDS
     from .scheduling import SCHEDULER_KINDS
@@ -592,25 +593,23 @@ def _cmd_list(args: argparse.Namespace) -> int:
             f"{p.name}" + ("" if p.default is None else f"={p.default}")
             for p in spec.params.values()
         )
-        nodes = "nodes, " if spec.needs_nodes else ""
-        print(
-            f"  {name:<17} {spec.description}" + (f"  [{nodes}{params}]" if nodes or params else "")
-        )
+        shown = ", ".join(p for p in ("nodes" if spec.needs_nodes else "", params) if p)
+        print(f"  {name:<17} {spec.description}" + (f"  [{shown}]" if shown else ""))
     print("models ([model] kind):")
     for name, model in MODEL_KINDS.items():
         data = ", ".join([p.name for p in model.data_params] + list(model.data_keys)) or "-"
-        how = "exact conjugate updates" if model.conjugate else "natural-gradient G-FVL"
+        exact = EXACT_FACTORS in model.capabilities
+        how = "exact conjugate factors" if exact else "expected log-likelihood gradients"
         estimators = getattr(model, "estimators", ())
-        extra = (
-            f"; estimators: {', '.join(estimators)}" if estimators and not model.conjugate else ""
-        )
+        extra = f"; estimators: {', '.join(estimators)}" if estimators and not exact else ""
         print(f"  {name:<22} {model.description}")
         print(f"  {'':<22} prior: {model.describe_prior()}; data: {data}; {how}{extra}")
     print("schedulers ([scheduler] kind):")
     for name, text in SCHEDULER_KINDS.items():
         print(f"  {name:<20} {text}")
     print("protocols ([protocol] kind):")
-    for name, text in PROTOCOL_KINDS.items():
+    for name, kind in PROTOCOL_KINDS.items():
+        text = kind.describe()
         print(f"  {name:<6} {text}")
     return 0
 

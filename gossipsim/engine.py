@@ -11,8 +11,16 @@ in hops before it. Unlearning requests are SimPy events: a request at a simulate
 that fires at that time; a request at an iteration is delivered when that slot starts. A request is
 handed to the protocol before the computation of the first slot that starts at or after its arrival.
 
-The engine knows nothing about models: the protocol does the work, reports the message size, and
-records its own state. The token process advances slot after slot without returning to the SimPy
+The engine knows nothing about models: the protocol does the work, returns the message it sends (a
+:class:`~gossipsim.messages.Message` that knows its size in bits) and records its own state. The hop
+goes over the run's :class:`~gossipsim.channels.Channel`; a channel that can lose a transmission is
+asked for each one (:meth:`~gossipsim.channels.Channel.transmit`, with the run's channel stream) and,
+when the token is lost, the protocol says who holds it next (:meth:`Protocol.on_loss`: the sender
+trying again, another node regenerating it, or no one: the run ends). A protocol may instead spend a
+slot on a :class:`~gossipsim.messages.Round` of transfers between a server and clients: the slot
+then lasts the compute time plus the transfers' time (the slowest, or their sum when sequential), no
+token moves, and the protocol learns which transfers arrived (:meth:`Protocol.on_round`). Losses,
+regenerations, rounds and an early end are listed in :attr:`RunRecord.events`. The token process advances slot after slot without returning to the SimPy
 scheduler while no other event is due before the next slot starts; this is exact (no other process
 can run in between) and keeps the per-hop cost close to that of a plain loop.
 
@@ -31,9 +39,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import simpy
 
+from .channels import Channel
 from .errors import ConfigError
 from .links import LinkModel
-from .protocols.base import Protocol, StateTrace
+from .messages import Round
+from .protocol_api import Protocol, StateTrace
 from .scheduling import Walker
 
 _INF = float("inf")
@@ -68,6 +78,22 @@ class Arrival:
     time: float
 
 
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Something other than a plain hop, at the end of ``slot`` (simulated ``time``): ``kind`` is
+    ``lost`` (the token sent from ``sender`` to ``receiver`` was lost), ``regenerated`` (``receiver``
+    holds the token after a loss), ``round`` (the slot was a round of ``transfers`` transfers, of which
+    ``delivered`` arrived) or ``ended`` (the token was lost for good)."""
+
+    slot: int
+    time: float
+    kind: str
+    sender: int = -1
+    receiver: int = -1
+    transfers: int = 0
+    delivered: int = 0
+
+
 @dataclass
 class RunRecord:
     """Raw record of one run: one entry per slot, plus request arrivals, the protocol's traces and
@@ -81,6 +107,8 @@ class RunRecord:
     stopped_early: bool = False
     requests: Sequence[Request] = field(default_factory=tuple)
     removals: dict[int, int] = field(default_factory=dict)
+    events: list[Event] = field(default_factory=list)
+    representation: str = "natural-parameters"  # what the traces' states are
 
     @property
     def slots(self) -> int:
@@ -94,16 +122,21 @@ def run_token(
     start: int,
     iterations: int,
     compute_seconds: float = 0.0,
-    links: LinkModel | None = None,
+    links: Channel | None = None,
     requests: Sequence[Request] = (),
     stop_when_done: bool = False,
+    channel_rng: np.random.Generator | None = None,
 ) -> RunRecord:
     """Run one token walk for at most ``iterations`` slots and return its raw record.
 
     ``start`` is the index of the first holder. With ``stop_when_done`` the run ends after the first
-    slot at whose end the protocol is done and no request is still to arrive.
+    slot at whose end the protocol is done and no request is still to arrive. ``links`` is the
+    channel (homogeneous links by default); a lossy one draws from ``channel_rng``.
     """
     links = links if links is not None else LinkModel()
+    if links.lossy and channel_rng is None:
+        raise ValueError("a lossy channel needs channel_rng")
+    events: list[Event] = []
     env = simpy.Environment()
     holders = array("q")
     end_times = array("d")
@@ -123,6 +156,7 @@ def run_token(
         done = protocol.done
         step = walker.next
         delay = links.delay
+        lossy = links.lossy
         hold = holders.append
         mark = end_times.append
         count = bits_sent.append
@@ -143,8 +177,11 @@ def run_token(
                     arrivals.append(Arrival(r, requests[r].node, slot, arrived))
                 undelivered -= len(pending)
                 pending.clear()
-            bits = on_token(k, slot)
+            message = on_token(k, slot)
             t = s + compute_seconds
+            if message.__class__ is Round:  # a server round: no token moves
+                t, total_bits = _round(links, protocol, message, k, slot, t, total_bits,
+                                       channel_rng, events)  # fmt: skip
             hold(k)
             mark(t)
             count(total_bits)
@@ -152,9 +189,26 @@ def run_token(
                 state["stopped_early"] = slot < iterations
                 return
             j = step(k)
-            if j != k:
+            if message.__class__ is Round:
+                s_next = t
+            elif j != k:
+                bits = message.bits
                 total_bits += bits
-                s_next = t + delay(k, j, bits)
+                if lossy:
+                    delivery = links.transmit(k, j, message, channel_rng)  # type: ignore[arg-type]
+                    s_next = t + delivery.delay
+                    if delivery.lost:
+                        recovery = protocol.on_loss(k, j, slot, message)  # type: ignore[arg-type]
+                        events.append(Event(slot, t, "lost", k, j))
+                        if recovery.holder is None:
+                            events.append(Event(slot, s_next, "ended", k, j))
+                            return
+                        j = recovery.holder
+                        s_next += recovery.after
+                        if j != k:
+                            events.append(Event(slot, s_next, "regenerated", k, j))
+                else:
+                    s_next = t + delay(k, j, bits)
             else:
                 s_next = t
             if not s_next < _INF:  # also NaN: an infinite clock would make every event "due"
@@ -187,7 +241,37 @@ def run_token(
         stopped_early=state["stopped_early"],
         requests=tuple(requests),
         removals=protocol.removals(),
+        events=events,
+        representation=protocol.representation,
     )
+
+
+def _round(
+    links: Channel,
+    protocol: Protocol,
+    round_: Round,
+    holder: int,
+    slot: int,
+    t: float,
+    total_bits: float,
+    rng: np.random.Generator | None,
+    events: list[Event],
+) -> tuple[float, float]:
+    """Carry out a slot's round over the channel: its end time and the bits sent by then."""
+    delays, delivered = [], []
+    for transfer in round_.transfers:
+        if links.lossy:
+            outcome = links.transmit(transfer.sender, transfer.receiver, transfer.message, rng)  # type: ignore[arg-type]
+            delays.append(outcome.delay)
+            delivered.append(not outcome.lost)
+        else:
+            delays.append(links.delay(transfer.sender, transfer.receiver, transfer.message.bits))
+            delivered.append(True)
+        total_bits += transfer.message.bits
+    spent = sum(delays) if round_.sequential else max(delays, default=0.0)
+    protocol.on_round(slot, delivered)
+    events.append(Event(slot, t + spent, "round", holder, -1, len(delivered), sum(delivered)))
+    return t + spent, total_bits
 
 
 def _timed_request(

@@ -1,12 +1,15 @@
 """The vectorised engine: many runs of a conjugate scenario at once, in NumPy, without SimPy.
 
-It applies when nothing but the walk decides what happens (``engine="auto"`` checks this): exact
-conjugate updates (the protocol changes state only at a node's first visit, or at its first visit
-after an unlearning request), requests at iterations (not at simulated times), and homogeneous links
-(a hop's delay does not depend on the link). Then
+It runs a variant only by declaration (``engine="auto"`` checks them, :func:`unavailable`): the
+protocol kind declares a kernel this engine has (exact conjugate G-FVL: ``conjugate-first-visits``,
+the state changes only at a node's first visit, or at its first visit after an unlearning request),
+the scheduler kind declares ``batched-step`` (its batched sampler moves walks exactly as its one-step
+sampler does), the channel declares ``homogeneous-delay`` (a hop's delay does not depend on the link
+and nothing is lost), and requests arrive at iterations (not at simulated times). Anything without
+a declaration runs on the event engine. Then
 
-1. each run's seed, start node and walk-stream state are computed for the whole batch at once, equal
-   to what NumPy's SeedSequence and PCG64 give the event engine (:mod:`gossipsim.streams`);
+1. each run's seed, start node and walk stream are NumPy's own SeedSequence / PCG64 objects, built
+   run by run as the event engine builds them (:mod:`gossipsim.streams`);
 2. the walks of a batch of runs advance together, one vectorised step per slot, each run reading
    *its own* stream's uniforms in the same blocks, in the same order, as the event engine's
    :class:`~gossipsim.scheduling.Walker`, so each run realises exactly the same walk;
@@ -18,7 +21,7 @@ after an unlearning request), requests at iterations (not at simulated times), a
 4. slot times are cumulative sums of the same increments in the same order, payload bits the same
    whole numbers.
 
-The two engines therefore give byte-identical tables (tested); the vectorised one is about 20-30x
+The two engines therefore give byte-identical tables (tested); the vectorised one is about 12-15x
 faster on the paper's Fig. 3 scenario (``benchmarks/engines.py``).
 """
 
@@ -30,11 +33,10 @@ from typing import Any
 
 import numpy as np
 
+from .capabilities import EXACT_FACTORS
 from .engine import Arrival, RunRecord
-from .links import LinkModel
 from .metrics import recorded_slots
-from .models import ConjugateExpFam
-from .protocols import WithRetrainBaseline
+from .protocols import WithRetrainBaseline, protocol_kind
 from .runner import (
     DATA,
     PROTOCOL,
@@ -49,10 +51,19 @@ from .runner import (
     run_stream,
     start_node,
 )
-from .scheduling import _BLOCK
-from .streams import WalkStreams, emulation_exact, first_bounded, pcg64_origins, run_seeds
+from .scheduling import _BLOCK, scheduler_for
+from .streams import WalkStreams, run_seeds
 
 ENGINES = ("auto", "event", "vectorized")
+#: the kernels this engine implements, by the name a protocol kind declares
+#: (:meth:`~gossipsim.protocols.ProtocolKind.kernel`): exact conjugate G-FVL changes the state only at
+#: first visits and first visits after a request
+KERNELS = ("conjugate-first-visits",)
+#: the scheduler kernels it implements (:attr:`~gossipsim.scheduling.Scheduler.kernel`)
+SCHEDULER_KERNELS = ("batched-step",)
+#: the channel kernels it implements (:attr:`~gossipsim.channels.Channel.kernel`): every hop costs
+#: the same delay
+CHANNEL_KERNELS = ("homogeneous-delay",)
 #: ``auto`` vectorises a variant only with at least this many runs: below about 16 runs the event
 #: engine is as fast (measured on the Fig. 3 and karate unlearning scenarios)
 MIN_VECTORIZED_RUNS = 16
@@ -65,12 +76,20 @@ MAX_BATCH_SLOTS = 20_000_000
 def unavailable(world: World) -> str | None:
     """Why the vectorised engine cannot run ``world`` (None when it can)."""
     sc = world.scenario
-    if not world.model.conjugate:  # conjugate models learn by ConjugateGFVL (first visits only)
-        return f"model {sc.model.kind!r} takes natural-gradient steps at every visit"
+    kernel = protocol_kind(sc.protocol.kind).kernel(world.model)
+    if kernel not in KERNELS:  # only what declares a kernel this engine has is vectorised
+        return (
+            f"protocol {sc.protocol.kind!r} declares no vectorised kernel for model "
+            f"{sc.model.kind!r} (it takes steps at every visit)"
+        )
+    scheduler = scheduler_for(sc.scheduler.kind)
+    if scheduler.kernel not in SCHEDULER_KERNELS:
+        return f"scheduler {sc.scheduler.kind!r} declares no vectorised kernel"
     if any(r.at_time is not None for r in world.requests):
         return "an unlearning request arrives at a simulated time"
-    if type(world.links) is not LinkModel:
-        return "links are not homogeneous"
+    channel = getattr(world.links, "kernel", None)
+    if channel not in CHANNEL_KERNELS:
+        return f"the channel {type(world.links).__name__} declares no vectorised kernel"
     return None
 
 
@@ -86,7 +105,7 @@ def simulate_runs(world: World, runs: Sequence[int]) -> list[RunOutput | BatchOu
     simple = (
         not world.requests
         and not world.model.evaluation_columns()
-        and isinstance(world.model, ConjugateExpFam)
+        and EXACT_FACTORS in world.model.capabilities
         and world.scenario.metrics.latency_window == 1  # the batch judges a first passage
     )
     run = world.scenario.run
@@ -121,17 +140,12 @@ def too_long(world: World) -> str | None:
 
 def start_nodes(world: World, seeds: np.ndarray) -> np.ndarray:
     """Each run's first holder, as :func:`~gossipsim.runner.start_node` draws it from the run's
-    START stream: a uniform start is computed for the whole batch (:mod:`gossipsim.streams`), a
-    stationary one run by run."""
+    START stream, run by run."""
     if world.start is not None:
         return np.full(seeds.size, world.start, dtype=np.int64)
-    redo = np.ones(seeds.size, dtype=bool)
-    starts = np.zeros(seeds.size, dtype=np.int64)
-    if world.scenario.scheduler.start == "uniform" and emulation_exact():
-        starts, redo = first_bounded(pcg64_origins(seeds, START), world.nodes)
-    for b in np.flatnonzero(redo).tolist():
-        rng = np.random.default_rng(run_stream(int(seeds[b]), START))
-        starts[b] = start_node(world, rng)
+    starts = np.empty(seeds.size, dtype=np.int64)
+    for b, seed in enumerate(seeds.tolist()):
+        starts[b] = start_node(world, np.random.default_rng(run_stream(seed, START)))
     return starts
 
 
@@ -243,7 +257,7 @@ def _state_kl(
     visit_slots = np.take_along_axis(first_visit, order, axis=1)
     visit_slots = np.where(visit_slots < _NEVER, visit_slots + 1, _NEVER)
     datas = [model.fixed_data] if model.fixed_data is not None else _run_data(world, seeds)
-    factors = np.stack([np.asarray(d, dtype=float) for d in datas])
+    factors = np.stack([model.factors(d) for d in datas])  # type: ignore[attr-defined]
     factors = np.broadcast_to(factors, (batch, k_nodes, model.prior.size))
     steps = np.take_along_axis(factors, order[:, :, None], axis=1)
     prior = np.broadcast_to(model.prior, (batch, 1, model.prior.size))
@@ -350,12 +364,15 @@ def _walks(
 
     The step from slot s to s + 1 uses uniform number s − 1 of the run's own walk stream, drawn in
     blocks of 8,192 (u, then v) exactly as :class:`~gossipsim.scheduling.Walker` draws them: block
-    k's u are the stream's outputs 16,384·k + i, its v the outputs 16,384·k + 8,192 + i."""
+    k's u are the stream's outputs 16,384·k + i, its v the outputs 16,384·k + 8,192 + i. Each step is
+    the scheduler's batched sampler (:meth:`~gossipsim.scheduling.Scheduler.step`), which computes
+    the event engine's one-step sampler's arithmetic for every run at once."""
     sc = world.scenario
-    graph = world.indexed
-    kind = sc.scheduler.kind
+    scheduler = scheduler_for(sc.scheduler.kind)
+    step = scheduler.step
+    reads_v = scheduler.reads_v
+    csr = world.indexed.csr
     total = sc.run.iterations
-    indptr, indices, degree = graph.indptr, graph.indices, graph.degree
     position = np.array(starts, dtype=np.int64)
     u = v = np.empty((len(position), 0))
     slot0 = 1
@@ -368,41 +385,12 @@ def _walks(
             if draw % _BLOCK == 0:
                 need = min(_BLOCK, total - draw)
                 u = streams.block(2 * draw, need)
-                if kind != "uniform":  # the uniform scheduler never reads v
+                if reads_v:  # a scheduler that never reads v (uniform) does not draw it
                     v = streams.block(2 * draw + _BLOCK, need)
             j = draw % _BLOCK
-            position = _step(
-                kind,
-                position,
-                u[:, j],
-                v[:, j] if kind != "uniform" else u[:, j],
-                indptr,
-                indices,
-                degree,
-                graph.size,
-            )
+            position = step(position, u[:, j], v[:, j] if reads_v else u[:, j], csr)
         yield slot0, block
         slot0 += length
-
-
-def _step(
-    kind: str,
-    k: np.ndarray,
-    u: np.ndarray,
-    v: np.ndarray,
-    indptr: np.ndarray,
-    indices: np.ndarray,
-    degree: np.ndarray,
-    n: int,
-) -> np.ndarray:
-    """One move of every walk, with the same arithmetic as :class:`~gossipsim.scheduling.Walker`."""
-    if kind == "uniform":
-        return (u * n).astype(np.int64)
-    d = degree[k]
-    j = indices[indptr[k] + (u * d).astype(np.int64)]
-    if kind == "simple-random-walk":
-        return j
-    return np.where(v * degree[j] < d, j, k)  # eq. (5)
 
 
 def _first_new(chunk: np.ndarray, seen: np.ndarray, offset: int) -> np.ndarray:

@@ -1,9 +1,9 @@
-"""Link model: how long a hop of the token takes.
+"""Homogeneous links: the channel of every scenario (``[links]``), and the simulated-time horizon.
 
 A hop from node u to node v carrying ``bits`` of payload takes ``bits / rate_bps + latency_s``
-simulated seconds. The defaults (infinite rate, zero latency) make hops free, so time is then just
-compute time. Per-link overrides, losses and failures plug in here by subclassing :class:`LinkModel`
-(the engine only calls :meth:`LinkModel.delay`).
+simulated seconds and is never lost. The defaults (infinite rate, zero latency) make hops free, so
+time is then just compute time. Per-link rates, losses and failures are other
+:class:`~gossipsim.channels.Channel` subclasses.
 
 A run's simulated time is at most ``iterations × (seconds_per_iteration + bits / rate_bps +
 latency_s)``; :func:`check_horizon` refuses settings for which that bound exceeds
@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .channels import Channel
 from .errors import ConfigError
 
 #: largest simulated time a run may reach: far below the float maximum (1.8e308) so that sums and
@@ -24,8 +25,12 @@ MAX_SIMULATED_SECONDS = 1e300
 
 
 @dataclass(frozen=True)
-class LinkModel:
-    """Homogeneous links: every edge has rate ``rate_bps`` (bit/s) and one-way latency ``latency_s``."""
+class LinkModel(Channel):
+    """Homogeneous links: every edge has rate ``rate_bps`` (bit/s) and one-way latency ``latency_s``;
+    nothing is lost. Declares the fast path's ``homogeneous-delay`` kernel (every hop the same
+    delay)."""
+
+    kernel = "homogeneous-delay"
 
     rate_bps: float = math.inf
     latency_s: float = 0.0

@@ -20,7 +20,7 @@ per slot) and looked up at any slot.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -29,7 +29,7 @@ import numpy as np
 from .protocols.base import StateTrace
 
 if TYPE_CHECKING:
-    from .models.base import Target
+    from .representations import Target
 
 
 @dataclass(frozen=True)
@@ -149,6 +149,7 @@ def kl_segments(
     first_slot: int = 1,
     *,
     excess: bool = False,
+    divergence: Callable[[Target, np.ndarray], np.ndarray] | None = None,
 ) -> Segments:
     """KL(q ‖ target) as a piecewise-constant function of the slot, from ``first_slot`` on.
 
@@ -167,7 +168,8 @@ def kl_segments(
     best = np.full(starts.size, np.nan)
     for t in np.unique(target_idx):  # one vectorised call per target
         mask = target_idx == t
-        kl[mask] = targets[t].kl(states[state_idx[mask]])
+        chosen = states[state_idx[mask]]
+        kl[mask] = divergence(targets[t], chosen) if divergence else targets[t].kl(chosen)
         if targets[t].best_family_kl is not None:
             best[mask] = targets[t].best_family_kl
     breaks = np.asarray(target_slots, dtype=np.int64)

@@ -270,10 +270,10 @@ def collect(
         order += [(variant, r) for r in out.runs]
         if isinstance(out, BatchOutput):
             if run_rows:
-                run_pieces.append(pd.DataFrame(run_rows, columns=RUN_COLUMNS))
+                run_pieces.append(_run_frame(run_rows))
                 run_rows = []
             columns = {"variant": label, "run": np.asarray(out.runs, dtype=np.int64)}
-            run_pieces.append(pd.DataFrame({**columns, **out.run_columns}, columns=RUN_COLUMNS))
+            run_pieces.append(_run_frame({**columns, **out.run_columns}))
             metric_parts.append((label, out.metric_runs, out.metrics))
             continue
         run_rows.append({"variant": label, "run": out.run, **out.run_row})
@@ -281,8 +281,11 @@ def collect(
             request_rows.append({"variant": label, "run": out.run, **row})
         metric_parts.append((label, out.run, out.metrics))
     if run_rows or not run_pieces:
-        run_pieces.append(pd.DataFrame(run_rows, columns=RUN_COLUMNS))
+        run_pieces.append(_run_frame(run_rows))
     runs = pd.concat(run_pieces, ignore_index=True) if len(run_pieces) > 1 else run_pieces[0]
+    # the fixed columns first, then every counter a protocol reported (Protocol.stats), in order
+    extra = [c for c in runs.columns if c not in RUN_COLUMNS]
+    runs = runs.reindex(columns=RUN_COLUMNS + extra)
     for col in ("cover_iteration", "convergence_iteration"):
         runs[col] = runs[col].astype("Int64")
     requests = pd.DataFrame(request_rows, columns=REQUEST_COLUMNS)
@@ -322,6 +325,15 @@ def _sorted_by_run(table: pd.DataFrame, variant_index: dict[str, int]) -> pd.Dat
         int(table["run"].max()) + 1
     ) + table["run"].to_numpy(dtype=np.int64)
     return table.iloc[np.argsort(key, kind="stable")].reset_index(drop=True)
+
+
+def _run_frame(rows: list[dict[str, Any]] | dict[str, Any]) -> pd.DataFrame:
+    """runs.csv rows (or columns) with at least the fixed columns."""
+    frame = pd.DataFrame(rows)
+    missing = [c for c in RUN_COLUMNS if c not in frame.columns]
+    if missing:
+        frame = frame.reindex(columns=[*frame.columns, *missing])
+    return frame
 
 
 def _metrics_table(

@@ -26,8 +26,9 @@ from .errors import ConfigError
 from .families import ExponentialFamily
 from .links import LinkModel
 from .metrics import Segments, kl_segments, recorded_slots
-from .models import MODEL_KINDS, Model, Target
-from .protocols import Protocol, StateTrace, WithRetrainBaseline
+from .models import Model, Target, model_class
+from .protocols import BuildRequest, Protocol, StateTrace, WithRetrainBaseline, protocol_kind
+from .representations import REPRESENTATIONS
 from .scenario import Scenario
 from .scheduling import IndexedGraph, Walker, stationary_distribution
 from .topology import build_indexed
@@ -115,7 +116,7 @@ def build_world(scenario: Scenario) -> World:
     if scenario.scheduler.start not in ("uniform", "stationary"):
         start = indexed.index(scenario.scheduler.start, "scheduler.start")
     data_rng = np.random.default_rng(np.random.SeedSequence([scenario.run.seed, _DATA_TAG]))
-    model = MODEL_KINDS[scenario.model.kind](scenario, indexed, data_rng)  # type: ignore[call-arg]
+    model = model_class(scenario.model.kind)(scenario, indexed, data_rng)  # type: ignore[call-arg]
     if scenario.metrics.excess and not model.has_best_family:
         raise ConfigError(
             "metrics.excess",
@@ -223,19 +224,39 @@ def start_node(world: World, rng: np.random.Generator | None) -> int:
     return int(rng.integers(world.nodes))
 
 
+def build_protocol(
+    world: World,
+    data: Any,
+    rng: np.random.Generator,
+    *,
+    forgotten: frozenset[int] = frozenset(),
+    trace: StateTrace | None = None,
+    start_slot: int = 0,
+) -> Protocol:
+    """One protocol of the scenario's kind for ``data`` (without the retrain baseline): learning
+    from the prior without the ``forgotten`` nodes, recording from ``start_slot``."""
+    settings = world.scenario.protocol
+    return protocol_kind(settings.kind).build(
+        BuildRequest(
+            model=world.model, data=data, rng=rng, settings=settings.options,
+            bits=settings.bits_per_entry * world.model.message_entries, nodes=world.nodes,
+            forgotten=forgotten, trace=trace, start_slot=start_slot,
+        )
+    )  # fmt: skip
+
+
 def make_protocol(world: World, data: Any, seed: np.random.SeedSequence) -> Protocol:
-    """The run's protocol, paired with the retrain-from-scratch baseline when there are requests."""
-    model = world.model
-    bits = world.scenario.protocol.bits_per_entry * model.message_entries
+    """The run's protocol, built by the scenario's protocol kind from the model's capabilities, and
+    paired with the retrain-from-scratch baseline (any kind gets it) when there are requests."""
     main_ss, retrain_ss = seed.spawn(2)
-    main = model.make_protocol(data, np.random.default_rng(main_ss), bits=bits)
+    main = build_protocol(world, data, np.random.default_rng(main_ss))
     if not (world.requests and world.scenario.protocol.retrain_baseline):
         return main
     retrain_rng = np.random.default_rng(retrain_ss)
 
     def fresh(forgotten: frozenset[int], trace: StateTrace | None, slot: int) -> Protocol:
-        return model.make_protocol(
-            data, retrain_rng, bits=bits, forgotten=forgotten, trace=trace, start_slot=slot
+        return build_protocol(
+            world, data, retrain_rng, forgotten=forgotten, trace=trace, start_slot=slot
         )
 
     return WithRetrainBaseline(main, fresh)
@@ -261,13 +282,18 @@ def measure(
     tol = sc.metrics.tolerance
     n = record.slots
     target_slots, targets = _target_trace(world, data, record)
+    state = REPRESENTATIONS[record.representation]  # what the traces hold, and how to judge it
     traces = record.traces
     excess = sc.metrics.excess
     with np.errstate(all="ignore"):  # a non-finite KL is counted (nonfinite_kl_slots), not warned
-        main = kl_segments(traces["main"], target_slots, targets, excess=excess)
+        main = kl_segments(
+            traces["main"], target_slots, targets, excess=excess, divergence=state.divergence
+        )
         retrain: Segments | None = None
         if "retrain" in traces and len(traces["retrain"]):
-            retrain = kl_segments(traces["retrain"], target_slots, targets, excess=excess)
+            retrain = kl_segments(
+                traces["retrain"], target_slots, targets, excess=excess, divergence=state.divergence
+            )
     end_times = record.end_times
 
     def time_of(slot: int | None) -> float:
@@ -344,7 +370,7 @@ def measure(
     columns = world.model.evaluation_columns()
     if columns:
         trace = traces["main"]
-        evaluated = world.model.evaluate(data, trace.states[trace.at(slots)])
+        evaluated = state.evaluate(world.model, data, trace.states[trace.at(slots)])
         for column in columns:
             metrics[column] = evaluated[column]
     if retrain is not None or (world.requests and sc.protocol.retrain_baseline):
@@ -364,6 +390,8 @@ def measure(
         "domain_recoveries": stats.get("domain_recoveries", np.nan),
         "nonfinite_kl_slots": main.nonfinite_slots(n),
     }
+    # every other counter the protocol reports becomes a column of runs.csv (Protocol.stats)
+    run_row.update({key: value for key, value in stats.items() if key not in run_row})
     visits = np.bincount(record.holders, minlength=world.nodes)
     return RunOutput(run, seed, run_row, request_rows, metrics, visits)
 

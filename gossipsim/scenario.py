@@ -16,14 +16,14 @@ import math
 import os
 import tomllib
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any
 
 from . import budget
 from .data import read_text
 from .errors import ConfigError
-from .protocols import PROTOCOL_KINDS
+from .protocols import GFVLSettings, protocol_kind
 from .scheduling import SCHEDULER_KINDS
 
 # section -> key -> one-line description (the scenario reference in docs/scenarios.md follows this)
@@ -40,7 +40,7 @@ SECTIONS: dict[str, dict[str, str]] = {
         "kind": "graph kind (see `gossipsim list`)",
         "nodes": "total number of nodes K",
         "path": "graph file for kind edgelist/graphml, relative to the scenario file",
-        "*": "kind-specific parameters: p, degree, m, k, radius, rows, cols",
+        "*": "kind-specific parameters (see `gossipsim list` and the topology table below)",
     },
     "model": {
         "kind": "beta-bernoulli | gamma-poisson | normal-normal | dirichlet-categorical | "
@@ -146,24 +146,13 @@ class DataSettings:
 
 @dataclass(frozen=True)
 class ProtocolSettings:
+    """``[protocol]``: the kind, the keys every kind has, and the kind's own settings object
+    (``options``: e.g. :class:`~gossipsim.protocols.GFVLSettings`), validated by the kind."""
+
     kind: str = "gfvl"
     retrain_baseline: bool = True
     bits_per_entry: int = 64
-    local_iterations: int = 1
-    learning_rate: float = 5e-3
-    schedule: str = "constant"
-    decay_iterations: float = 1000.0
-    samples: int = 30
-    samples_per: str = "point"
-    baseline: float = 0.0
-    estimator: str = "reinforce"
-    refine_after_unlearning: bool = True
-
-
-NATGRAD_KEYS = (
-    "local_iterations", "learning_rate", "schedule", "decay_iterations", "samples", "samples_per",
-    "baseline", "estimator", "refine_after_unlearning",
-)  # fmt: skip
+    options: Any = field(default_factory=GFVLSettings)
 
 
 @dataclass(frozen=True)
@@ -213,6 +202,17 @@ class Scenario:
     def resolved(self) -> dict[str, Any]:
         """The scenario with every default filled in, as plain data (written to summary.json)."""
         out = asdict(self)
+        options = self.protocol.options  # the kind's own keys, beside the common ones
+        out["protocol"] = {
+            "kind": self.protocol.kind,
+            "retrain_baseline": self.protocol.retrain_baseline,
+            "bits_per_entry": self.protocol.bits_per_entry,
+            **(
+                asdict(options)
+                if is_dataclass(options) and not isinstance(options, type)
+                else dict(options or {})
+            ),
+        }
         out["links"]["rate_bps"] = _jsonable_float(self.links.rate_bps)
         return out
 
@@ -600,13 +600,13 @@ def parse_scenario(
         params=params,
     )
 
-    from .models import MODEL_KINDS
+    from .models import MODEL_KINDS, model_class
 
     m = _Section(raw, "model")
-    model_kind = m.string("kind", None, MODEL_KINDS)
+    model_kind = m.string("kind", None)
     if model_kind is None:
         raise ConfigError("model.kind", f"is required; allowed: {', '.join(MODEL_KINDS)}")
-    model_cls = MODEL_KINDS[model_kind]
+    model_cls = model_class(model_kind)
     model_allowed = {"kind", "prior", "temperature", *model_cls.model_keys}
     for key in m.values:
         if key not in model_allowed:
@@ -658,28 +658,15 @@ def parse_scenario(
         options={k: v for k, v in d.values.items() if k in model_cls.data_keys},
     )
 
-    pr = _Section(raw, "protocol", set(SECTIONS["protocol"]))
-    if model_cls.conjugate:
-        for key in NATGRAD_KEYS:
-            if key in pr.values:
-                raise ConfigError(
-                    f"protocol.{key}",
-                    f"applies only to non-conjugate models; {model_kind!r} is learned by exact conjugate updates",
-                )
-    estimators = getattr(model_cls, "estimators", ("reinforce",))
+    pr = _Section(raw, "protocol")
+    kind_name = str(pr.string("kind", "gfvl"))
+    protocol_cls = protocol_kind(kind_name)
+    protocol_cls.check_model(model_cls)
     protocol = ProtocolSettings(
-        kind=str(pr.string("kind", "gfvl", PROTOCOL_KINDS)),
+        kind=kind_name,
         retrain_baseline=pr.boolean("retrain_baseline", True),
         bits_per_entry=_int(pr.integer("bits_per_entry", 64, minimum=1)),
-        local_iterations=_int(pr.integer("local_iterations", 1, minimum=1)),
-        learning_rate=_float(pr.number("learning_rate", 5e-3, positive=True)),
-        schedule=str(pr.string("schedule", "constant", {"constant": 1, "inverse": 1})),
-        decay_iterations=_float(pr.number("decay_iterations", 1000.0, positive=True)),
-        samples=_int(pr.integer("samples", 30, minimum=1)),
-        samples_per=str(pr.string("samples_per", "point", {"point": 1, "total": 1})),
-        baseline=_float(pr.number("baseline", 0.0)),
-        estimator=str(pr.string("estimator", "reinforce", dict.fromkeys(estimators, 1))),
-        refine_after_unlearning=pr.boolean("refine_after_unlearning", True),
+        options=protocol_cls.settings(pr.values, model_cls),
     )
 
     sc = _Section(raw, "scheduler", set(SECTIONS["scheduler"]))
@@ -744,7 +731,7 @@ def parse_scenario(
         excess=me.boolean("excess", False),
         ece_bins=_int(me.integer("ece_bins", 10, minimum=1)),
         latency_window=_latency_window(
-            me, stochastic=not model_cls.conjugate and protocol.estimator != "exact"
+            me, stochastic=protocol_cls.stochastic(protocol.options, model_cls)
         ),
     )
     return Scenario(

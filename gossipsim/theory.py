@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from . import covertime as ct
+from . import cover as ct
 from .errors import ConfigError
 
 # exact hitting times by a sparse solve stay well under a second below this size

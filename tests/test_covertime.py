@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from gossipsim import covertime as ct
+from gossipsim.cover import hitting, montecarlo
 from gossipsim.errors import ConfigError
 from gossipsim.scheduling import IndexedGraph, Walker
 
@@ -188,7 +189,7 @@ def test_jump_chain_matches_walker_on_karate_club(kind: str) -> None:
 
 
 def test_chunked_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ct, "_VISITED_BYTES", 10 * 700)  # 700 runs per chunk of 10 nodes
+    monkeypatch.setattr(montecarlo, "_VISITED_BYTES", 10 * 700)  # 700 runs per chunk of 10 nodes
     x = ct.monte_carlo_cover_moves(nx.complete_graph(10), runs=5000, rng=14)
     within_4se(x, 9 * harmonic(9))
     x = ct.monte_carlo_cover_moves(nx.star_graph(9), MH, runs=5000, rng=15)
@@ -433,7 +434,7 @@ def test_bad_arguments_raise_config_error() -> None:
 
 
 def test_matthews_beyond_limit_raises_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ct, "MATTHEWS_MAX_NODES", 10)
+    monkeypatch.setattr(hitting, "MATTHEWS_MAX_NODES", 10)
     with pytest.raises(ConfigError) as err:
         ct.matthews_bounds(nx.cycle_graph(11))
     assert err.value.key == "nodes"

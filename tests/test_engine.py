@@ -13,6 +13,7 @@ import pytest
 from gossipsim.engine import Request, run_token
 from gossipsim.errors import ConfigError
 from gossipsim.links import LinkModel
+from gossipsim.messages import Message
 from gossipsim.protocols.base import Protocol, StateTrace
 from gossipsim.scheduling import IndexedGraph, Walker
 
@@ -27,9 +28,9 @@ class Recorder(Protocol):
         self.done_after = done_after
         self.trace = StateTrace()
 
-    def on_token(self, holder: int, slot: int) -> float:
+    def on_token(self, holder: int, slot: int) -> Message:
         self.calls.append((holder, slot))
-        return self.bits
+        return Message(self.bits)
 
     def on_request(self, node: int, slot: int) -> None:
         self.requests.append((node, slot))

@@ -72,3 +72,13 @@ def test_unknown_scheduler_and_node():
         Walker(graph, "teleport", np.random.default_rng(0))
     with pytest.raises(ConfigError, match="unlearning"):
         graph.index(9, "unlearning[0].node")
+
+
+def test_csr_view_of_the_graph():
+    graph = IndexedGraph.from_networkx(nx.lollipop_graph(4, 3))
+    csr = graph.csr
+    assert csr is graph.csr  # computed once
+    np.testing.assert_array_equal(csr.indptr, graph.indptr)
+    np.testing.assert_array_equal(csr.indices, graph.indices)
+    np.testing.assert_array_equal(csr.degree, graph.degree)
+    assert csr.size == graph.size == 7

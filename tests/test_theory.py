@@ -23,6 +23,7 @@ import scipy.sparse.linalg as spla
 
 import gossipsim as gs
 from gossipsim import covertime as ct
+from gossipsim.cover import exact as cover_exact
 from gossipsim.runner import World, start_node
 from gossipsim.scheduling import Walker
 from gossipsim.theory import theory_for
@@ -261,7 +262,7 @@ def test_a_closed_form_for_the_wrong_scheduler_is_caught(monkeypatch: pytest.Mon
     def always_mh(leaves: int, scheduler: str = MH, start: ct.Start = "uniform") -> float:
         return right(leaves, MH if scheduler == SRW else scheduler, start)
 
-    monkeypatch.setattr(ct, "star_cover_moves", always_mh)
+    monkeypatch.setattr(cover_exact, "star_cover_moves", always_mh)  # where the form is used
     raw = raw_scenario(STAR, SRW, "uniform")
     world = make_world(raw)
     theory = theory_for(world)
@@ -279,7 +280,7 @@ def test_a_closed_form_ignoring_the_start_is_caught(monkeypatch: pytest.MonkeyPa
     def uniform_start(leaves: int, scheduler: str = MH, start: ct.Start = "uniform") -> float:
         return right(leaves, scheduler, "uniform")
 
-    monkeypatch.setattr(ct, "star_cover_moves", uniform_start)
+    monkeypatch.setattr(cover_exact, "star_cover_moves", uniform_start)
     for kind, start in ((SRW, 0), (SRW, "stationary"), (MH, 0)):
         world = make_world(raw_scenario(STAR, kind, start))
         with pytest.raises(AssertionError):

@@ -10,17 +10,30 @@ import networkx as nx
 import numpy as np
 import pytest
 
+import gossipsim as gs
+from gossipsim.cli import main
 from gossipsim.errors import ConfigError
 from gossipsim.topology import (
+    ARRAY_KINDS,
     TOPOLOGY_KINDS,
+    OutOfRange,
     ParamSpec,
+    TopologyKind,
     TopologySpec,
+    build_indexed,
     build_topology,
     check_graph,
     parse_label,
+    planned_size,
+    reference_table,
+    register,
+    unregister,
 )
+from gossipsim.topology.arrays import erdos_renyi_edges
+from tests.helpers import base_scenario
 
-TOPOLOGIES = Path(__file__).resolve().parents[1] / "topologies"
+ROOT = Path(__file__).resolve().parents[1]
+TOPOLOGIES = ROOT / "topologies"
 HARTFORD = TOPOLOGIES / "hartford_drug.edgelist"
 LANL = TOPOLOGIES / "lanl_routes.graphml"
 
@@ -440,7 +453,6 @@ def test_bad_seed() -> None:
 def test_array_built_graphs_equal_the_networkx_ones(kind, nodes, params, seed):
     """Kinds drawn straight into CSR give exactly build_topology's graph for the same seed."""
     from gossipsim.scheduling import IndexedGraph
-    from gossipsim.topology import build_indexed
 
     indexed, graph = build_indexed(kind, nodes, params, seed=seed)
     assert graph is None
@@ -456,8 +468,6 @@ def test_array_built_graphs_equal_the_networkx_ones(kind, nodes, params, seed):
     ("kind", "params"), [("erdos_renyi", {"p": 0.01}), ("random_geometric", {"radius": 0.02})]
 )
 def test_array_built_disconnected_graphs_give_the_same_one_line_error(kind, params):
-    from gossipsim.topology import build_indexed
-
     with pytest.raises(ConfigError) as nx_error:
         build_topology(kind, 200, params, seed=1)
     with pytest.raises(ConfigError) as csr_error:
@@ -477,3 +487,143 @@ def test_csr_from_edges_merges_parallel_edges_and_drops_loops():
         g.index(4)
     with pytest.raises(ConfigError, match="does not exist"):
         g.index(True)
+
+
+# --- registry ------------------------------------------------------------------------------------
+
+
+def test_docs_topology_table_is_generated_from_the_registry() -> None:
+    """docs/scenarios.md shows every kind and key as the registry states them, and nothing else."""
+    doc = (ROOT / "docs" / "scenarios.md").read_text(encoding="utf-8")
+    table = reference_table()
+    assert table in doc, (
+        "docs/scenarios.md: the [topology] table differs from the registry; replace it with the "
+        "output of `python -c 'from gossipsim.topology import reference_table; "
+        f"print(reference_table())'`:\n{table}"
+    )
+    section = doc.split("## `[topology]`", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    assert [row.split("`")[1] for row in rows] == list(TOPOLOGY_KINDS)
+    for spec in TOPOLOGY_KINDS.values():
+        row = rows[list(TOPOLOGY_KINDS).index(spec.name)]
+        assert spec.description in row
+        for ps in spec.params.values():
+            assert f"`{ps.name}` (" in row and ps.check in row and ps.description in row
+
+
+def test_registry_records_are_consistent() -> None:
+    for spec in TOPOLOGY_KINDS.values():
+        assert isinstance(spec, TopologyKind) and callable(spec.build)
+        assert spec.needs_nodes == (spec.nodes == "required")
+        assert (spec.size is None) == (spec.nodes == "fixed")  # size known before building
+    assert TopologySpec is TopologyKind
+    assert set(ARRAY_KINDS) == {"erdos_renyi", "random_geometric"}
+    assert "ring" not in ARRAY_KINDS and 3 not in ARRAY_KINDS
+
+
+@pytest.mark.parametrize(
+    ("kind", "nodes", "params"),
+    [
+        ("complete", 30, {}),
+        ("ring", 30, {}),
+        ("star", 30, {}),
+        ("path", 30, {}),
+        ("grid", 30, {}),
+        ("grid", None, {"rows": 3, "cols": 7}),
+        ("random_regular", 30, {"degree": 4}),
+        ("barabasi_albert", 30, {"m": 2}),
+        ("watts_strogatz", 30, {"k": 4, "p": 0.3}),
+        ("erdos_renyi", 30, {"p": 1.0}),
+        ("random_geometric", 30, {"radius": 2.0}),
+    ],
+)
+def test_planned_size_matches_the_built_graph(kind, nodes, params) -> None:
+    """The size the memory check plans is the built graph's (edges: exact or an upper bound)."""
+    planned = planned_size(kind, nodes, params)
+    assert planned is not None
+    count, edges, networkx = planned
+    g = build_topology(kind, nodes, params, seed=1)
+    assert count == g.number_of_nodes()
+    assert g.number_of_edges() <= edges <= 2 * g.number_of_edges()
+    assert networkx == (kind not in ARRAY_KINDS)
+    assert planned_size("karate") is None and planned_size("edgelist", path=HARTFORD) is None
+
+
+def test_register_refuses_inconsistent_records() -> None:
+    p = ParamSpec("q", float, "some probability", low=0.0, high=1.0)
+    assert p.check == "0 <= q <= 1"
+    with pytest.raises(ValueError, match="already registered"):
+        register("ring", nx.cycle_graph, "again")
+    with pytest.raises(ValueError, match="nodes must be one of"):
+        register("new_kind", nx.cycle_graph, "x", nodes="sometimes")
+    with pytest.raises(ValueError, match="unique"):
+        register("new_kind", nx.cycle_graph, "x", p, p)
+    with pytest.raises(ValueError, match="unique"):
+        register("new_kind", nx.cycle_graph, "x", ParamSpec("nodes", int, "n", check="n >= 2"))
+    with pytest.raises(ValueError, match="file kind"):
+        register("new_kind", nx.cycle_graph, "x", from_file=True, nodes="fixed")
+    with pytest.raises(ValueError, match="arrays"):
+        register("new_kind", nx.cycle_graph, "x", arrays=erdos_renyi_edges)
+    with pytest.raises(ValueError, match="allowed"):
+        ParamSpec("x", int, "no range")
+    with pytest.raises(ValueError, match="type"):
+        ParamSpec("x", list, "a list", check="anything")
+    assert "new_kind" not in TOPOLOGY_KINDS
+
+
+def lollipop(n: int, clique: int) -> nx.Graph:
+    """A clique of ``clique`` nodes with a path of the other ``n - clique`` attached (test kind)."""
+    if not clique < n:
+        raise OutOfRange("clique", f"nodes = {n}")
+    return nx.lollipop_graph(clique, n - clique)
+
+
+def test_a_kind_registered_in_one_line_is_usable_from_a_scenario_and_the_cli(capsys) -> None:
+    clique = ParamSpec(
+        "clique", int, "nodes of the clique", 3, "integer 3 <= clique < nodes", low=3
+    )
+    register(
+        "lollipop",
+        lollipop,
+        "a clique with a path attached",
+        clique,
+        size=lambda n, clique: (n, clique**2 / 2 + n),
+    )
+    try:
+        # a scenario: checked, built and run like any shipped kind
+        raw = base_scenario(topology={"kind": "lollipop", "nodes": 8, "clique": 5})
+        study = gs.parse_study(raw)
+        (world,) = gs.check(study)
+        assert world.nodes == 8 and world.indexed.indices.size == 2 * (10 + 3)
+        res = gs.run(study, runs=2)
+        assert len(res.runs) == 2
+        assert gs.check(gs.parse_study(base_scenario(topology={"kind": "lollipop", "nodes": 6})))
+        for table, key in (
+            ({"clique": 8}, "topology.clique"),  # the builder's range, stated by the ParamSpec
+            ({"clique": 2}, "topology.clique"),  # the ParamSpec's bound
+            ({"clique": 2.5}, "topology.clique"),
+            ({"radius": 1.0}, "topology.radius"),
+        ):
+            with pytest.raises(gs.ConfigError) as info:
+                gs.check(
+                    gs.parse_study(
+                        base_scenario(topology={"kind": "lollipop", "nodes": 8, **table})
+                    )
+                )
+            assert info.value.key == key
+        assert str(info.value).endswith("allowed: nodes, clique")
+        with pytest.raises(
+            gs.ConfigError, match=r"must be integer 3 <= clique < nodes, got 8 \(nodes = 8\)"
+        ):
+            build_topology("lollipop", 8, {"clique": 8})
+        # the CLI: listed, and a --topology with --param
+        assert main(["list"]) == 0
+        assert "lollipop" in capsys.readouterr().out
+        args = ["covertime", "--topology", "lollipop", "--nodes", "8", "--param", "clique=4"]
+        assert main([*args, "--runs", "50", "--json"]) == 0
+        assert "mean_moves" in capsys.readouterr().out
+        assert "`lollipop` | a clique with a path attached | required |" in reference_table()
+    finally:
+        assert unregister("lollipop").name == "lollipop"
+    assert "lollipop" not in TOPOLOGY_KINDS
+    raises_for("topology.kind", "lollipop", 8)

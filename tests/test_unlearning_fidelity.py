@@ -14,6 +14,7 @@ from gossipsim.families import GaussianFull
 from gossipsim.metrics import Segments
 from gossipsim.protocols import ConjugateGFVL, NaturalGradientGFVL
 from gossipsim.protocols.natgrad import learning_rate
+from gossipsim.runner import build_protocol
 from tests.helpers import base_scenario, to_toml
 
 
@@ -40,7 +41,7 @@ def test_reproducer_recovers_and_converges_to_the_posterior_without_the_node():
     """Exact expectations: the subtraction would leave a ≤ 1; the state restarts from the prior,
     is counted once per run, and q converges to the best Beta for the data without node 0."""
     world = gs.build_world(gs.parse_study(reproducer("exact")).variants[0].scenario)
-    protocol = world.model.make_protocol(world.model.fixed_data, np.random.default_rng(0), bits=128)
+    protocol = build_protocol(world, world.model.fixed_data, np.random.default_rng(0))
     assert isinstance(protocol, NaturalGradientGFVL)
     for slot in range(1, 2000):  # learn with all four nodes, round robin
         protocol.on_token((slot - 1) % 4, slot)
@@ -304,8 +305,8 @@ def test_retrain_baseline_restarts_its_schedule_in_a_run():
     proto.on_request(0, 400)
     proto.on_token(1, 400)
     retrained = proto.traces()["retrain"].states[-1]
-    fresh = world.model.make_protocol(
-        world.model.fixed_data, np.random.default_rng(0), bits=1, forgotten=frozenset({0})
+    fresh = build_protocol(
+        world, world.model.fixed_data, np.random.default_rng(0), forgotten=frozenset({0})
     )
     fresh.on_token(1, 1)
     np.testing.assert_allclose(retrained, fresh.traces()["main"].states[-1], rtol=1e-12)

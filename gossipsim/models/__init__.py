@@ -1,4 +1,9 @@
-"""Models: the data, protocols, exact targets and evaluation of each ``[model] kind``."""
+"""Models: the data, exact targets and evaluation of each ``[model] kind``, and their capabilities.
+
+A new model is a :class:`Model` subclass registered with one :func:`register_model` line, or a
+plug-in named by import path in the scenario (``[model] kind = "mypackage.module:MyModel"``), which
+worker processes import again.
+"""
 
 from .base import FamilyTarget, Model, Target
 from .beta_exponential import BetaExponential, ExactPosterior
@@ -24,8 +29,38 @@ MODEL_KINDS: dict[str, type[Model]] = {
     )
 }
 
+
+def register_model(model: type[Model]) -> type[Model]:
+    """Register a model class under its ``kind`` (the one line that adds a model)."""
+    if not model.kind:
+        raise ValueError("a model class needs a kind")
+    MODEL_KINDS[model.kind] = model
+    return model
+
+
+def model_class(name: str, key: str = "model.kind") -> type[Model]:
+    """The model class called ``name``: a registered kind, or an import path ``module:Class`` naming
+    a :class:`Model` subclass."""
+    from ..errors import ConfigError
+    from ..protocols.registry import import_object
+
+    if name in MODEL_KINDS:
+        return MODEL_KINDS[name]
+    if ":" in name:
+        found = import_object(name, key)
+        if isinstance(found, type) and issubclass(found, Model):
+            return found
+        raise ConfigError(key, f"{name!r} is not a gossipsim Model subclass")
+    raise ConfigError(
+        key,
+        f"unknown value {name!r}; allowed: {', '.join(MODEL_KINDS)}, or an import path module:Class",
+    )
+
+
 __all__ = [
     "MODEL_KINDS",
+    "model_class",
+    "register_model",
     "BetaExponential",
     "ConjugateExpFam",
     "ExactPosterior",

@@ -3,8 +3,10 @@
 A model turns the ``[model]`` and ``[data]`` sections of one variant into
 
 - ``fixed_data`` (drawn once) or ``draw_data(rng)`` (a new data set per run),
-- ``make_protocol(...)``: the protocol that learns from that data (and the retrain baseline's fresh
-  copies),
+- ``capabilities``: what it offers a protocol (:mod:`gossipsim.capabilities`: exact conjugate
+  factors through ``factors(data)``, or expected log-likelihood gradients through
+  ``mean_gradient(data, estimation)`` and ``in_domain``); the protocol kind chosen by the scenario
+  builds itself from them, the model never builds a protocol,
 - ``target(data, forgotten)``: the exact target posterior of the data meant to be learned, with
   ``kl(states)`` vectorised over a trace of posteriors, and the best-in-family KL where the target is
   not in the variational family,
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -30,23 +32,11 @@ import numpy as np
 from .. import budget
 from ..errors import ConfigError
 from ..families import ExponentialFamily, ModelParam
-from ..protocols import ConjugateGFVL, NaturalGradientGFVL, Protocol, StateTrace
-from ..protocols.natgrad import MeanGradient
+from ..representations import Target
 from ..scheduling import IndexedGraph
 
 if TYPE_CHECKING:
     from ..scenario import Scenario
-
-
-class Target(ABC):
-    """An exact target posterior."""
-
-    #: min over the variational family of KL(member ‖ target); None when the target is in the family
-    best_family_kl: float | None = None
-
-    @abstractmethod
-    def kl(self, states: np.ndarray) -> np.ndarray:
-        """KL(q ‖ target) for each row of ``states`` (natural parameters of q)."""
 
 
 class FamilyTarget(Target):
@@ -71,8 +61,8 @@ class Model(ABC):
     model_keys: ClassVar[tuple[str, ...]] = ()
     #: data-section keys beyond points_per_node, path, draw and the generator parameters
     data_keys: ClassVar[tuple[str, ...]] = ()
-    #: whether the model is learned by exact conjugate updates (else by natural-gradient G-FVL)
-    conjugate: ClassVar[bool] = True
+    #: what the model offers a protocol (:mod:`gossipsim.capabilities`)
+    capabilities: ClassVar[frozenset[str]] = frozenset()
     #: whether ``[data] path`` (a node,x CSV file) is supported
     reads_files: ClassVar[bool] = False
 
@@ -95,45 +85,10 @@ class Model(ABC):
     def draw_data(self, rng: np.random.Generator) -> Any:
         """A fresh data set for one run (``[data] draw = "per-run"``)."""
 
-    @abstractmethod
-    def make_protocol(
-        self,
-        data: Any,
-        rng: np.random.Generator,
-        *,
-        bits: float,
-        forgotten: frozenset[int] = frozenset(),
-        trace: StateTrace | None = None,
-        start_slot: int = 0,
-    ) -> Protocol:
-        """The protocol that learns ``data`` (from the prior, without the ``forgotten`` nodes)."""
-
-    def _conjugate_protocol(
-        self, factors: np.ndarray, *, bits: float, forgotten: frozenset[int],
-        trace: StateTrace | None, start_slot: int,
-    ) -> Protocol:  # fmt: skip
-        """G-FVL with exact updates (eqs. 13-14) on the per-node ``factors``: the protocol of
-        every conjugate model."""
-        return ConjugateGFVL(
-            self.prior, factors, bits_per_message=bits, forgotten=forgotten, trace=trace,
-            start_slot=start_slot,
-        )  # fmt: skip
-
-    def _natural_gradient_protocol(
-        self, gradient: MeanGradient, rng: np.random.Generator, *, bits: float,
-        forgotten: frozenset[int], trace: StateTrace | None, start_slot: int,
-        in_domain: Callable[[np.ndarray], bool] | None = None,
-    ) -> Protocol:  # fmt: skip
-        """Natural-gradient G-FVL with the scenario's ``[protocol]`` settings: the protocol of
-        every non-conjugate model (``gradient`` estimates a node's mean gradient)."""
-        p = self.scenario.protocol
-        return NaturalGradientGFVL(
-            self.family, self.prior, self.graph.size, gradient, rng,
-            local_iterations=p.local_iterations, rho=p.learning_rate, schedule=p.schedule,
-            decay_iterations=p.decay_iterations, temperature=self.temperature,
-            refine_after_unlearning=p.refine_after_unlearning, bits_per_message=bits,
-            forgotten=forgotten, trace=trace, start_slot=start_slot, in_domain=in_domain,
-        )  # fmt: skip
+    def in_domain(self, eta: np.ndarray) -> bool:
+        """Whether ``eta`` is a state the model can work with (a protocol keeps its state there):
+        the family's natural-parameter domain unless the model needs more."""
+        return bool(self.family.in_domain(eta))
 
     @classmethod
     @abstractmethod

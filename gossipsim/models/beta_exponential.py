@@ -39,12 +39,12 @@ from scipy import integrate, optimize
 from scipy.special import betaln, digamma, polygamma
 
 from .. import budget
+from ..capabilities import MEAN_GRADIENT, EstimatorSettings
 from ..data import points_per_node, read_observations
 from ..errors import ConfigError
 from ..families import Beta, ModelParam
 from ..families.natgrad import reinforce_mean_gradient
 from ..optimum import variational_optimum
-from ..protocols import Protocol, StateTrace
 from ..protocols.natgrad import MeanGradient
 from ..scheduling import IndexedGraph
 from .base import Model, Target, check_prior_numbers, total_points
@@ -194,7 +194,7 @@ class ExponentialObservations:
 class BetaExponential(Model):
     kind = "beta-exponential"
     description = "exponential observations z ≥ 0 with mean θ ∈ (0, 1) (eqs. 22-23), Beta(a, b) prior; non-conjugate"
-    conjugate: ClassVar[bool] = False
+    capabilities: ClassVar[frozenset[str]] = frozenset({MEAN_GRADIENT})
     has_best_family: ClassVar[bool] = True
     reads_files: ClassVar[bool] = True
     prior_params = (
@@ -277,9 +277,10 @@ class BetaExponential(Model):
     def sizes(cls, scenario: Scenario, nodes: int) -> budget.ModelSizes:
         points = scenario.data.points_per_node
         largest = max(points, default=0) if isinstance(points, tuple) else points
-        protocol = scenario.protocol
+        options = scenario.protocol.options
+        samples = getattr(options, "samples", 0)
         # a REINFORCE step draws S samples per data point (or S in all), with a few arrays of them
-        draws = protocol.samples * (largest if protocol.samples_per == "point" else 1)
+        draws = samples * (largest if getattr(options, "samples_per", "point") == "point" else 1)
         total = 0 if scenario.data.path is not None else total_points(scenario, nodes)
         return budget.ModelSizes(
             state_entries=2,
@@ -302,9 +303,9 @@ class BetaExponential(Model):
         a, b = Beta.conventional(eta)
         return bool(a > 1.0 and b > 0.0)
 
-    def mean_gradient(self, data: ExponentialData) -> MeanGradient:
-        """∇_μ E_q[L_k(θ)] for node k by the configured estimator."""
-        p = self.scenario.protocol
+    def mean_gradient(self, data: ExponentialData, estimation: EstimatorSettings) -> MeanGradient:
+        """∇_μ E_q[L_k(θ)] for node k by the given estimator (capability ``mean-gradient``)."""
+        p = estimation
         family = self.family
         samples, per_point, baseline = p.samples, p.samples_per == "point", p.baseline
         observations = data.observations
@@ -334,21 +335,6 @@ class BetaExponential(Model):
             return np.linalg.solve(family.fisher(eta), grad_eta)
 
         return exact if p.estimator == "exact" else reinforce
-
-    def make_protocol(
-        self,
-        data: Any,
-        rng: np.random.Generator,
-        *,
-        bits: float,
-        forgotten: frozenset[int] = frozenset(),
-        trace: StateTrace | None = None,
-        start_slot: int = 0,
-    ) -> Protocol:
-        return self._natural_gradient_protocol(
-            self.mean_gradient(data), rng, bits=bits, forgotten=forgotten, trace=trace,
-            start_slot=start_slot, in_domain=self.in_domain,
-        )  # fmt: skip
 
     def compute_target(self, data: Any, forgotten: frozenset[int]) -> Target:
         included = self.included(forgotten)

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from .. import budget
+from ..capabilities import EXACT_FACTORS
 from ..data import points_per_node, read_observations, synthetic_observations
 from ..errors import ConfigError
 from ..families import CONJUGATE_MODELS, ConjugateModel
-from ..protocols import Protocol, StateTrace
 from ..scheduling import IndexedGraph
 from .base import FamilyTarget, Model, Target, check_prior_numbers, check_sigma, total_points
 
@@ -25,7 +25,7 @@ class ConjugateExpFam(Model):
     """A conjugate pair from :mod:`gossipsim.families.conjugate`: data are the exact local factors
     s_k = (1/α) Σ_{x ∈ D_k} [s_l(x); 1], one row per node."""
 
-    conjugate: ClassVar[bool] = True
+    capabilities: ClassVar[frozenset[str]] = frozenset({EXACT_FACTORS})
     reads_files: ClassVar[bool] = True
     math: ClassVar[type[ConjugateModel]]
 
@@ -114,19 +114,9 @@ class ConjugateExpFam(Model):
     def draw_data(self, rng: np.random.Generator) -> np.ndarray:
         return self._factors(synthetic_observations(self.impl, self.points, self.node_params, rng))
 
-    def make_protocol(
-        self,
-        data: Any,
-        rng: np.random.Generator,
-        *,
-        bits: float,
-        forgotten: frozenset[int] = frozenset(),
-        trace: StateTrace | None = None,
-        start_slot: int = 0,
-    ) -> Protocol:
-        return self._conjugate_protocol(
-            data, bits=bits, forgotten=forgotten, trace=trace, start_slot=start_slot
-        )
+    def factors(self, data: Any) -> np.ndarray:
+        """Each node's exact local factor (capability ``exact-factors``): the data themselves."""
+        return np.asarray(data, dtype=float)
 
     def compute_target(self, data: Any, forgotten: frozenset[int]) -> Target:
         return FamilyTarget(self.family, self.prior + data[self.included(forgotten)].sum(axis=0))

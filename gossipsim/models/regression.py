@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from .. import budget, glm
+from ..capabilities import EXACT_FACTORS, MEAN_GRADIENT, EstimatorSettings
 from ..datasets import (
     DATASETS,
     Task,
@@ -42,7 +43,6 @@ from ..families import ModelParam
 from ..families.gaussian import GaussianDiagonal, GaussianFull
 from ..families.natgrad import gaussian_mean_gradient, reinforce_mean_gradient
 from ..optimum import MAX_STEPS, STATIONARITY_TOL, variational_optimum
-from ..protocols import Protocol, StateTrace
 from ..protocols.natgrad import MeanGradient
 from ..scheduling import IndexedGraph
 from .base import FamilyTarget, Model, Target, check_prior_numbers, check_sigma
@@ -216,7 +216,7 @@ class GaussianRegression(Model):
             data_what=f"{train + test} rows of {d} columns",
             state_key="data.features" if synthetic else "model.family",
             state_what=f"{nodes} nodes with {family.dim}-entry factors (d = {d})",
-            every_slot=not cls.conjugate,
+            every_slot=EXACT_FACTORS not in cls.capabilities,
             evaluation_values=cls.evaluation_values(scenario, family.dim, test),
             step_values=cls.step_values(scenario, d, _largest_node(scenario, train)),
         )
@@ -327,7 +327,7 @@ class LinearRegression(GaussianRegression):
     kind = "linear-regression"
     description = "y = xᵀθ + N(0, sigma²) with known sigma ([model] sigma), Gaussian prior; conjugate (gaussian-full)"
     task_kind = "regression"
-    conjugate: ClassVar[bool] = True
+    capabilities: ClassVar[frozenset[str]] = frozenset({EXACT_FACTORS})
     model_keys: ClassVar[tuple[str, ...]] = ("family", "sigma")
 
     @classmethod
@@ -360,14 +360,6 @@ class LinearRegression(GaussianRegression):
             rows.append(np.concatenate([eta1, eta2.ravel()]))
         return np.stack(rows) / self.temperature
 
-    def make_protocol(
-        self, data: Any, rng: np.random.Generator, *, bits: float, forgotten: frozenset[int] = frozenset(),
-        trace: StateTrace | None = None, start_slot: int = 0,
-    ) -> Protocol:  # fmt: skip
-        return self._conjugate_protocol(
-            self.factors(data), bits=bits, forgotten=forgotten, trace=trace, start_slot=start_slot
-        )
-
     def compute_target(self, data: Any, forgotten: frozenset[int]) -> Target:
         return FamilyTarget(
             self.family, self.prior + self.factors(data)[self.included(forgotten)].sum(axis=0)
@@ -388,7 +380,7 @@ class LogisticRegression(GaussianRegression):
     kind = "logistic-regression"
     description = "binary labels, p(y=1|x) = σ(xᵀθ), Gaussian prior and posterior (full or diagonal); non-conjugate"
     task_kind = "binary"
-    conjugate: ClassVar[bool] = False
+    capabilities: ClassVar[frozenset[str]] = frozenset({MEAN_GRADIENT})
     estimators: ClassVar[tuple[str, ...]] = ("reinforce", "reparameterization", "exact")
 
     @classmethod
@@ -420,17 +412,18 @@ class LogisticRegression(GaussianRegression):
     def step_values(cls, scenario: Scenario, d: int, node_rows: int) -> float:
         """A step's draws: S per row (or S in all, with a d × d Hessian each), a few arrays of
         them; the exact estimator's quadrature nodes per row."""
-        p = scenario.protocol
-        if p.estimator == "exact":
+        p = scenario.protocol.options
+        if getattr(p, "estimator", "exact") == "exact":
             return 4.0 * QUADRATURE_POINTS * node_rows + 4.0 * d * d
         if p.samples_per == "point":
             return 4.0 * p.samples * node_rows * d + 4.0 * d * d
         return 2.0 * p.samples * (d + d * d)
 
-    def mean_gradient(self, data: RegressionData, estimator: str | None = None) -> MeanGradient:
-        """∇_μ E_q[L_k(θ)] for node k (L_k: the sum of the node's log-losses)."""
-        p = self.scenario.protocol
-        estimator = estimator or p.estimator
+    def mean_gradient(self, data: RegressionData, estimation: EstimatorSettings) -> MeanGradient:
+        """∇_μ E_q[L_k(θ)] for node k (L_k: the sum of the node's log-losses) by the given estimator
+        (capability ``mean-gradient``)."""
+        p = estimation
+        estimator = p.estimator
         family = self.family
         samples, per_point, baseline = p.samples, p.samples_per == "point", p.baseline
 
@@ -477,15 +470,6 @@ class LogisticRegression(GaussianRegression):
         return {"exact": exact, "reparameterization": reparameterization, "reinforce": reinforce}[
             estimator
         ]
-
-    def make_protocol(
-        self, data: Any, rng: np.random.Generator, *, bits: float, forgotten: frozenset[int] = frozenset(),
-        trace: StateTrace | None = None, start_slot: int = 0,
-    ) -> Protocol:  # fmt: skip
-        return self._natural_gradient_protocol(
-            self.mean_gradient(data), rng, bits=bits, forgotten=forgotten, trace=trace,
-            start_slot=start_slot,
-        )  # fmt: skip
 
     def compute_target(self, data: Any, forgotten: frozenset[int]) -> Target:
         return FamilyTarget(self.family, self.centralised_optimum(data, forgotten))

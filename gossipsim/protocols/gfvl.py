@@ -16,6 +16,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from ..messages import Message
 from .base import Protocol, StateTrace
 
 
@@ -94,6 +95,7 @@ class ConjugateGFVL(Protocol):
         self.factors = np.asarray(factors, dtype=float)
         n_nodes = self.factors.shape[0]
         self.bits = float(64 * self.prior.size if bits_per_message is None else bits_per_message)
+        self.message = Message(self.bits)  # constant size: one object for every hop
         # per-node flags in byte arrays (one byte per node; per-hop reads of numpy scalars are slow)
         self.forgotten = bytearray(n_nodes)
         for node in forgotten:
@@ -117,9 +119,9 @@ class ConjugateGFVL(Protocol):
         """Natural parameters of the current q (rebuilt from the trace)."""
         return self.trace.states[-1]
 
-    def on_token(self, holder: int, slot: int) -> float:
+    def on_token(self, holder: int, slot: int) -> Message:
         if self._idle[holder]:
-            return self.bits
+            return self.message
         if self.forgotten[holder]:
             self._add(slot, holder, -1)  # eq. (21): η ← η − η_k, η_k ← 0
             self.contributed[holder] = 0
@@ -129,7 +131,7 @@ class ConjugateGFVL(Protocol):
             self.contributed[holder] = 1
         self._idle[holder] = 1
         self._outstanding -= 1
-        return self.bits
+        return self.message
 
     def on_request(self, node: int, slot: int) -> None:
         if self.forgotten[node]:

@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from ..families import ExponentialFamily
+from ..messages import Message
 from .base import Protocol, StateTrace
 
 #: ∇_μ E_{q(θ|η)}[L_k(θ)] for node k, estimated with the given generator
@@ -96,6 +97,7 @@ class NaturalGradientGFVL(Protocol):
         self.temperature = temperature
         self.refine = refine_after_unlearning
         self.bits = float(64 * self.eta.size if bits_per_message is None else bits_per_message)
+        self.message = Message(self.bits)  # constant size: one object for every hop
         self.forgotten = np.zeros(nodes, dtype=bool)
         self.forgotten[list(forgotten)] = True
         self.frozen = False
@@ -107,13 +109,13 @@ class NaturalGradientGFVL(Protocol):
         self.trace = trace if trace is not None else StateTrace()
         self.trace.record(start_slot, self.eta)
 
-    def on_token(self, holder: int, slot: int) -> float:
+    def on_token(self, holder: int, slot: int) -> Message:
         if self.forgotten[holder]:
             if np.any(self.local[holder] != 0.0):
                 self._remove(holder, slot)
-            return self.bits
+            return self.message
         if self.frozen:
-            return self.bits
+            return self.message
         rho = learning_rate(self.rho, self.schedule, self.decay_iterations, slot - self.origin)
         eta = self.eta
         local = self.local[holder]
@@ -139,7 +141,7 @@ class NaturalGradientGFVL(Protocol):
         self.eta = eta
         self.local[holder] = local
         self.trace.record(slot, eta)
-        return self.bits
+        return self.message
 
     def _remove(self, node: int, slot: int) -> None:
         """Eq. (21), η ← η − η_k, η_k ← 0; a restart from the prior when that leaves the domain."""

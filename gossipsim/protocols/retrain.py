@@ -10,9 +10,10 @@ the main one and is not simulated; the token's payload and timing are those of t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from .base import Protocol, StateTrace
+from ..messages import Message, Round
+from .base import Protocol, Recovery, StateTrace
 
 FreshProtocol = Callable[[frozenset[int], StateTrace | None, int], Protocol]
 
@@ -22,12 +23,13 @@ class WithRetrainBaseline(Protocol):
 
     def __init__(self, main: Protocol, fresh: FreshProtocol) -> None:
         self.main = main
+        self.representation = main.representation
         self.fresh = fresh
         self.retrain: Protocol | None = None
         self.forgotten: frozenset[int] = frozenset()
         self.retrain_trace: StateTrace | None = None  # made by the first restart, passed on
 
-    def on_token(self, holder: int, slot: int) -> float:
+    def on_token(self, holder: int, slot: int) -> Message | Round:
         if self.retrain is not None:
             self.retrain.on_token(holder, slot)
         return self.main.on_token(holder, slot)
@@ -40,6 +42,12 @@ class WithRetrainBaseline(Protocol):
 
     def done(self) -> bool:
         return self.main.done() and (self.retrain is None or self.retrain.done())
+
+    def on_loss(self, sender: int, receiver: int, slot: int, message: Message) -> Recovery:
+        return self.main.on_loss(sender, receiver, slot, message)
+
+    def on_round(self, slot: int, delivered: Sequence[bool]) -> None:
+        self.main.on_round(slot, delivered)
 
     def stats(self) -> dict[str, float]:
         return self.main.stats()

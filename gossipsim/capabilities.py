@@ -1,0 +1,33 @@
+"""What a model can offer a protocol: named capabilities and the settings they take.
+
+A model class lists its capabilities in ``Model.capabilities``; a protocol kind
+(:class:`gossipsim.protocols.registry.ProtocolKind`) checks that the ones it needs are there and
+then calls the matching methods. Models never build protocols.
+
+- :data:`EXACT_FACTORS`: exact conjugate statistics. ``model.factors(data)`` gives each node's exact
+  likelihood factor in natural parameters, shape (K, D) (eqs. 13-14), to be added to
+  ``model.prior``.
+- :data:`MEAN_GRADIENT`: expected log-likelihood gradients. ``model.mean_gradient(data, estimator)``
+  gives a function ``(η, k, rng) -> ∇_μ E_{q_η}[L_k]`` (eq. 17) for one of ``model.estimators``,
+  configured by an :class:`EstimatorSettings`; ``model.in_domain(η)`` says where E_q[L_k] is finite.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+EXACT_FACTORS = "exact-factors"
+MEAN_GRADIENT = "mean-gradient"
+CAPABILITIES = (EXACT_FACTORS, MEAN_GRADIENT)
+
+
+@dataclass(frozen=True)
+class EstimatorSettings:
+    """How a mean gradient is estimated: ``estimator`` (one of the model's), ``samples`` S,
+    ``samples_per`` ("point": S draws per data point; "total": S in all) and the REINFORCE
+    ``baseline`` c."""
+
+    estimator: str = "reinforce"
+    samples: int = 30
+    samples_per: str = "point"
+    baseline: float = 0.0

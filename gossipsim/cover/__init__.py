@@ -1,0 +1,81 @@
+"""Cover times and unlearning latencies of the token walk: exact values, bounds and Monte Carlo.
+
+Time is counted in slots ``i = 1, 2, ...``; slot 1 is the first holder. A move to a neighbour and a
+Metropolis-Hastings rejection (the holder keeps the token) both take one slot, and "moves" are slot
+transitions, so the cover *iteration* (first slot at which every node has held the token) is the
+cover *moves* plus one.
+
+Cover time (moves)
+    ``C = min{t : {X_0, ..., X_t} = V}`` for the walk ``X`` of :mod:`gossipsim.scheduling`
+    (Lovász 1993, "Random walks on graphs: a survey", §2; Aldous & Fill, "Reversible Markov chains
+    and random walks on graphs", ch. 6). The start ``X_0`` is uniform over the nodes by default, a
+    given node index, or the stationary distribution π.
+
+Every computation reads the walk from the scheduler's object (:func:`~gossipsim.scheduling.scheduler_for`):
+its transition matrix and stationary distribution (exact values, hitting times, bounds) or its jump
+chain and one-step sampler (Monte Carlo). One module per job:
+
+===================  ===========================================================================
+:mod:`.exact`        exact expected cover moves: closed forms, else the subset chain
+:mod:`.formulas`     closed forms that need no graph: the star, the value of a topology kind vs K
+:mod:`.montecarlo`   Monte Carlo cover moves and unlearning latencies, vectorised across runs
+:mod:`.hitting`      exact hitting times and the expected unlearning latency
+:mod:`.bounds`       Matthews' bounds
+:mod:`.iteration`    the cover iteration of one recorded walk
+:mod:`.common`       argument checks, start distributions, harmonic numbers
+===================  ===========================================================================
+
+Every function takes a :class:`networkx.Graph` or an :class:`~gossipsim.scheduling.IndexedGraph`, a
+scheduler name (see :data:`~gossipsim.scheduling.SCHEDULER_KINDS`), and node *indices* (``0..K−1`` in
+``graph.nodes`` order; :func:`node_index` maps a label). Randomness comes only from the
+:class:`numpy.random.Generator` (or seed) passed in.
+"""
+
+from __future__ import annotations
+
+from .bounds import matthews_bounds
+from .common import Graph, Start, harmonic, node_index
+from .exact import (
+    EXACT_COVER_MAX_NODES,
+    ExactCover,
+    exact_cover_moves,
+    exact_cover_moves_with_method,
+)
+from .formulas import (
+    TheoreticalCover,
+    star_cover_moves,
+    theoretical_cover,
+    theoretical_cover_moves,
+)
+from .hitting import (
+    MATTHEWS_MAX_NODES,
+    all_pairs_hitting_times,
+    expected_unlearning_latency,
+    hitting_times_to,
+)
+from .iteration import cover_iteration
+from .montecarlo import monte_carlo_cover_moves, monte_carlo_unlearning_latency, summarize
+
+__all__ = [
+    "EXACT_COVER_MAX_NODES",
+    "MATTHEWS_MAX_NODES",
+    "ExactCover",
+    "Graph",
+    "Start",
+    "TheoreticalCover",
+    "all_pairs_hitting_times",
+    "cover_iteration",
+    "exact_cover_moves",
+    "exact_cover_moves_with_method",
+    "expected_unlearning_latency",
+    "harmonic",
+    "hitting_times_to",
+    "matthews_bounds",
+    "monte_carlo_cover_moves",
+    "monte_carlo_unlearning_latency",
+    "node_index",
+    "star_cover_moves",
+    "summarize",
+    "theoretical_cover",
+    "theoretical_cover_moves",
+]

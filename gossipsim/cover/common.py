@@ -1,0 +1,130 @@
+"""What every cover-time computation checks and shares: the graph (connected, undirected, as an
+:class:`~gossipsim.scheduling.IndexedGraph`), the scheduler (its :class:`~gossipsim.scheduling.Scheduler`
+object), node indices, the start distribution, run counts, seeds, and the harmonic numbers."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any, TypeAlias
+
+import networkx as nx
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+
+from ..errors import ConfigError
+from ..scheduling import IndexedGraph, Scheduler, scheduler_for
+
+Graph: TypeAlias = IndexedGraph | nx.Graph
+Start: TypeAlias = str | int
+
+
+def harmonic(n: int) -> float:
+    """The harmonic number ``H_n = Σ_{i=1..n} 1/i`` (``H_0 = 0``)."""
+    if n <= 0:
+        return 0.0
+    return float(np.sum(1.0 / np.arange(1, n + 1, dtype=float)))
+
+
+def indexed(graph: Graph) -> IndexedGraph:
+    """``graph`` as an :class:`IndexedGraph` (checked: undirected, at least one node)."""
+    if isinstance(graph, IndexedGraph):
+        g = graph
+    elif isinstance(graph, nx.Graph):
+        if graph.is_directed():
+            raise ConfigError(
+                "graph", "the token walk needs an undirected graph (got a directed one)"
+            )
+        g = IndexedGraph.from_networkx(graph)
+    else:
+        raise ConfigError(
+            "graph", f"expected a networkx.Graph or an IndexedGraph, got {type(graph).__name__}"
+        )
+    if g.size == 0:
+        raise ConfigError("graph", "the graph has no nodes")
+    return g
+
+
+def require_connected(g: IndexedGraph) -> None:
+    """The walk must be able to reach every node (else cover and hitting times are infinite)."""
+    if g.size == 1:
+        return
+    adj = sp.csr_array(
+        (np.ones(g.indices.size, dtype=np.int8), g.indices, g.indptr), shape=(g.size, g.size)
+    )
+    n_comp, _ = connected_components(adj, directed=False)
+    if n_comp != 1:
+        raise ConfigError(
+            "graph",
+            f"the graph must be connected for the token to reach every node (it has {n_comp} components)",
+        )
+
+
+def prepare(graph: Graph, scheduler: str) -> tuple[IndexedGraph, Scheduler]:
+    """The checked graph and the scheduler object of kind ``scheduler`` (errors name ``scheduler``
+    and ``graph``); the graph must be connected unless the scheduler ignores it."""
+    sched = scheduler_for(scheduler, "scheduler")
+    g = indexed(graph)
+    if not sched.ignores_graph:
+        require_connected(g)
+    return g, sched
+
+
+def node_index(graph: Graph, label: Hashable, key: str = "node") -> int:
+    """Index (``0..K−1``, ``graph.nodes`` order) of the node labelled ``label``.
+
+    Raises :class:`ConfigError` naming ``key`` if there is no such node.
+    """
+    return indexed(graph).index(label, key)
+
+
+def check_node(node: Any, n: int, key: str = "node") -> int:
+    if isinstance(node, bool) or not isinstance(node, int | np.integer):
+        raise ConfigError(key, f"expected a node index 0..{n - 1}, got {node!r}")
+    if not 0 <= int(node) < n:
+        raise ConfigError(key, f"node index must be in 0..{n - 1}, got {int(node)}")
+    return int(node)
+
+
+def start_weights(g: IndexedGraph, sched: Scheduler, start: Start) -> np.ndarray:
+    """Distribution of the first holder over the node indices."""
+    n = g.size
+    if isinstance(start, str):
+        if start == "uniform":
+            return np.full(n, 1.0 / n)
+        if start == "stationary":
+            return sched.stationary(g)
+        raise ConfigError(
+            "start", f"expected 'uniform', 'stationary' or a node index, got {start!r}"
+        )
+    w = np.zeros(n)
+    w[check_node(start, n, "start")] = 1.0
+    return w
+
+
+def as_rng(rng: np.random.Generator | int | None) -> np.random.Generator:
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if rng is None or (isinstance(rng, int | np.integer) and not isinstance(rng, bool)):
+        return np.random.default_rng(rng)
+    raise ConfigError("rng", f"expected a numpy Generator, an integer seed or None, got {rng!r}")
+
+
+def check_runs(runs: Any) -> int:
+    if isinstance(runs, bool) or not isinstance(runs, int | np.integer) or runs < 1:
+        raise ConfigError("runs", f"the number of runs must be an integer >= 1, got {runs!r}")
+    return int(runs)
+
+
+def draw_starts(
+    g: IndexedGraph, sched: Scheduler, start: Start, runs: int, rng: np.random.Generator
+) -> np.ndarray:
+    """The first holder of each of ``runs`` Monte Carlo runs (a stationary start of a scheduler whose
+    stationary distribution is uniform is drawn as a uniform integer)."""
+    n = g.size
+    if isinstance(start, str):
+        w = start_weights(g, sched, start)  # validates the string
+        if start == "uniform" or sched.uniform_stationary:
+            return rng.integers(0, n, size=runs)
+        return rng.choice(n, size=runs, p=w)
+    return np.full(runs, check_node(start, n, "start"), dtype=np.int64)

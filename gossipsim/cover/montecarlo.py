@@ -1,0 +1,244 @@
+"""Monte Carlo cover moves and unlearning latencies, all runs stepping together in NumPy.
+
+The walk is simulated as its *jump chain* with geometric holding times
+(:class:`~gossipsim.scheduling.JumpChain`, built by the scheduler from its own move probabilities),
+which keeps the distribution exact: at node k the token leaves with probability
+``p_move(k) = Σ_{j≠k} P(k, j)`` per slot, so the slots spent at k before leaving are
+``Geometric(p_move(k))`` and the destination is j with probability ``P(k, j)/p_move(k)``. A
+Metropolis-Hastings leaf of a star (which keeps the token with probability ``1 − 1/(K−1)``) then costs
+one draw per visit instead of ``K − 1`` on average. Runs are retired by compacting the active set; when
+the chain never holds (every slot moves: simple random walk, Metropolis-Hastings on a regular graph, the
+uniform scheduler) the last few runs of a cover simulation are finished one at a time with the
+scheduler's one-step sampler (the same chain, as :class:`~gossipsim.scheduling.Walker` uses it), which
+is cheaper than a NumPy step over a handful of runs.
+
+Samples are reproducible from the seed given (``rng``); they are not the walks the engines realise
+from a scenario's seeds (those come from the runs' own walk streams).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..scheduling import JumpChain, Scheduler
+from .common import Graph, Start, as_rng, check_node, check_runs, draw_starts, prepare
+
+_TAIL_RUNS = 32  # below this many active runs (chains without holding) finish run by run
+_VISITED_BYTES = 200_000_000  # cap on the runs×K visited matrix of one Monte Carlo chunk
+
+
+def _cover_tail(
+    chain: JumpChain,
+    sched: Scheduler,
+    act: np.ndarray,
+    base: np.ndarray,
+    pos: np.ndarray,
+    visited: np.ndarray,
+    step: int,
+    rng: np.random.Generator,
+    max_moves: int | None,
+    out: np.ndarray,
+) -> None:
+    """Finish the last few runs one at a time with the scheduler's one-step sampler (what
+    :class:`~gossipsim.scheduling.Walker` uses).
+
+    Only for chains without holding (every slot moves), where the sampler's step is the jump chain's
+    step; a NumPy step over a handful of runs costs more than a plain Python hop per run.
+    """
+    step_one = sched.sampler(chain.graph, rng)
+    k_nodes = chain.n
+    limit = math.inf if max_moves is None else max_moves
+    for run, row, k in zip(act.tolist(), base.tolist(), pos.tolist(), strict=True):
+        missing = k_nodes - int(np.count_nonzero(visited[row : row + k_nodes]))
+        seen = visited[row : row + k_nodes].tolist()
+        t = step
+        while missing and t < limit:
+            k = step_one(k)
+            t += 1
+            if not seen[k]:
+                seen[k] = True
+                missing -= 1
+        if not missing:
+            out[run] = t
+
+
+def _cover_chunk(
+    chain: JumpChain,
+    sched: Scheduler,
+    starts: np.ndarray,
+    rng: np.random.Generator,
+    max_moves: int | None,
+) -> np.ndarray:
+    """Cover moves of ``len(starts)`` runs stepping together (NaN beyond ``max_moves``)."""
+    k_nodes = chain.n
+    runs = starts.size
+    out = np.full(runs, np.nan)
+    if k_nodes == 1:
+        out[:] = 0.0
+        return out
+    visited = np.zeros(runs * k_nodes, dtype=bool)
+    act = np.arange(runs)
+    base = act * k_nodes
+    pos = starts.astype(np.int64)
+    visited[base + pos] = True
+    count = np.ones(runs, dtype=np.int64)
+    per_run = not chain.all_move
+    moves = np.zeros(runs, dtype=np.int64)
+    step = 0
+    stale = 0  # finished (or over the limit) runs still in the active set
+    limited = per_run and max_moves is not None  # runs can also retire by exceeding max_moves
+    limit = int(max_moves) if max_moves is not None else 0
+    while act.size:
+        if not per_run and max_moves is not None and step >= max_moves:
+            break
+        if not per_run and act.size <= _TAIL_RUNS:
+            keep = count < k_nodes
+            _cover_tail(
+                chain, sched, act[keep], base[keep], pos[keep], visited, step, rng, max_moves, out
+            )
+            break
+        step += 1
+        if per_run:
+            hold = chain.hold(rng, pos)
+            assert hold is not None
+            moves += hold
+        pos = chain.dest(rng, pos)
+        idx = base + pos
+        new = np.flatnonzero(~visited[idx])  # runs whose new holder had not held the token yet
+        visited[idx[new]] = True
+        count[new] += 1
+        fin = new[count[new] == k_nodes]
+        if fin.size:
+            ids = act[fin]
+            if per_run:
+                vals = moves[fin]
+                if max_moves is not None:
+                    ok = vals <= max_moves
+                    ids, vals = ids[ok], vals[ok]
+                out[ids] = vals
+            else:
+                out[ids] = step
+            stale += fin.size
+        if limited:
+            keep = (count < k_nodes) & (moves <= limit)
+            stale = act.size - int(np.count_nonzero(keep))
+        if stale * 8 >= act.size:
+            if not limited:
+                keep = count < k_nodes
+            act, base, pos, count, moves = (
+                act[keep],
+                base[keep],
+                pos[keep],
+                count[keep],
+                moves[keep],
+            )
+            stale = 0
+    return out
+
+
+def monte_carlo_cover_moves(
+    graph: Graph,
+    scheduler: str = "metropolis-hastings",
+    runs: int = 1000,
+    rng: np.random.Generator | int | None = None,
+    start: Start = "uniform",
+    max_moves: int | None = None,
+) -> np.ndarray:
+    """Per-run cover moves (float; NaN where the cover takes more than ``max_moves`` moves).
+
+    All runs step together (in chunks keeping the runs×K visited matrix under 200 MB); the walk is
+    simulated as its jump chain with geometric holding times (module docstring), which is exact.
+    ``start`` is ``"uniform"``, ``"stationary"`` or a node index.
+    """
+    g, sched = prepare(graph, scheduler)
+    runs = check_runs(runs)
+    if max_moves is not None and (
+        isinstance(max_moves, bool) or not isinstance(max_moves, int | np.integer) or max_moves < 0
+    ):
+        raise ConfigError("max_moves", f"expected None or an integer >= 0, got {max_moves!r}")
+    gen = as_rng(rng)
+    starts = draw_starts(g, sched, start, runs, gen)
+    chain = sched.jump_chain(g)
+    chunk = max(1, min(runs, _VISITED_BYTES // g.size))
+    out = np.empty(runs)
+    for lo in range(0, runs, chunk):
+        hi = min(runs, lo + chunk)
+        out[lo:hi] = _cover_chunk(chain, sched, starts[lo:hi], gen, max_moves)
+    return out
+
+
+def monte_carlo_unlearning_latency(
+    graph: Graph,
+    node_index: int,
+    scheduler: str = "metropolis-hastings",
+    runs: int = 1000,
+    rng: np.random.Generator | int | None = None,
+    start: Start = "stationary",
+) -> np.ndarray:
+    """Per-run unlearning latency (slots, ≥ 1) of a request for node ``node_index``.
+
+    The holder of the first slot after the request is drawn from ``start`` (default: the stationary
+    distribution); the latency is 1 if it is the node, else 1 + the moves until the node holds the
+    token. Vectorised across runs like :func:`monte_carlo_cover_moves`.
+    """
+    g, sched = prepare(graph, scheduler)
+    target = check_node(node_index, g.size, "node")
+    runs = check_runs(runs)
+    gen = as_rng(rng)
+    pos = draw_starts(g, sched, start, runs, gen)
+    chain = sched.jump_chain(g)
+    out = np.ones(runs)
+    alive = pos != target
+    act = np.flatnonzero(alive)
+    pos = pos[alive]
+    moves = np.zeros(act.size, dtype=np.int64)
+    step = 0
+    while act.size:
+        step += 1
+        hold = chain.hold(gen, pos)
+        if hold is not None:
+            moves += hold
+        pos = chain.dest(gen, pos)
+        hit = pos == target
+        if hit.any():
+            out[act[hit]] = 1.0 + (moves[hit] if hold is not None else step)
+            keep = ~hit
+            act, pos, moves = act[keep], pos[keep], moves[keep]
+    return out
+
+
+def summarize(samples: np.ndarray) -> dict[str, Any]:
+    """Mean, standard deviation, standard error, 95% CI (mean ± 1.96·sd/√n) and median.
+
+    NaN samples (runs that hit ``max_moves``) are left out and counted in ``unfinished``.
+    """
+    x = np.asarray(samples, dtype=float).ravel()
+    finite = x[~np.isnan(x)]
+    n = int(finite.size)
+    if n == 0:
+        nan = float("nan")
+        return {
+            "mean": nan,
+            "sd": nan,
+            "se": nan,
+            "ci95": (nan, nan),
+            "median": nan,
+            "runs": 0,
+            "unfinished": int(x.size),
+        }
+    mean = float(finite.mean())
+    sd = float(finite.std(ddof=1)) if n > 1 else 0.0
+    se = sd / math.sqrt(n)
+    return {
+        "mean": mean,
+        "sd": sd,
+        "se": se,
+        "ci95": (mean - 1.96 * se, mean + 1.96 * se),
+        "median": float(np.median(finite)),
+        "runs": n,
+        "unfinished": int(x.size - n),
+    }

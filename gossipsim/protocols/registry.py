@@ -1,0 +1,138 @@
+"""Protocol kinds: what ``[protocol] kind`` selects, each with its own settings and needs.
+
+A :class:`ProtocolKind` owns
+
+- its keys of the ``[protocol]`` section (:attr:`ProtocolKind.keys`, validated per kind with the
+  usual one-line errors), read into a settings object by :meth:`ProtocolKind.settings`;
+- the model capabilities it needs (:meth:`ProtocolKind.check_model`: e.g. exact conjugate factors,
+  or expected log-likelihood gradients), so that a model never builds a protocol;
+- how it builds the protocol of one run (:meth:`ProtocolKind.build`), including a fresh copy that
+  learns without some nodes from a given slot (the retrain baseline, which the runner wraps around
+  any protocol);
+- whether it has a vectorised kernel for a given model (:meth:`ProtocolKind.kernel`): the fast path
+  runs only what declares one.
+
+Kinds are registered by name in :data:`PROTOCOL_KINDS` (one line: :func:`register_protocol`). A
+protocol of one's own needs no edit to gossipsim: ``kind = "mypackage.module:MyKind"`` names a
+:class:`ProtocolKind` subclass (or instance) by import path, which every worker process imports
+again (process pools and Dask alike), so it holds wherever the runs execute.
+"""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..schema import Key
+from .base import Protocol, StateTrace
+
+#: keys of ``[protocol]`` that every kind has (read by the scenario, not by the kind)
+COMMON_KEYS = ("kind", "retrain_baseline", "bits_per_entry")
+
+
+@dataclass(frozen=True)
+class BuildRequest:
+    """Everything a kind needs to build one protocol instance for one run.
+
+    ``forgotten`` nodes are excluded from the start and the initial state is recorded at
+    ``start_slot`` into ``trace`` (a fresh one when None): the retrain baseline restarts a kind this
+    way at each request's slot."""
+
+    model: Any
+    data: Any
+    rng: np.random.Generator
+    settings: Any
+    bits: float
+    nodes: int
+    forgotten: frozenset[int] = frozenset()
+    trace: StateTrace | None = None
+    start_slot: int = 0
+
+
+class ProtocolKind(ABC):
+    """One ``[protocol] kind``: its keys, its needs, and how it builds a run's protocol."""
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    #: the kind's own keys of the ``[protocol]`` section
+    keys: ClassVar[tuple[Key, ...]] = ()
+
+    def settings(self, table: Mapping[str, Any], model: type) -> Any:
+        """The validated settings of this kind for a model class, from the ``[protocol]`` table
+        (common keys excluded). The default reads :attr:`keys` into a dict."""
+        from ..schema import read_keys
+
+        own = {k: v for k, v in table.items() if k not in COMMON_KEYS}
+        return read_keys(self.keys, own, "protocol")
+
+    @abstractmethod
+    def check_model(self, model: type) -> None:
+        """Raise :class:`~gossipsim.errors.ConfigError` (key ``protocol.kind``) when the model class
+        lacks a capability this kind needs."""
+
+    @abstractmethod
+    def build(self, request: BuildRequest) -> Protocol:
+        """The protocol of one run (see :class:`BuildRequest`)."""
+
+    def kernel(self, model: Any) -> str | None:
+        """The name of the vectorised kernel this kind declares for ``model``, or None (the fast
+        path then never runs it: everything without a declaration runs on the event engine)."""
+        return None
+
+    def stochastic(self, settings: Any, model: type) -> bool:
+        """Whether its steps use Monte Carlo estimates (``[metrics] latency_window = "auto"``)."""
+        return False
+
+    def describe(self) -> str:
+        return self.description
+
+
+#: the registered kinds by name
+PROTOCOL_KINDS: dict[str, ProtocolKind] = {}
+
+
+def register_protocol(kind: ProtocolKind) -> ProtocolKind:
+    """Register ``kind`` under its name (the one line that adds a protocol kind)."""
+    if not kind.name:
+        raise ValueError("a protocol kind needs a name")
+    PROTOCOL_KINDS[kind.name] = kind
+    return kind
+
+
+def protocol_kind(name: str, key: str = "protocol.kind") -> ProtocolKind:
+    """The kind called ``name``: a registered name, or an import path ``module:attribute`` naming
+    a :class:`ProtocolKind` subclass or instance."""
+    if name in PROTOCOL_KINDS:
+        return PROTOCOL_KINDS[name]
+    if ":" in name:
+        found = import_object(name, key)
+        if isinstance(found, type) and issubclass(found, ProtocolKind):
+            found = found()
+        if isinstance(found, ProtocolKind):
+            return found
+        raise ConfigError(key, f"{name!r} is not a gossipsim ProtocolKind (subclass or instance)")
+    allowed = ", ".join(PROTOCOL_KINDS)
+    raise ConfigError(
+        key, f"unknown protocol {name!r}; allowed: {allowed}, or an import path module:Class"
+    )
+
+
+def import_object(path: str, key: str) -> Any:
+    """The object named by ``module.sub:attribute`` (a plug-in), or a one-line error naming ``key``."""
+    module_name, _, attribute = path.partition(":")
+    if not module_name or not attribute:
+        raise ConfigError(key, f"an import path is written module:attribute (got {path!r})")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # an ImportError, or an error inside the plug-in's module
+        raise ConfigError(key, f"cannot import {module_name!r}: {exc}") from None
+    try:
+        return getattr(module, attribute)
+    except AttributeError:
+        raise ConfigError(key, f"module {module_name!r} has no {attribute!r}") from None

@@ -1,0 +1,92 @@
+"""Next-holder policies for the token: who computes in the next time slot.
+
+Each scheduler kind is one object (:class:`Scheduler`, :mod:`.kinds`) giving the rule as a transition
+matrix and stationary distribution (exact cover and hitting times), as a one-step sampler (the event
+engine's :class:`Walker`) and as a batched sampler (the vectorised engine), tested against one another,
+plus its jump chain for the cover-time Monte Carlo. Three kinds are registered:
+
+``metropolis-hastings``
+    eq. (5) of the core paper: the holder k proposes a neighbour j uniformly at random and passes the
+    token with probability ``min(1, deg(k) / deg(j))``; otherwise it keeps the token for the next slot.
+    The stationary distribution is uniform over the nodes.
+``simple-random-walk``
+    the token goes to a uniformly chosen neighbour (stationary distribution proportional to degree).
+``uniform``
+    any node, uniformly at random, regardless of the graph (a parameter-server baseline).
+
+A move to a neighbour and a Metropolis-Hastings rejection (stay) both take one slot.
+
+Modules: :mod:`.graph` (the graph in CSR form), :mod:`.base` (the :class:`Scheduler` contract, the
+registry, the :class:`NodeView` of node state, the uniform blocks), :mod:`.kinds` (the three kinds),
+:mod:`.walker` (:class:`Walker`), :mod:`.jump` (:class:`JumpChain`).
+
+A new kind is a :class:`Scheduler` subclass with ``@register`` above it, in :mod:`.kinds`.
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import scipy.sparse as sp
+
+from .base import (
+    _BLOCK,
+    SCHEDULER_KINDS,
+    SCHEDULERS,
+    NodeView,
+    Scheduler,
+    check_scheduler,
+    register,
+    scheduler_for,
+    unregister,
+)
+from .graph import CSR, IndexedGraph, RangeIndex
+from .jump import JumpChain
+from .kinds import MetropolisHastings, SimpleRandomWalk, Uniform
+from .walker import Walker
+
+__all__ = [
+    "CSR",
+    "SCHEDULERS",
+    "SCHEDULER_KINDS",
+    "IndexedGraph",
+    "JumpChain",
+    "MetropolisHastings",
+    "NodeView",
+    "RangeIndex",
+    "Scheduler",
+    "SimpleRandomWalk",
+    "Uniform",
+    "Walker",
+    "_BLOCK",
+    "check_scheduler",
+    "register",
+    "scheduler_for",
+    "stationary_distribution",
+    "transition_matrix",
+    "unregister",
+]
+
+
+def _graph(graph: IndexedGraph | nx.Graph) -> IndexedGraph:
+    return graph if isinstance(graph, IndexedGraph) else IndexedGraph.from_networkx(graph)
+
+
+def transition_matrix(
+    graph: IndexedGraph | nx.Graph, kind: str = "metropolis-hastings", view: NodeView | None = None
+) -> sp.csr_array:
+    """Transition matrix P[k, j] of the token walk (eq. 5 for Metropolis-Hastings), as sparse CSR.
+
+    For ``uniform`` the matrix is dense (every entry 1/K) and is returned in CSR form only for small
+    graphs; the cover/hitting code uses closed forms for that scheduler instead.
+    """
+    g = _graph(graph)
+    return scheduler_for(kind).transition_matrix(g, view)
+
+
+def stationary_distribution(
+    graph: IndexedGraph | nx.Graph, kind: str = "metropolis-hastings", view: NodeView | None = None
+) -> np.ndarray:
+    """Stationary distribution of the walk: uniform for MH and uniform, degree-proportional for SRW."""
+    g = _graph(graph)
+    return scheduler_for(kind).stationary(g, view)

@@ -1,0 +1,225 @@
+"""What a scheduler kind supplies, the registry of kinds, and the uniform stream they all read.
+
+A scheduler kind is one subclass of :class:`Scheduler`, registered with :func:`register`; it gives
+
+* the rule as probabilities: :meth:`Scheduler.transition_matrix` (and, for a rule that moves only
+  along edges, :meth:`Scheduler.edge_weights`, from which the matrix and the jump chain are built),
+  :meth:`Scheduler.stationary`, used by the exact cover and hitting-time computations and by the
+  stationary start;
+* a one-step sampler :meth:`Scheduler.sampler` for the event engine (:class:`~.walker.Walker`): a
+  closure over the CSR arrays, the fastest per-hop form in CPython;
+* a batched sampler :meth:`Scheduler.step` (one move of many walks at once) for the vectorised engine;
+* :meth:`Scheduler.jump_chain` for the cover-time Monte Carlo.
+
+**The uniforms.** Every hop reads two uniforms ``u`` and ``v`` (whatever the kind; a kind may ignore
+``v``). The one-step sampler draws them from the run's Generator in blocks of :data:`_BLOCK`: 8,192
+``u`` then 8,192 ``v``; the batched sampler is given hop i's ``u[i]`` and ``v[i]``. Both must compute
+the next holder from ``(k, u, v)`` with the same floating-point arithmetic, so that a seed realises the
+same walk in both engines (tested for every registered kind).
+
+**Node state.** Every sampler and matrix takes an optional :class:`NodeView`: what the scheduler may
+see of the nodes (which are up; scores a server keeps). The view is *live*: its owner (a churn process,
+a server) changes its arrays in place during a run and the sampler reads them at each hop. The three
+built-in kinds ignore it.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import ClassVar, TypeVar
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from ..errors import ConfigError
+from .graph import CSR, IndexedGraph
+from .jump import JumpChain
+
+_BLOCK = 8192  # uniforms drawn per refill; fixed so the stream does not depend on the run length
+
+#: kind -> one line saying what it does (the allowed values of ``scheduler.kind``)
+SCHEDULER_KINDS: dict[str, str] = {}
+#: kind -> its :class:`Scheduler` subclass
+SCHEDULERS: dict[str, type[Scheduler]] = {}
+
+
+@dataclass(eq=False)
+class NodeView:
+    """What a scheduler may see of the nodes' state, indexed by node index 0..K-1.
+
+    ``up``: a boolean array, True where the node is up (``None``: every node is up); ``scores``: a
+    float array a server keeps about the nodes, e.g. for client selection (``None``: no scores).
+    The owner changes the arrays *in place* while a run goes on; a sampler holds the arrays and reads
+    them at every hop.
+    """
+
+    up: np.ndarray | None = None
+    scores: np.ndarray | None = None
+
+
+class Scheduler:
+    """One kind of next-holder rule (see the module docstring for the contract).
+
+    Subclasses set ``kind`` and ``description`` and implement :meth:`sampler` and :meth:`step`, and
+    either :meth:`edge_weights` (rules that move along edges or stay: the matrix, the stationary
+    distribution and the jump chain follow) or :meth:`transition_matrix` and :meth:`jump_chain`.
+    """
+
+    kind: ClassVar[str]
+    description: ClassVar[str]
+    #: whether :meth:`step` reads ``v`` (the vectorised engine skips drawing it otherwise)
+    reads_v: ClassVar[bool] = True
+    #: whether the rule can keep the token at its holder (a diagonal in the transition matrix)
+    may_stay: ClassVar[bool] = True
+    #: whether the next holder may be any node (so the graph need not be connected)
+    ignores_graph: ClassVar[bool] = False
+    #: whether the stationary distribution is uniform whatever the graph (the Monte Carlo then
+    #: draws a stationary start as a uniform integer)
+    uniform_stationary: ClassVar[bool] = False
+    #: the vectorised engine's kernel this kind declares, or None (then it never runs vectorised):
+    #: ``"batched-step"`` promises that :meth:`step` moves a batch of walks exactly as
+    #: :meth:`sampler` moves one, on the same uniforms, with no :class:`NodeView`
+    kernel: ClassVar[str | None] = None
+
+    # ------------------------------------------------------------------ the rule as probabilities
+
+    def edge_weights(self, g: IndexedGraph, view: NodeView | None = None) -> np.ndarray:
+        """``P(k, indices[e])`` for every CSR entry e of every row k: the move probabilities along
+        the edges (what is left of each row stays at k)."""
+        raise NotImplementedError(f"{type(self).__name__} gives no edge weights")
+
+    def transition_matrix(self, g: IndexedGraph, view: NodeView | None = None) -> sp.csr_array:
+        """Transition matrix ``P[k, j]`` of the walk, sparse CSR: the edge weights, plus the rest of
+        each row on the diagonal (entries below 1e-15 dropped) when the rule may stay."""
+        n = g.size
+        rows = np.repeat(np.arange(n), g.degree)
+        cols = g.indices
+        vals = self.edge_weights(g, view)
+        if not self.may_stay:
+            return sp.csr_array((vals, (rows, cols)), shape=(n, n))
+        stay = 1.0 - np.bincount(rows, weights=vals, minlength=n)
+        stay[np.abs(stay) < 1e-15] = 0.0
+        mask = stay > 0
+        all_rows = np.concatenate([rows, np.flatnonzero(mask)])
+        all_cols = np.concatenate([cols, np.flatnonzero(mask)])
+        all_vals = np.concatenate([vals, stay[mask]])
+        return sp.csr_array((all_vals, (all_rows, all_cols)), shape=(n, n))
+
+    def stationary(self, g: IndexedGraph, view: NodeView | None = None) -> np.ndarray:
+        """Stationary distribution π (``π P = π``, ``Σ π = 1``), by a sparse solve of the transition
+        matrix; kinds with a closed form override this. Assumes π is unique."""
+        n = g.size
+        if n == 1:
+            return np.ones(1)
+        a = (sp.identity(n, format="csr") - self.transition_matrix(g, view)).T.tolil()
+        a[n - 1, :] = np.ones(n)  # one balance equation is redundant: replace it by Σ π = 1
+        b = np.zeros(n)
+        b[n - 1] = 1.0
+        pi = np.asarray(spla.spsolve(a.tocsc(), b), dtype=float)
+        pi[pi < 0] = 0.0  # round-off of nodes the walk leaves for good
+        return pi / pi.sum()
+
+    # ------------------------------------------------------------------ samplers
+
+    def sampler(
+        self, g: IndexedGraph, rng: np.random.Generator, view: NodeView | None = None
+    ) -> Callable[[int], int]:
+        """The one-step sampler ``next(k) -> j`` of one run: reads hop i's ``u`` and ``v`` from
+        ``rng`` in blocks of 8,192 (u, then v), as :func:`uniform_blocks` draws them."""
+        raise NotImplementedError
+
+    def step(
+        self,
+        positions: np.ndarray,
+        u: np.ndarray,
+        v: np.ndarray,
+        csr: CSR,
+        view: NodeView | None = None,
+    ) -> np.ndarray:
+        """One move of every walk (batched sampler): the next holder of a walk at ``positions[b]``
+        given its hop's uniforms ``u[b]``, ``v[b]``, with the same arithmetic as :meth:`sampler`."""
+        raise NotImplementedError
+
+    def jump_chain(self, g: IndexedGraph, view: NodeView | None = None) -> JumpChain:
+        """The walk as its jump chain (holding slots and next distinct holder), for the Monte Carlo."""
+        return JumpChain(g, self.edge_weights(g, view))
+
+
+_S = TypeVar("_S", bound=type[Scheduler])
+
+
+def register(cls: _S) -> _S:
+    """Class decorator: make ``cls`` the scheduler of kind ``cls.kind`` (a scenario's
+    ``scheduler.kind``, the CLI's ``--scheduler``)."""
+    kind = cls.kind
+    if SCHEDULERS.get(kind, cls) is not cls:
+        raise ValueError(f"scheduler kind {kind!r} is already registered")
+    SCHEDULERS[kind] = cls
+    SCHEDULER_KINDS[kind] = cls.description
+    return cls
+
+
+def unregister(kind: str) -> None:
+    """Remove a registered kind (for tests of the extension point)."""
+    SCHEDULERS.pop(kind, None)
+    SCHEDULER_KINDS.pop(kind, None)
+
+
+def check_scheduler(kind: str, key: str = "scheduler.kind") -> str:
+    if kind not in SCHEDULER_KINDS:
+        raise ConfigError(key, f"unknown scheduler {kind!r}; allowed: {', '.join(SCHEDULER_KINDS)}")
+    return kind
+
+
+def scheduler_for(kind: str, key: str = "scheduler.kind") -> Scheduler:
+    """The scheduler of kind ``kind``; a :class:`ConfigError` naming ``key`` if there is none."""
+    return SCHEDULERS[check_scheduler(kind, key)]()
+
+
+# --------------------------------------------------------------------------- for the samplers
+
+_INT_IS_32_BITS = array("i").itemsize == 4
+
+
+def machine_ints(values: np.ndarray) -> array[int]:
+    """A flat machine-integer copy of an integer array, made through the buffer (no Python ints):
+    32-bit when the values fit (half the memory, about 10% faster per hop), else 64-bit."""
+    small = values.size == 0 or (int(values.min()) >= -(2**31) and int(values.max()) < 2**31)
+    dtype, code = (np.int32, "i") if small and _INT_IS_32_BITS else (np.int64, "q")
+    out = array(code)
+    out.frombytes(np.ascontiguousarray(values, dtype=dtype).data.cast("B"))
+    return out
+
+
+def machine_csr(g: IndexedGraph) -> tuple[array[int], array[int], array[int]]:
+    """``indptr``, ``indices`` and ``degree`` as flat machine-integer arrays for a one-step sampler:
+    one contiguous read per lookup, which keeps the per-hop cost low on graphs of millions of nodes
+    (tuples of Python ints scatter in memory)."""
+    return machine_ints(g.indptr), machine_ints(g.indices), machine_ints(g.degree)
+
+
+def uniform_blocks(
+    rng: np.random.Generator,
+) -> tuple[list[list[float]], list[int], Callable[[], None]]:
+    """The per-run uniform buffer of a one-step sampler: ``buf[0]`` (u) and ``buf[1]`` (v) hold the
+    current block, ``pos[0]`` the next hop's index in it (:data:`_BLOCK` when a refill is due), and
+    ``refill()`` draws the next block, 8,192 u then 8,192 v. A sampler's closure reads them as::
+
+        if pos[0] >= _BLOCK:
+            refill()
+        i = pos[0]
+        pos[0] = i + 1
+        ...  # buf[0][i] is the hop's u, buf[1][i] its v
+    """
+    buf: list[list[float]] = [[], []]
+    pos = [_BLOCK]
+
+    def refill() -> None:
+        buf[0] = rng.random(_BLOCK).tolist()
+        buf[1] = rng.random(_BLOCK).tolist()
+        pos[0] = 0
+
+    return buf, pos, refill

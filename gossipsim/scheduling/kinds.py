@@ -1,0 +1,173 @@
+"""The built-in scheduler kinds, one class each, registered by ``@register``.
+
+``metropolis-hastings``
+    eq. (5) of the core paper: the holder k proposes a neighbour j uniformly at random and passes the
+    token with probability ``min(1, deg(k) / deg(j))``; otherwise it keeps the token for the next slot.
+    The stationary distribution is uniform over the nodes.
+``simple-random-walk``
+    the token goes to a uniformly chosen neighbour (stationary distribution proportional to degree).
+``uniform``
+    any node, uniformly at random, regardless of the graph (a parameter-server baseline).
+
+Hop arithmetic, the same in the one-step and the batched sampler: the proposed neighbour is entry
+``int(u·deg(k))`` of row k (``u·d < d`` for ``u < 1``), Metropolis-Hastings accepts when
+``v·deg(j) < deg(k)``, the uniform scheduler picks node ``int(u·K)``. None of them reads the
+:class:`~.base.NodeView`.
+
+A new kind is a class like these (here or in a module imported by ``gossipsim/scheduling/__init__.py``)
+with ``@register`` above it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+from .base import _BLOCK, NodeView, Scheduler, machine_csr, register, uniform_blocks
+from .graph import CSR, IndexedGraph
+from .jump import JumpChain
+
+
+@register
+class MetropolisHastings(Scheduler):
+    kind = "metropolis-hastings"
+    kernel = "batched-step"
+    description = (
+        "propose a uniform neighbour j, accept with min(1, deg(k)/deg(j)), else stay (eq. 5)"
+    )
+    uniform_stationary = True
+
+    def edge_weights(self, g: IndexedGraph, view: NodeView | None = None) -> np.ndarray:
+        # propose 1/deg(k), accept min(1, deg(k)/deg(j)); the rest stays at k
+        deg = g.degree.astype(float)
+        rows = np.repeat(np.arange(g.size), g.degree)
+        return np.minimum(1.0, deg[rows] / deg[g.indices]) / deg[rows]
+
+    def stationary(self, g: IndexedGraph, view: NodeView | None = None) -> np.ndarray:
+        return np.full(g.size, 1.0 / g.size)
+
+    def sampler(
+        self, g: IndexedGraph, rng: np.random.Generator, view: NodeView | None = None
+    ) -> Callable[[int], int]:
+        indptr, indices, deg = machine_csr(g)
+        buf, pos, refill = uniform_blocks(rng)
+
+        def metropolis_hastings(k: int) -> int:
+            if pos[0] >= _BLOCK:
+                refill()
+            i = pos[0]
+            pos[0] = i + 1
+            d = deg[k]
+            j = indices[indptr[k] + int(buf[0][i] * d)]  # u*d < d for u < 1 (see IndexedGraph)
+            if buf[1][i] * deg[j] < d:  # accept with min(1, deg(k)/deg(j)), eq. (5)
+                return j
+            return k
+
+        return metropolis_hastings
+
+    def step(
+        self,
+        positions: np.ndarray,
+        u: np.ndarray,
+        v: np.ndarray,
+        csr: CSR,
+        view: NodeView | None = None,
+    ) -> np.ndarray:
+        d = csr.degree[positions]
+        j = csr.indices[csr.indptr[positions] + (u * d).astype(np.int64)]
+        return np.where(v * csr.degree[j] < d, j, positions)  # eq. (5)
+
+
+@register
+class SimpleRandomWalk(Scheduler):
+    kind = "simple-random-walk"
+    kernel = "batched-step"
+    description = "move to a uniformly chosen neighbour"
+    may_stay = False
+
+    def edge_weights(self, g: IndexedGraph, view: NodeView | None = None) -> np.ndarray:
+        deg = g.degree.astype(float)
+        rows = np.repeat(np.arange(g.size), g.degree)
+        return 1.0 / deg[rows]
+
+    def stationary(self, g: IndexedGraph, view: NodeView | None = None) -> np.ndarray:
+        deg = g.degree.astype(float)
+        total = deg.sum()
+        if total == 0:  # a single node: it holds the token for ever
+            return np.full(g.size, 1.0 / g.size)
+        return deg / total
+
+    def sampler(
+        self, g: IndexedGraph, rng: np.random.Generator, view: NodeView | None = None
+    ) -> Callable[[int], int]:
+        indptr, indices, deg = machine_csr(g)
+        buf, pos, refill = uniform_blocks(rng)
+
+        def simple_random_walk(k: int) -> int:
+            if pos[0] >= _BLOCK:
+                refill()
+            i = pos[0]
+            pos[0] = i + 1
+            return indices[indptr[k] + int(buf[0][i] * deg[k])]
+
+        return simple_random_walk
+
+    def step(
+        self,
+        positions: np.ndarray,
+        u: np.ndarray,
+        v: np.ndarray,
+        csr: CSR,
+        view: NodeView | None = None,
+    ) -> np.ndarray:
+        d = csr.degree[positions]
+        return csr.indices[csr.indptr[positions] + (u * d).astype(np.int64)]
+
+
+@register
+class Uniform(Scheduler):
+    kind = "uniform"
+    kernel = "batched-step"
+    description = "any node uniformly at random, ignoring the graph (parameter-server baseline)"
+    reads_v = False
+    ignores_graph = True
+    uniform_stationary = True
+
+    def transition_matrix(self, g: IndexedGraph, view: NodeView | None = None) -> sp.csr_array:
+        """Every entry 1/K, dense data in CSR form: only for small graphs (the cover and hitting-time
+        code uses closed forms for this scheduler instead)."""
+        n = g.size
+        return sp.csr_array(np.full((n, n), 1.0 / n))
+
+    def stationary(self, g: IndexedGraph, view: NodeView | None = None) -> np.ndarray:
+        return np.full(g.size, 1.0 / g.size)
+
+    def sampler(
+        self, g: IndexedGraph, rng: np.random.Generator, view: NodeView | None = None
+    ) -> Callable[[int], int]:
+        n = g.size
+        buf, pos, refill = uniform_blocks(rng)
+
+        def uniform(k: int) -> int:
+            if pos[0] >= _BLOCK:
+                refill()
+            i = pos[0]
+            pos[0] = i + 1
+            return int(buf[0][i] * n)
+
+        return uniform
+
+    def step(
+        self,
+        positions: np.ndarray,
+        u: np.ndarray,
+        v: np.ndarray,
+        csr: CSR,
+        view: NodeView | None = None,
+    ) -> np.ndarray:
+        return (u * csr.size).astype(np.int64)
+
+    def jump_chain(self, g: IndexedGraph, view: NodeView | None = None) -> JumpChain:
+        return JumpChain(g, None)  # every slot a uniform node

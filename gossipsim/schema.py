@@ -1,0 +1,122 @@
+"""Settings keys stated once: type, default, allowed range and the line of documentation.
+
+A :class:`Key` reads and checks one value of a scenario table, raising a
+:class:`~gossipsim.errors.ConfigError` that names ``section.key`` and what is allowed (the
+scikit-learn way: parameters validated at the boundary). :func:`read_keys` reads a whole table
+against a tuple of keys (unknown keys are errors), and :func:`reference_rows` turns the same
+tuple into the rows of the documentation's tables, so the docs cannot drift from the checks.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import ConfigError
+
+KINDS = ("integer", "number", "boolean", "string", "choice")
+
+
+@dataclass(frozen=True)
+class Key:
+    """One setting: ``kind`` is integer, number, boolean, string or choice (one of ``choices``).
+
+    Numbers are finite unless ``finite`` is false; ``minimum`` / ``maximum`` bound them (with
+    ``exclusive_minimum`` for "> minimum")."""
+
+    name: str
+    kind: str
+    default: Any
+    doc: str
+    minimum: float | None = None
+    maximum: float | None = None
+    exclusive_minimum: bool = False
+    choices: tuple[str, ...] = ()
+    finite: bool = True
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown key kind {self.kind!r}")
+
+    def allowed(self) -> str:
+        """What the key accepts, in words (for errors and the docs)."""
+        if self.kind == "choice":
+            return "one of " + ", ".join(self.choices)
+        if self.kind == "boolean":
+            return "true or false"
+        if self.kind == "string":
+            return "a string"
+        what = "an integer" if self.kind == "integer" else "a number"
+        bounds = []
+        if self.minimum is not None:
+            bounds.append(f"{'>' if self.exclusive_minimum else '>='} {_fmt(self.minimum)}")
+        if self.maximum is not None:
+            bounds.append(f"<= {_fmt(self.maximum)}")
+        return what + (" " + " and ".join(bounds) if bounds else "")
+
+    def read(self, table: Mapping[str, Any], section: str) -> Any:
+        """The checked value of this key in ``table`` (the default when absent)."""
+        value = table.get(self.name, self.default)
+        where = f"{section}.{self.name}"
+        if self.kind == "boolean":
+            if not isinstance(value, bool):
+                raise ConfigError(where, f"must be true or false (got {value!r})")
+            return value
+        if self.kind in ("string", "choice"):
+            if not isinstance(value, str):
+                raise ConfigError(where, f"must be a string (got {value!r})")
+            if self.kind == "choice" and value not in self.choices:
+                raise ConfigError(
+                    where, f"unknown value {value!r}; allowed: {', '.join(self.choices)}"
+                )
+            return value
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(where, f"must be {self.allowed()} (got {value!r})")
+        if self.kind == "integer":
+            if not isinstance(value, int):
+                raise ConfigError(where, f"must be an integer (got {value!r})")
+        else:
+            value = float(value)
+            if math.isnan(value) or (self.finite and math.isinf(value)):
+                raise ConfigError(where, f"must be a finite number (got {value})")
+        low_ok = self.minimum is None or (
+            value > self.minimum if self.exclusive_minimum else value >= self.minimum
+        )
+        high_ok = self.maximum is None or value <= self.maximum
+        if not (low_ok and high_ok):
+            raise ConfigError(where, f"must be {self.allowed()} (got {_fmt(value)})")
+        return value
+
+
+def read_keys(
+    keys: Sequence[Key], table: Mapping[str, Any], section: str, *, also: Sequence[str] = ()
+) -> dict[str, Any]:
+    """Every key of ``keys`` read from ``table``; a key of the table that is neither one of them
+    nor in ``also`` (read by someone else) is an error listing what is allowed."""
+    known = {k.name for k in keys}
+    for name in table:
+        if name not in known and name not in also:
+            allowed = ", ".join(sorted(known | set(also)))
+            raise ConfigError(f"{section}.{name}", f"unknown key; allowed: {allowed}")
+    return {k.name: k.read(table, section) for k in keys}
+
+
+def reference_rows(keys: Sequence[Key]) -> list[str]:
+    """Markdown table rows ``| key | default | allowed | meaning |`` for the documentation."""
+    return [f"| `{k.name}` | {_fmt_default(k.default)} | {k.allowed()} | {k.doc} |" for k in keys]
+
+
+def _fmt(x: float) -> str:
+    return f"{x:g}"
+
+
+def _fmt_default(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f"`{value}`"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)

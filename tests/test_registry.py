@@ -1,0 +1,156 @@
+"""Protocols and models chosen by the scenario (registries and plug-ins by import path, in worker
+processes too), and the fast path by declaration only."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import gossipsim as gs
+from gossipsim import fastpath
+from gossipsim.api import choose_engines
+from gossipsim.channels import Channel
+from gossipsim.cli import main
+from gossipsim.errors import ConfigError
+from gossipsim.protocols import PROTOCOL_KINDS, GFVLSettings, protocol_kind
+from gossipsim.scheduling import register, unregister
+from tests.helpers import base_scenario, to_toml
+from tests.plugins import PlainWalk
+
+PLUGIN_PROTOCOL = "tests.plugins:PlainGFVL"
+PLUGIN_MODEL = "tests.plugins:CoinModel"
+
+
+def _tables(res) -> dict[str, pd.DataFrame]:
+    return {"runs": res.runs, "metrics": res.metrics, "requests": res.requests}
+
+
+def test_the_scenario_chooses_the_protocol_kind_and_gfvl_is_registered():
+    assert "gfvl" in PROTOCOL_KINDS
+    scenario = gs.parse_study(base_scenario()).variants[0].scenario
+    assert scenario.protocol.kind == "gfvl"
+    assert isinstance(scenario.protocol.options, GFVLSettings)
+    with pytest.raises(ConfigError, match=r"^protocol\.kind: unknown protocol 'nope'"):
+        gs.parse_study(base_scenario(protocol={"kind": "nope"}))
+
+
+@pytest.mark.parametrize(
+    "path, message",
+    [
+        ("tests.plugins:Missing", "has no 'Missing'"),
+        ("no_such_module_xyz:Kind", "cannot import 'no_such_module_xyz'"),
+        ("tests.plugins:CoinModel", "is not a gossipsim ProtocolKind"),
+        (":Kind", "written module:attribute"),
+    ],
+)
+def test_a_bad_plugin_path_is_one_line(tmp_path, capsys, path, message):
+    file = tmp_path / "s.toml"
+    file.write_text(to_toml(base_scenario(protocol={"kind": path})))
+    assert main(["validate", str(file)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "protocol.kind" in err and message in err
+
+
+def test_plugin_protocol_and_model_run_identically_in_workers_and_on_dask(tmp_path, capsys):
+    """A protocol kind and a model named by import path: the same tables in this process, in a pool
+    of 2 worker processes and on a 2-worker Dask cluster (which import the plug-in again)."""
+    raw = base_scenario(
+        scenario={"name": "plug", "seed": 3, "runs": 6, "iterations": 80},
+        model={"kind": PLUGIN_MODEL, "prior": {"a": 2, "b": 2}},
+        protocol={"kind": PLUGIN_PROTOCOL},
+        unlearning=[{"node": 2, "at_iteration": 40}],
+    )
+    path = tmp_path / "s.toml"
+    path.write_text(to_toml(raw))
+    outs = []
+    for flags in ([], ["--workers", "2"], ["--cluster", "local:2"]):
+        out = tmp_path / f"out{len(outs)}"
+        assert main(["run", str(path), "--out", str(out), "--no-plots", *flags]) == 0
+        outs.append(out)
+    text = capsys.readouterr().out
+    assert "declares no vectorised kernel" in text  # the plug-in declares none: event engine
+    first = {name: pd.read_csv(outs[0] / f"{name}.csv") for name in ("runs", "metrics", "requests")}
+    for out in outs[1:]:
+        for name, table in first.items():
+            pd.testing.assert_frame_equal(table, pd.read_csv(out / f"{name}.csv"))
+    # the plug-in model is beta–Bernoulli under another name: the numbers are the built-in's
+    raw["model"]["kind"] = "beta-bernoulli"
+    raw["protocol"] = {"kind": "gfvl"}
+    builtin = gs.run(raw, engine="event")
+    plugin = gs.run({**raw, "model": {"kind": PLUGIN_MODEL, "prior": {"a": 2, "b": 2}}})
+    for name, table in _tables(builtin).items():
+        pd.testing.assert_frame_equal(table, _tables(plugin)[name])
+
+
+class NoKernelChannel(Channel):
+    """A channel without a kernel declaration (test only)."""
+
+    def delay(self, sender, receiver, bits):
+        return 0.001
+
+
+@pytest.fixture
+def plain_walk():
+    register(PlainWalk)
+    try:
+        yield PlainWalk
+    finally:
+        unregister(PlainWalk.kind)
+
+
+def test_only_what_declares_a_kernel_is_vectorised(plain_walk):
+    """A protocol, a scheduler and a channel without a kernel are never vectorised: ``auto`` picks
+    the event engine and says why, ``vectorized`` refuses in one line; with all three declared
+    (the built-ins) the fast path runs."""
+    raw = base_scenario(scenario={"name": "k", "seed": 1, "runs": 40, "iterations": 60})
+    cases = {
+        "protocol": {"protocol": {"kind": PLUGIN_PROTOCOL}},
+        "scheduler": {"scheduler": {"kind": PlainWalk.kind}},
+        "channel": {},
+    }
+    for what, sections in cases.items():
+        study = gs.parse_study({**raw, **sections})
+        worlds = gs.check(study)
+        if what == "channel":
+            worlds[0].links = NoKernelChannel()
+        reason = fastpath.unavailable(worlds[0])
+        assert reason is not None and "declares no vectorised kernel" in reason, (what, reason)
+        engines, notes = choose_engines(study, worlds, "auto")
+        assert engines == ["event"] and "declares no vectorised kernel" in notes[0]
+        with pytest.raises(ConfigError, match=r"^--engine: the vectorized engine cannot run"):
+            choose_engines(study, worlds, "vectorized")
+    study = gs.parse_study(raw)
+    assert choose_engines(study, gs.check(study), "auto")[0] == ["vectorized"]
+
+
+def test_the_kernel_declarations_of_the_built_ins():
+    world = gs.check(gs.parse_study(base_scenario()))[0]
+    assert protocol_kind("gfvl").kernel(world.model) in fastpath.KERNELS
+    assert world.links.kernel in fastpath.CHANNEL_KERNELS
+    natgrad = gs.check(
+        gs.parse_study(
+            base_scenario(
+                model={"kind": "beta-exponential", "prior": {"a": 2, "b": 2}},
+                data={"points_per_node": 5, "theta": 0.5},
+            )
+        )
+    )[0]
+    assert protocol_kind("gfvl").kernel(natgrad.model) is None  # steps at every visit
+
+
+def test_protocol_stats_become_columns_of_runs_csv(monkeypatch):
+    """A counter a protocol reports (``stats()``) is a runs.csv column, with no edit to results."""
+    from gossipsim.protocols.gfvl import ConjugateGFVL
+
+    monkeypatch.setattr(
+        ConjugateGFVL, "stats", lambda self: {"factor_events": float(len(self.trace))}
+    )
+    res = gs.run(
+        base_scenario(scenario={"name": "s", "seed": 2, "runs": 3, "iterations": 50}),
+        engine="event",
+    )
+    assert "factor_events" in res.runs.columns
+    assert (res.runs["factor_events"] >= 1).all()
+    assert list(res.runs.columns[:3]) == ["variant", "run", "seed"]
+    assert np.isfinite(res.runs["factor_events"]).all()
