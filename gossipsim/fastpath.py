@@ -14,7 +14,7 @@ a declaration runs on the event engine. Then
    *its own* stream's uniforms in the same blocks, in the same order, as the event engine's
    :class:`~gossipsim.scheduling.Walker`, so each run realises exactly the same walk;
 3. without requests, every quantity follows from the first-visit slots and is computed across the
-   batch (one :class:`~gossipsim.runner.BatchOutput` per batch); with requests, the protocol is
+   batch (one :class:`~gossipsim.measure.BatchOutput` per batch); with requests, the protocol is
    called only at the slots where it can change state (first visits, first visits after each
    request, request slots), which is all the event engine's calls amount to, and each run is
    measured by the event engine's own code;
@@ -35,24 +35,12 @@ import numpy as np
 
 from .capabilities import EXACT_FACTORS
 from .engine import Arrival, RunRecord
+from .measure import BatchOutput, RunOutput, measure
 from .metrics import recorded_slots
 from .protocols import WithRetrainBaseline, protocol_kind
-from .runner import (
-    DATA,
-    PROTOCOL,
-    START,
-    WALK,
-    BatchOutput,
-    RunOutput,
-    World,
-    make_protocol,
-    measure,
-    node_labels,
-    run_stream,
-    start_node,
-)
 from .scheduling import _BLOCK, scheduler_for
-from .streams import WalkStreams, run_seeds
+from .streams import DATA, PROTOCOL, START, WALK, WalkStreams, run_seeds, run_stream
+from .world import World, make_protocol, node_labels, start_node
 
 ENGINES = ("auto", "event", "vectorized")
 #: the kernels this engine implements, by the name a protocol kind declares
@@ -139,7 +127,7 @@ def too_long(world: World) -> str | None:
 
 
 def start_nodes(world: World, seeds: np.ndarray) -> np.ndarray:
-    """Each run's first holder, as :func:`~gossipsim.runner.start_node` draws it from the run's
+    """Each run's first holder, as :func:`~gossipsim.world.start_node` draws it from the run's
     START stream, run by run."""
     if world.start is not None:
         return np.full(seeds.size, world.start, dtype=np.int64)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .protocols.base import StateTrace
+from .protocol_api import StateTrace
 
 if TYPE_CHECKING:
     from .representations import Target

@@ -27,8 +27,8 @@ import pandas as pd
 
 from .errors import ConfigError
 from .executors import RunFailure
+from .measure import BatchOutput, RunOutput
 from .metrics import quantile_summary
-from .runner import BatchOutput, RunOutput
 from .scenario import Study
 from .store import STAGING_PREFIX  # stale staging folders are removed by the next run on the folder
 

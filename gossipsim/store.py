@@ -42,7 +42,7 @@ import numpy as np
 
 from .errors import ConfigError
 from .executors import Outcome, RunFailure, Task
-from .runner import BatchOutput, RunOutput
+from .measure import BatchOutput, RunOutput
 from .scenario import Study
 
 META = ".gossipsim"

@@ -1,6 +1,6 @@
 """The runs' random streams for a batch of runs, built with NumPy's public API only.
 
-Each run's randomness comes from NumPy (:mod:`gossipsim.runner`): its integer seed is
+Each run's randomness comes from NumPy (below): its integer seed is
 ``SeedSequence(scenario_seed, spawn_key=(run,)).generate_state(1, uint64)[0] >> 1`` and stream ``s``
 (walk, start, ...) is ``default_rng(SeedSequence(seed, spawn_key=(s,)))``, a PCG64 generator. This
 module builds exactly those objects, run by run, and lets them draw, so the vectorised engine's
@@ -12,9 +12,27 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+DATA_TAG = 0x64617461  # "data"
+TOPOLOGY_TAG = 0x746F706F  # "topo"
+
+
+WALK, START, PROTOCOL, DATA = range(4)  # the run's independent random streams
+
+
+def run_stream(seed: int, stream: int) -> np.random.SeedSequence:
+    """Stream ``stream`` of the run with integer seed ``seed``: the same as
+    ``SeedSequence(seed).spawn(4)[stream]``, built alone (cheaper when only some are needed)."""
+    return np.random.SeedSequence(seed, spawn_key=(stream,))
+
+
+def run_seed(scenario_seed: int, run: int) -> int:
+    """The integer seed of run ``run`` (the ``seed`` column of runs.csv)."""
+    seq = np.random.SeedSequence(scenario_seed, spawn_key=(run,))
+    return int(seq.generate_state(1, np.uint64)[0] >> np.uint64(1))
+
 
 def run_seeds(scenario_seed: int, runs: npt.ArrayLike) -> np.ndarray:
-    """The integer seeds of ``runs`` (as uint64), those of :func:`gossipsim.runner.run_seed`:
+    """The integer seeds of ``runs`` (as uint64), those of :func:`run_seed`:
     ``SeedSequence(scenario_seed, spawn_key=(r,)).generate_state(1, uint64)[0] >> 1``."""
     runs = np.asarray(runs, dtype=np.int64)
     words = np.empty(runs.size, dtype=np.uint64)

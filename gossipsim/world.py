@@ -1,0 +1,178 @@
+"""One variant's world (graph, model with its data, requests, links) and the assembly of a run's
+protocol from it: what both engines share before a run starts.
+
+Randomness (all explicit, no global state): random graphs and data drawn once come from the scenario
+seed alone (data: shared by every variant with the same data settings and node count); each run's
+streams come from its own seed (:mod:`gossipsim.streams`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import networkx as nx
+import numpy as np
+
+from .engine import Request
+from .errors import ConfigError
+from .families import ExponentialFamily
+from .links import LinkModel
+from .models import Model, model_class
+from .protocols import BuildRequest, Protocol, StateTrace, WithRetrainBaseline, protocol_kind
+from .scheduling import IndexedGraph, stationary_distribution
+from .streams import DATA_TAG, TOPOLOGY_TAG
+from .topology import build_indexed
+
+if TYPE_CHECKING:
+    from .scenario import Scenario
+
+
+def node_labels(world: World) -> np.ndarray:
+    """The graph's node labels as an array: integers when they all are, else objects."""
+    labels = world.indexed.labels
+    if isinstance(labels, range):
+        return np.arange(labels.start, labels.stop, labels.step, dtype=np.int64)
+    if all(isinstance(x, int) and not isinstance(x, bool) for x in labels):
+        return np.asarray(labels, dtype=np.int64)
+    return np.asarray(labels, dtype=object)
+
+
+@dataclass
+class World:
+    """Everything the runs of one variant share: graph, model (with its data when drawn once),
+    requests, links."""
+
+    scenario: Scenario
+    indexed: IndexedGraph
+    model: Model
+    requests: tuple[Request, ...]
+    start: int | None
+    links: LinkModel
+    built_graph: nx.Graph | None = None  # the NetworkX graph, when the topology built one
+
+    @property
+    def graph(self) -> nx.Graph:
+        """The graph as NetworkX (built from the CSR arrays on first use for kinds drawn straight
+        into arrays)."""
+        if self.built_graph is None:
+            self.built_graph = self.indexed.to_networkx()
+        return self.built_graph
+
+    @property
+    def nodes(self) -> int:
+        return self.indexed.size
+
+    @property
+    def family(self) -> ExponentialFamily:
+        return self.model.family
+
+    @property
+    def points(self) -> list[int]:
+        """Observations per node (of the data drawn once, or as configured)."""
+        return self.model.node_sizes(self.model.fixed_data)
+
+
+def build_world(scenario: Scenario) -> World:
+    """Build and check the graph, the model and the data of one variant (all user errors raised here)."""
+    topo = scenario.topology
+    indexed, graph = build_indexed(
+        topo.kind,
+        topo.nodes,
+        topo.params,
+        path=topo.path,
+        base_dir=scenario.base_dir,
+        seed=np.random.SeedSequence([scenario.run.seed, TOPOLOGY_TAG]),
+    )
+    requests = []
+    for i, req in enumerate(scenario.unlearning):
+        node = indexed.index(req.node, f"unlearning[{i}].node")
+        requests.append(Request(node, req.at_iteration, req.at_time))
+    start: int | None = None
+    if scenario.scheduler.start not in ("uniform", "stationary"):
+        start = indexed.index(scenario.scheduler.start, "scheduler.start")
+    data_rng = np.random.default_rng(np.random.SeedSequence([scenario.run.seed, DATA_TAG]))
+    model = model_class(scenario.model.kind)(scenario, indexed, data_rng)  # type: ignore[call-arg]
+    if scenario.metrics.excess and not model.has_best_family:
+        raise ConfigError(
+            "metrics.excess",
+            f"model {scenario.model.kind!r} has its exact target in the family: no best-in-family KL to subtract",
+        )
+    world = World(
+        scenario=scenario,
+        built_graph=graph,
+        indexed=indexed,
+        model=model,
+        requests=tuple(requests),
+        start=start,
+        links=LinkModel(scenario.links.rate_bps, scenario.links.latency_s),
+    )
+    for forgotten in target_stages(world):  # a target that cannot be found fails here, in one line
+        model.target(model.fixed_data, forgotten)
+    return world
+
+
+def target_stages(world: World) -> list[frozenset[int]]:
+    """The forgotten sets whose targets the runs of a variant with data drawn once will need: none,
+    then each request's node added in the order the requests arrive (by iteration; timed requests
+    last, in file order). Empty for data drawn per run."""
+    if world.model.fixed_data is None:
+        return []
+    order = sorted(
+        world.requests,
+        key=lambda r: (r.at_iteration is None, r.at_iteration or 0),
+    )
+    stages = [frozenset[int]()]
+    for request in order:
+        stages.append(stages[-1] | {request.node})
+    return stages
+
+
+def start_node(world: World, rng: np.random.Generator | None) -> int:
+    """The first holder: the fixed start node, or drawn uniformly / from the stationary distribution."""
+    sc = world.scenario
+    if world.start is not None:
+        return world.start
+    assert rng is not None
+    if sc.scheduler.start == "stationary":
+        pi = stationary_distribution(world.indexed, sc.scheduler.kind)
+        return int(rng.choice(world.nodes, p=pi))
+    return int(rng.integers(world.nodes))
+
+
+def build_protocol(
+    world: World,
+    data: Any,
+    rng: np.random.Generator,
+    *,
+    forgotten: frozenset[int] = frozenset(),
+    trace: StateTrace | None = None,
+    start_slot: int = 0,
+) -> Protocol:
+    """One protocol of the scenario's kind for ``data`` (without the retrain baseline): learning
+    from the prior without the ``forgotten`` nodes, recording from ``start_slot``."""
+    settings = world.scenario.protocol
+    return protocol_kind(settings.kind).build(
+        BuildRequest(
+            model=world.model, data=data, rng=rng, settings=settings.options,
+            bits=settings.bits_per_entry * world.model.message_entries, nodes=world.nodes,
+            forgotten=forgotten, trace=trace, start_slot=start_slot,
+        )
+    )  # fmt: skip
+
+
+def make_protocol(world: World, data: Any, seed: np.random.SeedSequence) -> Protocol:
+    """The run's protocol, built by the scenario's protocol kind from the model's capabilities, and
+    paired with the retrain-from-scratch baseline (any kind gets it) when there are requests."""
+    main_ss, retrain_ss = seed.spawn(2)
+    main = build_protocol(world, data, np.random.default_rng(main_ss))
+    if not (world.requests and world.scenario.protocol.retrain_baseline):
+        return main
+    retrain_rng = np.random.default_rng(retrain_ss)
+
+    def fresh(forgotten: frozenset[int], trace: StateTrace | None, slot: int) -> Protocol:
+        return build_protocol(
+            world, data, retrain_rng, forgotten=forgotten, trace=trace, start_slot=slot
+        )
+
+    return WithRetrainBaseline(main, fresh)
