@@ -8,28 +8,93 @@
 
 __version__ = "0.1.0"
 
-from .api import check, run
-from .covertime import (
-    exact_cover_moves,
-    expected_unlearning_latency,
-    hitting_times_to,
-    matthews_bounds,
-    monte_carlo_cover_moves,
-    monte_carlo_unlearning_latency,
-    theoretical_cover,
-    theoretical_cover_moves,
-)
-from .engine import Request, RunRecord, run_token
-from .errors import ConfigError
-from .families import CONJUGATE_MODELS
-from .links import LinkModel
-from .optimum import OptimumError, variational_optimum
-from .protocols import ConjugateGFVL, Protocol, StateTrace, WithRetrainBaseline
-from .results import PostProcessingError, Results, load_results
-from .runner import World, build_world, simulate_run
-from .scenario import Scenario, Study, load_scenario, parse_study
-from .scheduling import IndexedGraph, Walker, stationary_distribution, transition_matrix
-from .topology import TOPOLOGY_KINDS, build_indexed, build_topology, check_graph
+from typing import TYPE_CHECKING, Any
+
+# The package namespace is lazy (PEP 562): ``import gossipsim`` loads nothing else, and each name
+# below imports its module on first use, so that importing one layer (the engine, say) never drags
+# in the others through this file.
+_LAZY = {
+    "CONJUGATE_MODELS": "families",
+    "ConfigError": "errors",
+    "ConjugateGFVL": "protocols",
+    "IndexedGraph": "scheduling",
+    "LinkModel": "links",
+    "OptimumError": "optimum",
+    "PostProcessingError": "results",
+    "Protocol": "protocols",
+    "Request": "engine",
+    "Results": "results",
+    "RunRecord": "engine",
+    "Scenario": "scenario",
+    "StateTrace": "protocols",
+    "Study": "scenario",
+    "TOPOLOGY_KINDS": "topology",
+    "Walker": "scheduling",
+    "WithRetrainBaseline": "protocols",
+    "World": "world",
+    "build_indexed": "topology",
+    "build_topology": "topology",
+    "build_world": "world",
+    "check": "api",
+    "check_graph": "topology",
+    "exact_cover_moves": "covertime",
+    "expected_unlearning_latency": "covertime",
+    "hitting_times_to": "covertime",
+    "load_results": "results",
+    "load_scenario": "scenario",
+    "matthews_bounds": "covertime",
+    "monte_carlo_cover_moves": "covertime",
+    "monte_carlo_unlearning_latency": "covertime",
+    "parse_study": "scenario",
+    "run": "api",
+    "run_token": "engine",
+    "simulate_run": "runner",
+    "stationary_distribution": "scheduling",
+    "theoretical_cover": "covertime",
+    "theoretical_cover_moves": "covertime",
+    "transition_matrix": "scheduling",
+    "variational_optimum": "optimum",
+}
+
+if TYPE_CHECKING:
+    from .api import check, run
+    from .covertime import (
+        exact_cover_moves,
+        expected_unlearning_latency,
+        hitting_times_to,
+        matthews_bounds,
+        monte_carlo_cover_moves,
+        monte_carlo_unlearning_latency,
+        theoretical_cover,
+        theoretical_cover_moves,
+    )
+    from .engine import Request, RunRecord, run_token
+    from .errors import ConfigError
+    from .families import CONJUGATE_MODELS
+    from .links import LinkModel
+    from .optimum import OptimumError, variational_optimum
+    from .protocols import ConjugateGFVL, Protocol, StateTrace, WithRetrainBaseline
+    from .results import PostProcessingError, Results, load_results
+    from .runner import World, build_world, simulate_run
+    from .scenario import Scenario, Study, load_scenario, parse_study
+    from .scheduling import IndexedGraph, Walker, stationary_distribution, transition_matrix
+    from .topology import TOPOLOGY_KINDS, build_indexed, build_topology, check_graph
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'gossipsim' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"gossipsim.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
+
 
 __all__ = [
     "CONJUGATE_MODELS",

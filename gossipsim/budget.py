@@ -292,11 +292,11 @@ def planned_terms(scenario: Scenario) -> tuple[list[Term], list[Term]] | None:
     its node count is known from its settings (generated graphs); None for graph files and bundled
     graphs, or settings the build will reject (it reports them in its own words). Checks the
     simulated time on the way."""
-    from .models import model_class
+    from .registry import MODEL_KINDS
     from .topology import planned_size
 
     topo = scenario.topology
-    model = model_class(scenario.model.kind)
+    model = MODEL_KINDS.lookup(scenario.model.kind, "model.kind")
     try:
         check_time(scenario, model.sizes(scenario, 0))
         planned = planned_size(topo.kind, topo.nodes, topo.params, topo.path)

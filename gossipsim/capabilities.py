@@ -14,11 +14,17 @@ then calls the matching methods. Models never build protocols.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+
+import numpy as np
 
 EXACT_FACTORS = "exact-factors"
 MEAN_GRADIENT = "mean-gradient"
 CAPABILITIES = (EXACT_FACTORS, MEAN_GRADIENT)
+
+#: what ``model.mean_gradient`` returns: ``(η, k, rng) -> ∇_μ E_{q_η}[L_k]`` (eq. 17)
+MeanGradient = Callable[[np.ndarray, int, np.random.Generator], np.ndarray]
 
 
 @dataclass(frozen=True)

@@ -13,14 +13,25 @@ import io
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from .errors import ConfigError
-from .families import ConjugateModel
 from .scheduling import IndexedGraph
-from .topology import parse_label, shown_path
+from .textfiles import decode_text, read_text
+from .topology import parse_label
+
+if TYPE_CHECKING:
+    from .families import ConjugateModel
+
+__all__ = [
+    "decode_text",
+    "points_per_node",
+    "read_observations",
+    "read_text",
+    "synthetic_observations",
+]
 
 
 def points_per_node(
@@ -137,53 +148,3 @@ def _row(
     if problem is not None:
         raise ConfigError(key, f"{where}, column {x_col + 1} (x): x = {text} {problem}")
     return graph.index_of[label], value
-
-
-_UTF8_BOM = b"\xef\xbb\xbf"
-_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
-
-
-def read_text(path: str | Path, key: str) -> str:
-    """The text of a user file that must be UTF-8 (scenario, data), or a one-line
-    :class:`ConfigError` naming ``key`` (:func:`decode_text`)."""
-    p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except (OSError, ValueError) as exc:  # missing, unreadable, a name too long, a NUL byte
-        reason = getattr(exc, "strerror", None) or str(exc)
-        raise ConfigError(key, f"cannot read {shown_path(p)}: {reason}") from None
-    return decode_text(raw, key, p.name)
-
-
-def decode_text(raw: bytes, key: str, name: str) -> str:
-    """``raw`` decoded as UTF-8, without a leading byte-order mark (Excel writes one); an error
-    naming ``key``, the file and where the first byte that is not UTF-8 text is (line and column,
-    1-based) for any other encoding or a binary file."""
-    if raw.startswith(_UTF8_BOM):
-        raw = raw[len(_UTF8_BOM) :]
-    if raw.startswith(_UTF16_BOMS):
-        raise ConfigError(key, f"{name} is UTF-16 (or UTF-32) text; save it as UTF-8")
-    nul = raw.find(b"\0")
-    if nul >= 0:
-        line, column = _position(raw, nul)
-        raise ConfigError(
-            key,
-            f"{name} is not a text file: a NUL byte at line {line}, column {column} (binary, or "
-            "UTF-16 without a byte-order mark); save it as UTF-8 text",
-        )
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line, column = _position(raw, exc.start)
-        raise ConfigError(
-            key,
-            f"{name} is not UTF-8 text: byte 0x{raw[exc.start]:02x} at line {line}, column "
-            f"{column}; save the file as UTF-8",
-        ) from None
-    return text
-
-
-def _position(raw: bytes, offset: int) -> tuple[int, int]:
-    """Line and column (1-based; the column counts bytes) of byte ``offset``."""
-    line_start = raw.rfind(b"\n", 0, offset) + 1
-    return raw.count(b"\n", 0, offset) + 1, offset - line_start + 1

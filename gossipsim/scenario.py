@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from . import budget
-from .data import read_text
 from .errors import ConfigError
-from .protocols import GFVLSettings, protocol_kind
+from .registry import MODEL_KINDS, PROTOCOL_KINDS, import_object
 from .scheduling import SCHEDULER_KINDS
+from .textfiles import read_text
 
 # section -> key -> one-line description (the scenario reference in docs/scenarios.md follows this)
 SECTIONS: dict[str, dict[str, str]] = {
@@ -152,7 +152,11 @@ class ProtocolSettings:
     kind: str = "gfvl"
     retrain_baseline: bool = True
     bits_per_entry: int = 64
-    options: Any = field(default_factory=GFVLSettings)
+    options: Any = field(
+        default_factory=lambda: import_object(
+            "gossipsim.protocols.gfvl_kind:GFVLSettings", "protocol"
+        )()
+    )
 
 
 @dataclass(frozen=True)
@@ -600,13 +604,11 @@ def parse_scenario(
         params=params,
     )
 
-    from .models import MODEL_KINDS, model_class
-
     m = _Section(raw, "model")
     model_kind = m.string("kind", None)
     if model_kind is None:
         raise ConfigError("model.kind", f"is required; allowed: {', '.join(MODEL_KINDS)}")
-    model_cls = model_class(model_kind)
+    model_cls = MODEL_KINDS.lookup(model_kind, "model.kind")
     model_allowed = {"kind", "prior", "temperature", *model_cls.model_keys}
     for key in m.values:
         if key not in model_allowed:
@@ -660,7 +662,7 @@ def parse_scenario(
 
     pr = _Section(raw, "protocol")
     kind_name = str(pr.string("kind", "gfvl"))
-    protocol_cls = protocol_kind(kind_name)
+    protocol_cls = PROTOCOL_KINDS.lookup(kind_name, "protocol.kind")
     protocol_cls.check_model(model_cls)
     protocol = ProtocolSettings(
         kind=kind_name,

@@ -6,8 +6,10 @@ import networkx as nx
 import numpy as np
 import pytest
 
+import gossipsim as gs
 from gossipsim.errors import ConfigError
 from gossipsim.scheduling import IndexedGraph, Walker, stationary_distribution, transition_matrix
+from tests.helpers import base_scenario
 
 
 def _empirical(graph: IndexedGraph, kind: str, steps: int, seed: int) -> np.ndarray:
@@ -50,20 +52,36 @@ def test_stationary_distributions():
     np.testing.assert_allclose(stationary_distribution(g, "metropolis-hastings"), 1 / 7)
 
 
-def test_walk_stream_does_not_depend_on_length():
-    graph = IndexedGraph.from_networkx(nx.cycle_graph(12))
-    a = Walker(graph, "metropolis-hastings", np.random.default_rng(5))
-    b = Walker(graph, "metropolis-hastings", np.random.default_rng(5))
-    ka = kb = 0
-    path_a = []
-    for _ in range(20_000):
-        ka = a.next(ka)
-        path_a.append(ka)
-    path_b = []
-    for _ in range(100):
-        kb = b.next(kb)
-        path_b.append(kb)
-    assert path_a[:100] == path_b
+@pytest.mark.parametrize("kind", ["metropolis-hastings", "simple-random-walk", "uniform"])
+def test_a_runs_walk_does_not_depend_on_its_length_or_engine(kind):
+    """The vectorised engine draws each run's walk in blocks sized from the run length and the batch;
+    the event engine's walker refills a fixed block. Runs of 150, 8,192 ± 1 and 20,000 slots (across
+    block boundaries), with and without stopping early, start with the same holders on both engines,
+    run by run, as the first slots of the longest event-engine run."""
+    raw = base_scenario(
+        scenario={"name": "w", "seed": 11, "runs": 3, "iterations": 20_000},
+        topology={"kind": "barabasi_albert", "nodes": 12, "m": 2},
+        scheduler={"kind": kind},
+    )
+    reference = _holders(gs.run(raw, engine="event"))
+    for iterations in (150, 8191, 8192, 8193, 20_000):
+        for engine in ("event", "vectorized"):
+            for stop in (False, True):
+                raw["scenario"].update(iterations=iterations, stop_when_done=stop)
+                got = _holders(gs.run(raw, engine=engine))
+                for run, path in got.items():
+                    assert path.size >= 2
+                    np.testing.assert_array_equal(
+                        path, reference[run][: path.size], err_msg=f"{engine} {iterations} {stop}"
+                    )
+
+
+def _holders(results) -> dict[int, np.ndarray]:
+    metrics = results.metrics
+    return {
+        int(run): group.sort_values("iteration")["holder"].to_numpy()
+        for run, group in metrics.groupby("run")
+    }
 
 
 def test_unknown_scheduler_and_node():

@@ -5,6 +5,7 @@ plug-in named by import path in the scenario (``[model] kind = "mypackage.module
 worker processes import again.
 """
 
+from ..registry import MODEL_KINDS
 from .base import FamilyTarget, Model, Target
 from .beta_exponential import BetaExponential, ExactPosterior
 from .conjugate import (
@@ -16,48 +17,27 @@ from .conjugate import (
 )
 from .regression import LinearRegression, LogisticRegression
 
-MODEL_KINDS: dict[str, type[Model]] = {
-    m.kind: m
-    for m in (
-        BetaBernoulliModel,
-        GammaPoissonModel,
-        NormalNormalModel,
-        DirichletCategoricalModel,
-        BetaExponential,
-        LinearRegression,
-        LogisticRegression,
-    )
-}
-
 
 def register_model(model: type[Model]) -> type[Model]:
     """Register a model class under its ``kind`` (the one line that adds a model)."""
     if not model.kind:
         raise ValueError("a model class needs a kind")
-    MODEL_KINDS[model.kind] = model
+    MODEL_KINDS.register(model.kind, model)
     return model
 
 
 def model_class(name: str, key: str = "model.kind") -> type[Model]:
     """The model class called ``name``: a registered kind, or an import path ``module:Class`` naming
     a :class:`Model` subclass."""
-    from ..errors import ConfigError
-    from ..protocols.registry import import_object
-
-    if name in MODEL_KINDS:
-        return MODEL_KINDS[name]
-    if ":" in name:
-        found = import_object(name, key)
-        if isinstance(found, type) and issubclass(found, Model):
-            return found
-        raise ConfigError(key, f"{name!r} is not a gossipsim Model subclass")
-    raise ConfigError(
-        key,
-        f"unknown value {name!r}; allowed: {', '.join(MODEL_KINDS)}, or an import path module:Class",
-    )
+    found: type[Model] = MODEL_KINDS.lookup(name, key)
+    return found
 
 
 __all__ = [
+    "BetaBernoulliModel",
+    "DirichletCategoricalModel",
+    "GammaPoissonModel",
+    "NormalNormalModel",
     "MODEL_KINDS",
     "model_class",
     "register_model",

@@ -39,13 +39,12 @@ from scipy import integrate, optimize
 from scipy.special import betaln, digamma, polygamma
 
 from .. import budget
-from ..capabilities import MEAN_GRADIENT, EstimatorSettings
+from ..capabilities import MEAN_GRADIENT, EstimatorSettings, MeanGradient
 from ..data import points_per_node, read_observations
 from ..errors import ConfigError
 from ..families import Beta, ModelParam
 from ..families.natgrad import reinforce_mean_gradient
 from ..optimum import variational_optimum
-from ..protocols.natgrad import MeanGradient
 from ..scheduling import IndexedGraph
 from .base import Model, Target, check_prior_numbers, total_points
 

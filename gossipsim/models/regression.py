@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from .. import budget, glm
-from ..capabilities import EXACT_FACTORS, MEAN_GRADIENT, EstimatorSettings
+from ..capabilities import EXACT_FACTORS, MEAN_GRADIENT, EstimatorSettings, MeanGradient
 from ..datasets import (
     DATASETS,
     Task,
@@ -43,7 +43,6 @@ from ..families import ModelParam
 from ..families.gaussian import GaussianDiagonal, GaussianFull
 from ..families.natgrad import gaussian_mean_gradient, reinforce_mean_gradient
 from ..optimum import MAX_STEPS, STATIONARITY_TOL, variational_optimum
-from ..protocols.natgrad import MeanGradient
 from ..scheduling import IndexedGraph
 from .base import FamilyTarget, Model, Target, check_prior_numbers, check_sigma
 

@@ -1,10 +1,11 @@
 """Protocols: what a node does with the token (learn, forget, retrain), chosen by ``[protocol] kind``.
 
 The kinds are registered in :data:`PROTOCOL_KINDS` (:mod:`gossipsim.protocols.registry`); a new one
-is a :class:`ProtocolKind` subclass plus one :func:`register_protocol` line below, or a plug-in named
+is a :class:`ProtocolKind` subclass plus one line in :data:`gossipsim.registry.PROTOCOL_KINDS` (or :func:`register_protocol`), or a plug-in named
 by import path in the scenario (``kind = "mypackage.module:MyKind"``).
 """
 
+from ..registry import import_object
 from .base import Protocol, StateTrace
 from .gfvl import ConjugateGFVL, FactorTrace
 from .gfvl_kind import GFVL, GFVLSettings
@@ -13,13 +14,10 @@ from .registry import (
     PROTOCOL_KINDS,
     BuildRequest,
     ProtocolKind,
-    import_object,
     protocol_kind,
     register_protocol,
 )
 from .retrain import WithRetrainBaseline
-
-register_protocol(GFVL())
 
 __all__ = [
     "GFVL",

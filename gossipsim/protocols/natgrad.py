@@ -41,12 +41,12 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
+from ..capabilities import MeanGradient
 from ..families import ExponentialFamily
 from ..messages import Message
 from .base import Protocol, StateTrace
 
 #: ∇_μ E_{q(θ|η)}[L_k(θ)] for node k, estimated with the given generator
-MeanGradient = Callable[[np.ndarray, int, np.random.Generator], np.ndarray]
 
 MAX_HALVINGS = 60
 

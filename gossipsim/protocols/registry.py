@@ -20,7 +20,6 @@ again (process pools and Dask alike), so it holds wherever the runs execute.
 
 from __future__ import annotations
 
-import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -28,7 +27,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..registry import PROTOCOL_KINDS
 from ..schema import Key
 from .base import Protocol, StateTrace
 
@@ -93,46 +92,16 @@ class ProtocolKind(ABC):
         return self.description
 
 
-#: the registered kinds by name
-PROTOCOL_KINDS: dict[str, ProtocolKind] = {}
-
-
 def register_protocol(kind: ProtocolKind) -> ProtocolKind:
     """Register ``kind`` under its name (the one line that adds a protocol kind)."""
     if not kind.name:
         raise ValueError("a protocol kind needs a name")
-    PROTOCOL_KINDS[kind.name] = kind
+    PROTOCOL_KINDS.register(kind.name, kind)
     return kind
 
 
 def protocol_kind(name: str, key: str = "protocol.kind") -> ProtocolKind:
     """The kind called ``name``: a registered name, or an import path ``module:attribute`` naming
     a :class:`ProtocolKind` subclass or instance."""
-    if name in PROTOCOL_KINDS:
-        return PROTOCOL_KINDS[name]
-    if ":" in name:
-        found = import_object(name, key)
-        if isinstance(found, type) and issubclass(found, ProtocolKind):
-            found = found()
-        if isinstance(found, ProtocolKind):
-            return found
-        raise ConfigError(key, f"{name!r} is not a gossipsim ProtocolKind (subclass or instance)")
-    allowed = ", ".join(PROTOCOL_KINDS)
-    raise ConfigError(
-        key, f"unknown protocol {name!r}; allowed: {allowed}, or an import path module:Class"
-    )
-
-
-def import_object(path: str, key: str) -> Any:
-    """The object named by ``module.sub:attribute`` (a plug-in), or a one-line error naming ``key``."""
-    module_name, _, attribute = path.partition(":")
-    if not module_name or not attribute:
-        raise ConfigError(key, f"an import path is written module:attribute (got {path!r})")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # an ImportError, or an error inside the plug-in's module
-        raise ConfigError(key, f"cannot import {module_name!r}: {exc}") from None
-    try:
-        return getattr(module, attribute)
-    except AttributeError:
-        raise ConfigError(key, f"module {module_name!r} has no {attribute!r}") from None
+    found: ProtocolKind = PROTOCOL_KINDS.lookup(name, key)
+    return found

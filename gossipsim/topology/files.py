@@ -2,7 +2,7 @@
 
 A file path in a scenario is resolved against the scenario file's folder (:func:`resolve`); text is
 UTF-8 with an optional byte-order mark (another encoding is an error saying where,
-:func:`gossipsim.data.read_text`). Node labels that look like 64-bit integers become ints
+:func:`gossipsim.textfiles.read_text`). Node labels that look like 64-bit integers become ints
 (:func:`~gossipsim.topology.checks.parse_label`), and two spellings of one label (``3`` and ``03``)
 are an error. The readers return the graph as read; :func:`gossipsim.topology.build_topology` then
 checks it like any other (self-loops, connectivity).
@@ -18,6 +18,7 @@ from pathlib import Path
 import networkx as nx
 
 from ..errors import ConfigError
+from ..textfiles import read_text, shown_path
 from .checks import parse_label
 
 __all__ = ["read_edgelist", "read_graphml", "resolve", "shown_path"]
@@ -43,7 +44,6 @@ def read_edgelist(path: Path) -> nx.Graph:
         Naming ``topology.path``: a line without two labels, no edge, text that is not UTF-8, two
         spellings of one integer label.
     """
-    from ..data import read_text  # (data reads node labels with parse_label, from here)
 
     # UTF-8 with an optional byte-order mark; another encoding is an error saying where
     text = read_text(path, "topology.path")
@@ -100,16 +100,6 @@ def read_graphml(path: Path) -> nx.Graph:
     _relabel_checked(mapping, str(path))
     g = nx.relabel_nodes(g, mapping, copy=True)
     return nx.Graph(g)  # undirected, parallel edges collapsed
-
-
-def shown_path(path: str | os.PathLike[str], limit: int = 120) -> str:
-    """A path as error messages show it: quoted, and shortened in the middle when longer than
-    ``limit`` characters (a 5,000-character path would drown the one-line message)."""
-    text = os.fspath(path)
-    if len(text) > limit:
-        keep = (limit - 5) // 2
-        text = f"{text[:keep]}[...]{text[-keep:]}"
-    return repr(text)
 
 
 def resolve(path: str | os.PathLike[str], base_dir: str | os.PathLike[str] | None) -> Path:

@@ -1,0 +1,122 @@
+"""Named registries of the kinds a scenario selects: models and protocols.
+
+A registry maps a kind's name to the object that implements it, written as an import path
+``"module.sub:attribute"`` until first use, so that reading and validating a scenario imports only
+the kinds it names (and the layers stay apart: :mod:`gossipsim.scenario` looks kinds up here and
+imports no model or protocol module itself). A plug-in of one's own is either registered with one
+line (:meth:`Registry.register`) or named by import path in the scenario
+(``kind = "mypackage.module:MyProtocol"``), which worker processes import again.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from .errors import ConfigError
+
+
+def import_object(path: str, key: str) -> Any:
+    """The object named by ``module.sub:attribute`` (a plug-in), or a one-line error naming ``key``."""
+    module_name, _, attribute = path.partition(":")
+    if not module_name or not attribute:
+        raise ConfigError(key, f"an import path is written module:attribute (got {path!r})")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # an ImportError, or an error inside the plug-in's module
+        raise ConfigError(key, f"cannot import {module_name!r}: {exc}") from None
+    try:
+        return getattr(module, attribute)
+    except AttributeError:
+        raise ConfigError(key, f"module {module_name!r} has no {attribute!r}") from None
+
+
+class Registry(Mapping[str, Any]):
+    """Kinds by name. ``accept(obj)`` returns the usable object (e.g. an instance of a class) or
+    None when ``obj`` is not one of this registry's things; ``what`` names them in errors."""
+
+    def __init__(
+        self, noun: str, what: str, accept: Callable[[Any], Any], builtins: Mapping[str, str]
+    ) -> None:
+        self.noun = noun
+        self.what = what
+        self._accept = accept
+        self._entries: dict[str, Any] = dict(builtins)  # import path (str) until first use
+
+    def register(self, name: str, obj: Any) -> Any:
+        """Register ``obj`` (or an import path to it) under ``name``: the one line that adds a kind."""
+        if not name:
+            raise ValueError(f"a {self.what} needs a name")
+        self._entries[name] = obj
+        return obj
+
+    def __getitem__(self, name: str) -> Any:
+        entry = self._entries[name]
+        if isinstance(entry, str):
+            found = self._accept(import_object(entry, f"{self.what} {name!r}"))
+            if found is None:
+                raise TypeError(f"{entry} is not a {self.what}")
+            self._entries[name] = entry = found
+        return entry
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def lookup(self, name: str, key: str) -> Any:
+        """The kind called ``name``: a registered name, or an import path ``module:attribute`` to a
+        plug-in; anything else is a one-line error naming ``key`` and what is allowed."""
+        if name in self._entries:
+            return self[name]
+        if ":" in name:
+            found = self._accept(import_object(name, key))
+            if found is None:
+                raise ConfigError(key, f"{name!r} is not a gossipsim {self.what}")
+            return found
+        raise ConfigError(
+            key,
+            f"unknown {self.noun} {name!r}; allowed: {', '.join(self._entries)}, "
+            "or an import path module:Class",
+        )
+
+
+def _subclass_of(base: str, *, instantiate: bool = False) -> Callable[[Any], Any]:
+    """An ``accept`` function for :class:`Registry`: subclasses of the class at import path
+    ``base`` (instantiated when ``instantiate``; instances accepted then too). The base is imported
+    on first use, by name, like the kinds themselves."""
+
+    def accept(obj: Any) -> Any:
+        cls = import_object(base, "registry")
+        if isinstance(obj, type) and issubclass(obj, cls):
+            return obj() if instantiate else obj
+        return obj if instantiate and isinstance(obj, cls) else None
+
+    return accept
+
+
+#: ``[model] kind``: :class:`~gossipsim.models.Model` subclasses
+MODEL_KINDS = Registry(
+    "model",
+    "Model subclass",
+    _subclass_of("gossipsim.models.base:Model"),
+    {
+        "beta-bernoulli": "gossipsim.models.conjugate:BetaBernoulliModel",
+        "gamma-poisson": "gossipsim.models.conjugate:GammaPoissonModel",
+        "normal-normal": "gossipsim.models.conjugate:NormalNormalModel",
+        "dirichlet-categorical": "gossipsim.models.conjugate:DirichletCategoricalModel",
+        "beta-exponential": "gossipsim.models.beta_exponential:BetaExponential",
+        "linear-regression": "gossipsim.models.regression:LinearRegression",
+        "logistic-regression": "gossipsim.models.regression:LogisticRegression",
+    },
+)
+
+#: ``[protocol] kind``: :class:`~gossipsim.protocols.ProtocolKind` subclasses or instances
+PROTOCOL_KINDS = Registry(
+    "protocol",
+    "ProtocolKind (subclass or instance)",
+    _subclass_of("gossipsim.protocols.registry:ProtocolKind", instantiate=True),
+    {"gfvl": "gossipsim.protocols.gfvl_kind:GFVL"},
+)
