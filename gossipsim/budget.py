@@ -298,12 +298,12 @@ def planned_terms(scenario: Scenario) -> tuple[list[Term], list[Term]] | None:
     topo = scenario.topology
     model = MODEL_KINDS.lookup(scenario.model.kind, "model.kind")
     try:
-        check_time(scenario, model.sizes(scenario, 0))
+        check_time(scenario, model.sizes(scenario.model_spec, 0))
         planned = planned_size(topo.kind, topo.nodes, topo.params, topo.path)
         if planned is None:
             return None
         nodes, edges, networkx = planned
-        sizes = model.sizes(scenario, nodes)
+        sizes = model.sizes(scenario.model_spec, nodes)
     except ConfigError as exc:
         if exc.key.startswith(("compute.", "links.")):
             raise  # the time check itself

@@ -597,7 +597,10 @@ def _cmd_list(args: argparse.Namespace) -> int:
         print(f"  {name:<17} {spec.description}" + (f"  [{shown}]" if shown else ""))
     print("models ([model] kind):")
     for name, model in MODEL_KINDS.items():
-        data = ", ".join([p.name for p in model.data_params] + list(model.data_keys)) or "-"
+        data = (
+            ", ".join([p.name for p in model.data_params] + [k.name for k in model.data_keys])
+            or "-"
+        )
         exact = EXACT_FACTORS in model.capabilities
         how = "exact conjugate factors" if exact else "expected log-likelihood gradients"
         estimators = getattr(model, "estimators", ())

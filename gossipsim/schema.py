@@ -10,21 +10,25 @@ tuple into the rows of the documentation's tables, so the docs cannot drift from
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import ConfigError
 
-KINDS = ("integer", "number", "boolean", "string", "choice")
+KINDS = ("integer", "number", "boolean", "string", "choice", "node", "integers", "table")
 
 
 @dataclass(frozen=True)
 class Key:
-    """One setting: ``kind`` is integer, number, boolean, string or choice (one of ``choices``).
+    """One setting: ``kind`` is integer, number, boolean, string, choice (one of ``choices``),
+    node (a node id: an integer or a string), integers (one integer, or a list of them: one per
+    node) or table.
 
     Numbers are finite unless ``finite`` is false; ``minimum`` / ``maximum`` bound them (with
-    ``exclusive_minimum`` for "> minimum")."""
+    ``exclusive_minimum`` for "> minimum"). ``words`` are strings accepted besides (e.g. ``auto``
+    for an integer). A ``default`` of None makes the key optional (absent: None) unless
+    ``required``; ``default_text`` describes, for the docs, a default computed elsewhere."""
 
     name: str
     kind: str
@@ -33,8 +37,13 @@ class Key:
     minimum: float | None = None
     maximum: float | None = None
     exclusive_minimum: bool = False
-    choices: tuple[str, ...] = ()
+    exclusive_maximum: bool = False
+    choices: Collection[str] = ()  # a live registry (a dict of kinds) is allowed
     finite: bool = True
+    words: tuple[str, ...] = ()
+    required: bool = False
+    default_text: str = ""
+    reason: str = ""  # why the range is what it is (added to range errors)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -42,24 +51,50 @@ class Key:
 
     def allowed(self) -> str:
         """What the key accepts, in words (for errors and the docs)."""
+        extra = "".join(f" or {w}" for w in self.words)
         if self.kind == "choice":
             return "one of " + ", ".join(self.choices)
         if self.kind == "boolean":
             return "true or false"
         if self.kind == "string":
             return "a string"
-        what = "an integer" if self.kind == "integer" else "a number"
+        if self.kind == "node":
+            return "a node id (an integer or a string)" + extra
+        if self.kind == "table":
+            return "a table"
+        what = "an integer" if self.kind in ("integer", "integers") else "a number"
         bounds = []
         if self.minimum is not None:
             bounds.append(f"{'>' if self.exclusive_minimum else '>='} {_fmt(self.minimum)}")
         if self.maximum is not None:
-            bounds.append(f"<= {_fmt(self.maximum)}")
-        return what + (" " + " and ".join(bounds) if bounds else "")
+            bounds.append(f"{'<' if self.exclusive_maximum else '<='} {_fmt(self.maximum)}")
+        listed = ", or a list of them (one per node)" if self.kind == "integers" else ""
+        return what + (" " + " and ".join(bounds) if bounds else "") + listed + extra
 
     def read(self, table: Mapping[str, Any], section: str) -> Any:
         """The checked value of this key in ``table`` (the default when absent)."""
-        value = table.get(self.name, self.default)
         where = f"{section}.{self.name}"
+        if self.name not in table:
+            if self.required:
+                raise ConfigError(where, f"is required: {self.allowed()}")
+            return self.default
+        return self.check(table[self.name], where)
+
+    def check(self, value: Any, where: str) -> Any:
+        """``value`` checked against this key (errors name ``where``)."""
+        if isinstance(value, str) and value in self.words:
+            return value
+        if self.kind == "node":
+            if isinstance(value, bool) or not isinstance(value, int | str):
+                raise ConfigError(where, f"must be {self.allowed()} (got {value!r})")
+            return value
+        if self.kind == "table":
+            if not isinstance(value, dict):
+                raise ConfigError(where, f"must be a table (got {value!r})")
+            return value
+        if self.kind == "integers" and isinstance(value, list):
+            item = Key(self.name, "integer", None, self.doc, minimum=self.minimum)
+            return tuple(item.check(v, f"{where}[{i}]") for i, v in enumerate(value))
         if self.kind == "boolean":
             if not isinstance(value, bool):
                 raise ConfigError(where, f"must be true or false (got {value!r})")
@@ -74,19 +109,22 @@ class Key:
             return value
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ConfigError(where, f"must be {self.allowed()} (got {value!r})")
-        if self.kind == "integer":
+        if self.kind in ("integer", "integers"):
             if not isinstance(value, int):
                 raise ConfigError(where, f"must be an integer (got {value!r})")
         else:
             value = float(value)
             if math.isnan(value) or (self.finite and math.isinf(value)):
-                raise ConfigError(where, f"must be a finite number (got {value})")
+                raise ConfigError(where, f"must be {self.allowed()}, a finite number (got {value})")
         low_ok = self.minimum is None or (
             value > self.minimum if self.exclusive_minimum else value >= self.minimum
         )
-        high_ok = self.maximum is None or value <= self.maximum
+        high_ok = self.maximum is None or (
+            value < self.maximum if self.exclusive_maximum else value <= self.maximum
+        )
         if not (low_ok and high_ok):
-            raise ConfigError(where, f"must be {self.allowed()} (got {_fmt(value)})")
+            reason = f": {self.reason}" if self.reason else ""
+            raise ConfigError(where, f"must be {self.allowed()} (got {_fmt(value)}){reason}")
         return value
 
 
@@ -105,7 +143,23 @@ def read_keys(
 
 def reference_rows(keys: Sequence[Key]) -> list[str]:
     """Markdown table rows ``| key | default | allowed | meaning |`` for the documentation."""
-    return [f"| `{k.name}` | {_fmt_default(k.default)} | {k.allowed()} | {k.doc} |" for k in keys]
+    return [f"| `{k.name}` | {_default_cell(k)} | {k.allowed()} | {k.doc} |" for k in keys]
+
+
+def reference_table(keys: Sequence[Key]) -> str:
+    """The whole Markdown table of ``keys`` (header included)."""
+    head = ["| key | default | allowed | meaning |", "|---|---|---|---|"]
+    return "\n".join(head + reference_rows(keys))
+
+
+def _default_cell(key: Key) -> str:
+    if key.default_text:
+        return key.default_text
+    if key.required:
+        return "required"
+    if key.default is None:
+        return "none"
+    return _fmt_default(key.default)
 
 
 def _fmt(x: float) -> str:
@@ -116,7 +170,9 @@ def _fmt_default(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
-        return f"`{value}`"
+        return f"`{value}`" if value else '""'
     if isinstance(value, float):
         return f"{value:g}"
+    if isinstance(value, dict) and not value:
+        return "{}"
     return str(value)

@@ -8,12 +8,15 @@ streams come from its own seed (:mod:`gossipsim.streams`).
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 import numpy as np
 
+from . import budget
 from .engine import Request
 from .errors import ConfigError
 from .families import ExponentialFamily
@@ -92,7 +95,10 @@ def build_world(scenario: Scenario) -> World:
     if scenario.scheduler.start not in ("uniform", "stationary"):
         start = indexed.index(scenario.scheduler.start, "scheduler.start")
     data_rng = np.random.default_rng(np.random.SeedSequence([scenario.run.seed, DATA_TAG]))
-    model = model_class(scenario.model.kind)(scenario, indexed, data_rng)  # type: ignore[call-arg]
+    spec = dataclasses.replace(
+        scenario.model_spec, check_budget=functools.partial(budget.check_world, scenario)
+    )
+    model = model_class(scenario.model.kind)(spec, indexed, data_rng)  # type: ignore[call-arg]
     if scenario.metrics.excess and not model.has_best_family:
         raise ConfigError(
             "metrics.excess",

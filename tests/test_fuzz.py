@@ -32,9 +32,32 @@ import pandas as pd
 import pytest
 
 from gossipsim.cli import main
-from gossipsim.scenario import SECTIONS
+from gossipsim.registry import MODEL_KINDS, PROTOCOL_KINDS
+from gossipsim.settings import SCHEMA
+from gossipsim.topology import TOPOLOGY_KINDS
 from tests.helpers import to_toml
 
+
+def _documented_keys() -> dict[str, dict[str, str]]:
+    """Section -> key -> its documentation and allowed words: the schema's keys, every model's
+    and protocol kind's own keys, and the kinds' names (what the docs list)."""
+
+    def text(key: Any) -> str:
+        return " ".join([key.doc, *key.choices, *key.words])
+
+    out = {section: {k.name: text(k) for k in keys} for section, keys in SCHEMA.items()}
+    out["model"]["kind"] += " " + " ".join(MODEL_KINDS)
+    out["topology"]["kind"] += " " + " ".join(TOPOLOGY_KINDS)
+    for model in MODEL_KINDS.values():
+        out["model"].update({k.name: text(k) for k in model.model_keys})
+        out["data"].update({k.name: text(k) for k in model.data_keys})
+        out["data"].update({p.name: p.description for p in model.data_params})
+    for kind in PROTOCOL_KINDS.values():
+        out["protocol"].update({k.name: text(k) for k in kind.keys})
+    return out
+
+
+SECTIONS = _documented_keys()
 FAST_CASES = 300
 SLOW_CASES = 3000
 TIME_LIMIT_S = 30

@@ -31,6 +31,9 @@ RULES: dict[str, dict[str, tuple[str, ...]]] = {
     # implementation, scenario, results, plotting, CLI or fast path
     "engine": {"allowed": (*FOUNDATION, G + "engine", G + "scheduling")},
     "scheduling": {"allowed": (*FOUNDATION, G + "scheduling")},
+    # the schema and settings objects: what a scenario can hold, stated once
+    "settings": {"allowed": (*FOUNDATION, G + "settings", G + "scheduling")},
+    "sweeps": {"allowed": (*FOUNDATION, G + "sweeps", G + "settings", G + "scheduling")},
     "cover": {"allowed": (*FOUNDATION, G + "scheduling", G + "cover")},
     "topology": {"allowed": (*FOUNDATION, G + "scheduling", G + "topology", G + "budget")},
     "metrics": {"allowed": (*FOUNDATION, G + "metrics")},
@@ -49,7 +52,8 @@ RULES: dict[str, dict[str, tuple[str, ...]]] = {
         ),
     },  # fmt: skip
     "budget": {"forbidden": (*IMPLEMENTATIONS, *OUTPUTS, G + "scenario", G + "engine")},
-    # a model describes prior, likelihood, data and targets: it builds no protocol, reads no scenario
+    # a model describes prior, likelihood, data and targets from its own settings (ModelSpec): it
+    # builds no protocol and reads no scenario
     "models": {
         "forbidden": (
             *OUTPUTS,

@@ -497,11 +497,10 @@ def test_docs_topology_table_is_generated_from_the_registry() -> None:
     doc = (ROOT / "docs" / "scenarios.md").read_text(encoding="utf-8")
     table = reference_table()
     assert table in doc, (
-        "docs/scenarios.md: the [topology] table differs from the registry; replace it with the "
-        "output of `python -c 'from gossipsim.topology import reference_table; "
-        f"print(reference_table())'`:\n{table}"
+        "docs/scenarios.md: the [topology] table differs from the registry; run "
+        f"`python -m gossipsim.reference docs/scenarios.md`:\n{table}"
     )
-    section = doc.split("## `[topology]`", 1)[1].split("\n## ", 1)[0]
+    section = doc.split("<!-- keys:topology-kinds -->", 1)[1].split("<!-- /keys -->", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| `")]
     assert [row.split("`")[1] for row in rows] == list(TOPOLOGY_KINDS)
     for spec in TOPOLOGY_KINDS.values():

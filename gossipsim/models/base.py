@@ -1,6 +1,7 @@
-"""What the runner needs from a model: node data, protocols, exact targets and evaluation.
+"""What the runner needs from a model: node data, capabilities, exact targets and evaluation.
 
-A model turns the ``[model]`` and ``[data]`` sections of one variant into
+A model turns its own settings (:class:`~gossipsim.settings.ModelSpec`: the ``[model]`` and
+``[data]`` sections of one variant; never the whole scenario) into
 
 - ``fixed_data`` (drawn once) or ``draw_data(rng)`` (a new data set per run),
 - ``capabilities``: what it offers a protocol (:mod:`gossipsim.capabilities`: exact conjugate
@@ -11,7 +12,7 @@ A model turns the ``[model]`` and ``[data]`` sections of one variant into
   ``kl(states)`` vectorised over a trace of posteriors, and the best-in-family KL where the target is
   not in the variational family,
 - ``evaluate(data, states)``: extra per-slot columns (held-out accuracy, NLL, ECE, ...),
-- ``sizes(scenario, nodes)``: how big the model is, in numbers, from the settings alone (the memory
+- ``sizes(spec, nodes)``: how big the model is, in numbers, from the settings alone (the memory
   estimate of :mod:`gossipsim.budget`, checked by :meth:`Model.check_budget` before any data are
   drawn).
 
@@ -34,9 +35,10 @@ from ..errors import ConfigError
 from ..families import ExponentialFamily, ModelParam
 from ..representations import Target
 from ..scheduling import IndexedGraph
+from ..schema import Key
 
 if TYPE_CHECKING:
-    from ..scenario import Scenario
+    from ..settings import ModelSpec
 
 
 class FamilyTarget(Target):
@@ -57,16 +59,17 @@ class Model(ABC):
     description: ClassVar[str] = ""
     prior_params: ClassVar[tuple[ModelParam, ...]] = ()
     data_params: ClassVar[tuple[ModelParam, ...]] = ()
-    #: model-section keys beyond kind, prior and temperature
-    model_keys: ClassVar[tuple[str, ...]] = ()
+    #: model-section keys beyond kind, prior and temperature (type, default, range, doc: checked
+    #: when the scenario is read, documented from here; :meth:`prepare` checks what they imply)
+    model_keys: ClassVar[tuple[Key, ...]] = ()
     #: data-section keys beyond points_per_node, path, draw and the generator parameters
-    data_keys: ClassVar[tuple[str, ...]] = ()
+    data_keys: ClassVar[tuple[Key, ...]] = ()
     #: what the model offers a protocol (:mod:`gossipsim.capabilities`)
     capabilities: ClassVar[frozenset[str]] = frozenset()
     #: whether ``[data] path`` (a node,x CSV file) is supported
     reads_files: ClassVar[bool] = False
 
-    scenario: Scenario
+    spec: ModelSpec
     family: ExponentialFamily
     prior: np.ndarray
     graph: IndexedGraph
@@ -92,14 +95,16 @@ class Model(ABC):
 
     @classmethod
     @abstractmethod
-    def sizes(cls, scenario: Scenario, nodes: int) -> budget.ModelSizes:
+    def sizes(cls, spec: ModelSpec, nodes: int) -> budget.ModelSizes:
         """How big the variant's model is on ``nodes`` nodes, in numbers, computed from the settings
         alone (before any data is drawn): what :mod:`gossipsim.budget` turns into bytes."""
 
-    def check_budget(self, scenario: Scenario, graph: IndexedGraph) -> None:
+    def check_budget(self, spec: ModelSpec, graph: IndexedGraph) -> None:
         """Refuse, before the data are drawn, a variant whose graph, data and runs cannot fit in
-        memory or whose simulated time would overflow (:func:`gossipsim.budget.check_world`)."""
-        budget.check_world(scenario, type(self).sizes(scenario, graph.size), graph)
+        memory or whose simulated time would overflow (``spec.check_budget``: the world binds
+        :func:`gossipsim.budget.check_world` to the scenario; a model built alone skips it)."""
+        if spec.check_budget is not None:
+            spec.check_budget(type(self).sizes(spec, graph.size), graph)
 
     def target(self, data: Any, forgotten: frozenset[int]) -> Target:
         """The exact posterior of all data but the ``forgotten`` nodes' (cached for the data drawn
@@ -160,9 +165,9 @@ class Model(ABC):
         )
 
 
-def total_points(scenario: Scenario, nodes: int) -> int:
+def total_points(spec: ModelSpec, nodes: int) -> int:
     """Observations of all nodes together, as ``[data] points_per_node`` sets them."""
-    points = scenario.data.points_per_node
+    points = spec.data.points_per_node
     return sum(points) if isinstance(points, tuple) else points * nodes
 
 
@@ -194,6 +199,13 @@ def warnings_only_on_success() -> Iterator[None]:
 #: ``[model] sigma`` must lie here: σ² and 1/σ² (the precision every factor is scaled by) are then
 #: finite, non-zero floats
 SIGMA_RANGE = (1e-150, 1e150)
+
+
+#: ``[model] sigma`` of the models with a known noise standard deviation
+SIGMA_KEY = Key(
+    "sigma", "number", 1.0, "known noise standard deviation σ", minimum=SIGMA_RANGE[0],
+    maximum=SIGMA_RANGE[1], reason="the model divides by σ², which must be a finite, non-zero number",
+)  # fmt: skip
 
 
 def check_sigma(value: Any, key: str) -> float:

@@ -49,7 +49,7 @@ from ..scheduling import IndexedGraph
 from .base import Model, Target, check_prior_numbers, total_points
 
 if TYPE_CHECKING:
-    from ..scenario import Scenario
+    from ..settings import ModelSpec
 
 _TINY = 1e-300
 
@@ -210,34 +210,32 @@ class BetaExponential(Model):
     )
     estimators: ClassVar[tuple[str, ...]] = ("reinforce", "exact")
 
-    def __init__(
-        self, scenario: Scenario, graph: IndexedGraph, data_rng: np.random.Generator
-    ) -> None:
-        self.scenario = scenario
+    def __init__(self, spec: ModelSpec, graph: IndexedGraph, data_rng: np.random.Generator) -> None:
+        self.spec = spec
         self.graph = graph
         self.family = Beta()
-        prior = scenario.model.prior
+        prior = spec.model.prior
         self.a0, self.b0 = float(prior["a"]), float(prior["b"])
         self.prior = Beta.natural(self.a0, self.b0)
-        self.temperature = scenario.model.temperature
-        self.check_budget(scenario, graph)
+        self.temperature = spec.model.temperature
+        self.check_budget(spec, graph)
         check_prior_numbers(self.family, self.prior)
-        if scenario.data.path is not None:
-            self.fixed_data = self._read(scenario, graph)
+        if spec.data.path is not None:
+            self.fixed_data = self._read(spec, graph)
             self.points = [x.size for x in self.fixed_data.observations]
             self.node_params = []
             return
-        self.points = points_per_node(scenario.data.points_per_node, graph.size)
-        self.node_params = check_theta(scenario.data.params.get("theta", 0.5), graph.size)
-        self.fixed_data = self.draw_data(data_rng) if scenario.data.draw == "once" else None
+        self.points = points_per_node(spec.data.points_per_node, graph.size)
+        self.node_params = check_theta(spec.data.params.get("theta", 0.5), graph.size)
+        self.fixed_data = self.draw_data(data_rng) if spec.data.draw == "once" else None
 
     @staticmethod
-    def _read(scenario: Scenario, graph: IndexedGraph) -> ExponentialData:
+    def _read(spec: ModelSpec, graph: IndexedGraph) -> ExponentialData:
         """Observations from ``[data] path`` (a node,x CSV file), positive numbers whose sums the
         model can compute with."""
-        path = Path(str(scenario.data.path))
+        path = Path(str(spec.data.path))
         if not path.is_absolute():
-            path = Path(scenario.base_dir) / path
+            path = Path(spec.base_dir) / path
         data = ExponentialData(tuple(read_observations(path, graph, ExponentialObservations())))
         if not np.all(np.isfinite(data.sums)):
             raise ConfigError(
@@ -273,14 +271,14 @@ class BetaExponential(Model):
         return prior, options
 
     @classmethod
-    def sizes(cls, scenario: Scenario, nodes: int) -> budget.ModelSizes:
-        points = scenario.data.points_per_node
+    def sizes(cls, spec: ModelSpec, nodes: int) -> budget.ModelSizes:
+        points = spec.data.points_per_node
         largest = max(points, default=0) if isinstance(points, tuple) else points
-        options = scenario.protocol.options
+        options = spec.protocol.options
         samples = getattr(options, "samples", 0)
         # a REINFORCE step draws S samples per data point (or S in all), with a few arrays of them
         draws = samples * (largest if getattr(options, "samples_per", "point") == "point" else 1)
-        total = 0 if scenario.data.path is not None else total_points(scenario, nodes)
+        total = 0 if spec.data.path is not None else total_points(spec, nodes)
         return budget.ModelSizes(
             state_entries=2,
             message_entries=2,

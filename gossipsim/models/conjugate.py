@@ -15,10 +15,19 @@ from ..data import points_per_node, read_observations, synthetic_observations
 from ..errors import ConfigError
 from ..families import CONJUGATE_MODELS, ConjugateModel
 from ..scheduling import IndexedGraph
-from .base import FamilyTarget, Model, Target, check_prior_numbers, check_sigma, total_points
+from ..schema import Key
+from .base import (
+    SIGMA_KEY,
+    FamilyTarget,
+    Model,
+    Target,
+    check_prior_numbers,
+    check_sigma,
+    total_points,
+)
 
 if TYPE_CHECKING:
-    from ..scenario import Scenario
+    from ..settings import ModelSpec
 
 
 class ConjugateExpFam(Model):
@@ -36,25 +45,23 @@ class ConjugateExpFam(Model):
         cls.prior_params = cls.math.prior_params
         cls.data_params = cls.math.data_params
 
-    def __init__(
-        self, scenario: Scenario, graph: IndexedGraph, data_rng: np.random.Generator
-    ) -> None:
-        self.scenario = scenario
+    def __init__(self, spec: ModelSpec, graph: IndexedGraph, data_rng: np.random.Generator) -> None:
+        self.spec = spec
         self.graph = graph
-        self.impl = self.math(scenario.model.options)
+        self.impl = self.math(spec.model.options)
         self.family = self.impl.family
-        self.prior = self.impl.prior_natural(self.impl.check_prior(scenario.model.prior))
-        self.temperature = scenario.model.temperature
-        data = scenario.data
+        self.prior = self.impl.prior_natural(self.impl.check_prior(spec.model.prior))
+        self.temperature = spec.model.temperature
+        data = spec.data
         self.points: list[int] = []
         self.node_params: list[dict[str, Any]] = []
         self.fixed_data = None
-        self.check_budget(scenario, graph)
+        self.check_budget(spec, graph)
         check_prior_numbers(self.family, self.prior)
         if data.path is not None:
             path = Path(data.path)
             if not path.is_absolute():
-                path = Path(scenario.base_dir) / path
+                path = Path(spec.base_dir) / path
             observations = read_observations(path, graph, self.impl)
             self.points = [len(x) for x in observations]
             self.fixed_data = self._factors(observations, "data.path")
@@ -101,9 +108,9 @@ class ConjugateExpFam(Model):
             )
 
     @classmethod
-    def sizes(cls, scenario: Scenario, nodes: int) -> budget.ModelSizes:
-        family = cls.math(scenario.model.options).family
-        points = 0 if scenario.data.path is not None else total_points(scenario, nodes)
+    def sizes(cls, spec: ModelSpec, nodes: int) -> budget.ModelSizes:
+        family = cls.math(spec.model.options).family
+        points = 0 if spec.data.path is not None else total_points(spec, nodes)
         return budget.ModelSizes(
             state_entries=family.dim,
             message_entries=int(getattr(family, "message_entries", family.dim)),
@@ -158,19 +165,22 @@ class GammaPoissonModel(ConjugateExpFam):
 class NormalNormalModel(ConjugateExpFam):
     kind = "normal-normal"
     math = CONJUGATE_MODELS["normal-normal"]
-    model_keys = ("sigma",)
+    model_keys = (SIGMA_KEY,)
 
     @classmethod
     def prepare_options(
         cls, model: Mapping[str, Any], prior: dict[str, Any], key: str
     ) -> dict[str, Any]:
-        return {"sigma": check_sigma(model.get("sigma", 1.0), f"{key}.sigma")}
+        return {"sigma": check_sigma(model.get("sigma", SIGMA_KEY.default), f"{key}.sigma")}
 
 
 class DirichletCategoricalModel(ConjugateExpFam):
     kind = "dirichlet-categorical"
     math = CONJUGATE_MODELS["dirichlet-categorical"]
-    model_keys = ("categories",)
+    model_keys = (
+        Key("categories", "integer", None, "number of categories C", minimum=2,
+            default_text="length of `prior.alpha`"),
+    )  # fmt: skip
 
     @classmethod
     def prepare_options(
@@ -192,12 +202,12 @@ class DirichletCategoricalModel(ConjugateExpFam):
         return {"categories": categories}
 
     @classmethod
-    def sizes(cls, scenario: Scenario, nodes: int) -> budget.ModelSizes:
+    def sizes(cls, spec: ModelSpec, nodes: int) -> budget.ModelSizes:
         """As for every conjugate model; the per-node factors (C numbers a node) are set by
         ``model.categories``."""
-        categories = int(scenario.model.options["categories"])
+        categories = int(spec.model.options["categories"])
         return replace(
-            super().sizes(scenario, nodes),
+            super().sizes(spec, nodes),
             state_key="model.categories",
             state_what=f"{categories} categories on {nodes} nodes",
         )

@@ -44,15 +44,36 @@ from ..families.gaussian import GaussianDiagonal, GaussianFull
 from ..families.natgrad import gaussian_mean_gradient, reinforce_mean_gradient
 from ..optimum import MAX_STEPS, STATIONARITY_TOL, variational_optimum
 from ..scheduling import IndexedGraph
-from .base import FamilyTarget, Model, Target, check_prior_numbers, check_sigma
+from ..schema import Key
+from .base import SIGMA_KEY, FamilyTarget, Model, Target, check_prior_numbers, check_sigma
 
 if TYPE_CHECKING:
-    from ..scenario import Scenario
+    from ..settings import ModelSpec
 
 FAMILIES = ("gaussian-full", "gaussian-diagonal")
 DATA_KEYS = (
-    "dataset", "partition", "concentration", "labels_per_node", "sizes", "test_fraction",
-    "features", "noise",
+    Key("dataset", "choice", "synthetic", "`synthetic`, or a data set bundled with scikit-learn "
+        "(the table above; the model takes those of its task)", choices=("synthetic", *DATASETS)),
+    Key("partition", "choice", "iid", "`iid`; `dirichlet` (label skew: each class split over the "
+        "nodes with proportions ~ Dirichlet(`concentration`·1)); `labels` (each node holds only "
+        "`labels_per_node` of the original classes)", choices=("iid", "dirichlet", "labels")),
+    Key("concentration", "number", None, "β of the Dirichlet partition (small: strong skew)",
+        minimum=0, exclusive_minimum=True),
+    Key("labels_per_node", "integer", None, "c of the labels partition, at most the number of "
+        "classes", minimum=1),
+    Key("sizes", "choice", "equal", "for `iid`: `equal` (sizes differ by at most one) or `random` "
+        "(proportions ~ Dirichlet(1), at least one row each)", choices=("equal", "random")),
+    Key("test_fraction", "number", 0.2, "held-out fraction (synthetic data hold "
+        "test_fraction/(1 − test_fraction) test rows per training row); stratified by class for "
+        "binary tasks", minimum=0, exclusive_minimum=True, maximum=1, exclusive_maximum=True),
+    Key("features", "integer", 5, "synthetic data: dimension, a bias column included", minimum=1),
+    Key("noise", "number", None, "synthetic linear data: noise standard deviation",
+        minimum=0, exclusive_minimum=True, default_text="`[model] sigma`"),
+)  # fmt: skip
+_DATA_DEFAULTS = {key.name: key.default for key in DATA_KEYS}
+FAMILY_KEY = Key(
+    "family", "choice", "gaussian-full", "the Gaussian family of q: full covariance, or mean field "
+    "(diagonal; logistic regression only)", choices=FAMILIES,
 )  # fmt: skip
 QUADRATURE_POINTS = 32
 
@@ -74,21 +95,21 @@ class RegressionData:
 def _test_fraction(options: dict[str, Any]) -> float:
     """``[data] test_fraction``, strictly between 0 and 1 (checked before any division by
     1 − test_fraction)."""
-    return check_fraction(_option(options, "test_fraction", float, 0.2))
+    return check_fraction(_option(options, "test_fraction", float))
 
 
 def _features(options: dict[str, Any]) -> int:
     """``[data] features`` of synthetic data: the dimension, bias column included, >= 1."""
-    features = int(_option(options, "features", int, 5))
+    features = int(_option(options, "features", int))
     if features < 1:
         raise ConfigError("data.features", f"must be an integer >= 1 (got {features})")
     return features
 
 
-def _largest_node(scenario: Scenario, train_rows: int) -> int:
+def _largest_node(spec: ModelSpec, train_rows: int) -> int:
     """Rows of the largest node: known for synthetic data, at most every row otherwise."""
-    points = scenario.data.points_per_node
-    if _option(scenario.data.options, "dataset", str, "synthetic") == "synthetic":
+    points = spec.data.points_per_node
+    if _option(spec.data.options, "dataset", str) == "synthetic":
         return max(points, default=0) if isinstance(points, tuple) else points
     return train_rows
 
@@ -101,8 +122,13 @@ def _synthetic_rows(
     return total, max(int(round(total * test_fraction / (1 - test_fraction))), 1)
 
 
-def _option(options: dict[str, Any], key: str, kind: type, default: Any) -> Any:
-    value = options.get(key, default)
+def _option(options: dict[str, Any], key: str, kind: type, default: Any = None) -> Any:
+    """``[data] key`` as ``kind``; when absent, ``default`` if given, else the default that
+    :data:`DATA_KEYS` states."""
+    if key in options:
+        value = options[key]
+    else:
+        value = default if default is not None else _DATA_DEFAULTS.get(key)
     if value is None:
         return None
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
@@ -120,8 +146,8 @@ class GaussianRegression(Model):
 
     task_kind: ClassVar[str] = ""
     family: GaussianFull | GaussianDiagonal
-    model_keys: ClassVar[tuple[str, ...]] = ("family",)
-    data_keys: ClassVar[tuple[str, ...]] = DATA_KEYS
+    model_keys: ClassVar[tuple[Key, ...]] = (FAMILY_KEY,)
+    data_keys: ClassVar[tuple[Key, ...]] = DATA_KEYS
     prior_params = (
         ModelParam("mean", "real", "prior mean of every coefficient", 0.0),
         ModelParam(
@@ -129,14 +155,12 @@ class GaussianRegression(Model):
         ),
     )
 
-    def __init__(
-        self, scenario: Scenario, graph: IndexedGraph, data_rng: np.random.Generator
-    ) -> None:
-        self.scenario = scenario
+    def __init__(self, spec: ModelSpec, graph: IndexedGraph, data_rng: np.random.Generator) -> None:
+        self.spec = spec
         self.graph = graph
-        self.temperature = scenario.model.temperature
-        self.options = dict(scenario.data.options)
-        self.dataset = _option(self.options, "dataset", str, "synthetic")
+        self.temperature = spec.model.temperature
+        self.options = dict(spec.data.options)
+        self.dataset = _option(self.options, "dataset", str)
         if self.dataset != "synthetic":
             if self.dataset not in DATASETS:
                 raise ConfigError(
@@ -149,30 +173,28 @@ class GaussianRegression(Model):
                     "data.dataset",
                     f"{self.dataset!r} is a {DATASETS[self.dataset].task} task; {self.kind} takes: synthetic, {', '.join(fitting)}",
                 )
-        self.check_budget(scenario, graph)
+        self.check_budget(spec, graph)
         first = self.draw_data(data_rng)  # validates every data key once
         self.d = first.X_test.shape[1]
-        self.family = self.make_family(
-            scenario.model.options.get("family", "gaussian-full"), self.d
-        )
-        prior = scenario.model.prior
+        self.family = self.make_family(spec.model.options.get("family", FAMILY_KEY.default), self.d)
+        prior = spec.model.prior
         with np.errstate(all="ignore"):  # an extreme variance is reported just below
             self.prior = self.family.natural(
                 np.full(self.d, float(prior["mean"])), np.eye(self.d) * float(prior["variance"])
             )
         check_prior_numbers(self.family, self.prior)
         self.check_data(first)
-        self.fixed_data = first if scenario.data.draw == "once" else None
+        self.fixed_data = first if spec.data.draw == "once" else None
 
     def check_data(self, data: RegressionData) -> None:
         """Refuse data the model cannot compute with (checked on the first draw)."""
 
     @classmethod
-    def dimension(cls, scenario: Scenario) -> int:
+    def dimension(cls, spec: ModelSpec) -> int:
         """d, the number of coefficients: the data set's features plus the bias column, or
         ``[data] features`` (bias included) for synthetic data."""
-        options = scenario.data.options
-        dataset = _option(options, "dataset", str, "synthetic")
+        options = spec.data.options
+        dataset = _option(options, "dataset", str)
         if dataset == "synthetic":
             return _features(options)
         if dataset not in DATASETS:
@@ -180,23 +202,23 @@ class GaussianRegression(Model):
         return DATASETS[dataset].n_features + 1
 
     @classmethod
-    def rows(cls, scenario: Scenario, nodes: int) -> tuple[int, int]:
+    def rows(cls, spec: ModelSpec, nodes: int) -> tuple[int, int]:
         """Training and held-out rows of the data."""
-        options = scenario.data.options
-        dataset = _option(options, "dataset", str, "synthetic")
+        options = spec.data.options
+        dataset = _option(options, "dataset", str)
         if dataset != "synthetic":
             n = DATASETS[dataset].n_samples
             test = round(_test_fraction(options) * n)
             return n - test, test
-        points = scenario.data.points_per_node
+        points = spec.data.points_per_node
         return _synthetic_rows(points, nodes, _test_fraction(options))
 
     @classmethod
-    def sizes(cls, scenario: Scenario, nodes: int) -> budget.ModelSizes:
-        d = cls.dimension(scenario)
-        family = cls.make_family(scenario.model.options.get("family", "gaussian-full"), d)
-        train, test = cls.rows(scenario, nodes)
-        synthetic = _option(scenario.data.options, "dataset", str, "synthetic") == "synthetic"
+    def sizes(cls, spec: ModelSpec, nodes: int) -> budget.ModelSizes:
+        d = cls.dimension(spec)
+        family = cls.make_family(spec.model.options.get("family", FAMILY_KEY.default), d)
+        train, test = cls.rows(spec, nodes)
+        synthetic = _option(spec.data.options, "dataset", str) == "synthetic"
         data_key = "data.dataset"
         if synthetic:  # the setting that makes the rows × columns big
             data_key = (
@@ -216,18 +238,18 @@ class GaussianRegression(Model):
             state_key="data.features" if synthetic else "model.family",
             state_what=f"{nodes} nodes with {family.dim}-entry factors (d = {d})",
             every_slot=EXACT_FACTORS not in cls.capabilities,
-            evaluation_values=cls.evaluation_values(scenario, family.dim, test),
-            step_values=cls.step_values(scenario, d, _largest_node(scenario, train)),
+            evaluation_values=cls.evaluation_values(spec, family.dim, test),
+            step_values=cls.step_values(spec, d, _largest_node(spec, train)),
         )
 
     @classmethod
-    def evaluation_values(cls, scenario: Scenario, state_entries: int, test_rows: int) -> float:
+    def evaluation_values(cls, spec: ModelSpec, state_entries: int, test_rows: int) -> float:
         """Numbers computed to evaluate one recorded state (moments and held-out predictions;
         measured: about 6 copies of the state and 4 numbers a test row)."""
         return 6.0 * state_entries + 4.0 * test_rows
 
     @classmethod
-    def step_values(cls, scenario: Scenario, d: int, node_rows: int) -> float:
+    def step_values(cls, spec: ModelSpec, d: int, node_rows: int) -> float:
         """Numbers of one gradient step's temporaries at a node of ``node_rows`` rows (none for
         exact conjugate updates)."""
         return 0.0
@@ -243,11 +265,11 @@ class GaussianRegression(Model):
             return load_task(self.dataset, test_fraction=test_fraction, bias=True, rng=rng)
         features = _features(opts)
         total, n_test = _synthetic_rows(
-            self.scenario.data.points_per_node, self.graph.size, test_fraction
+            self.spec.data.points_per_node, self.graph.size, test_fraction
         )
         if self.task_kind == "regression":
             noise = _option(
-                opts, "noise", float, float(self.scenario.model.options.get("sigma", 1.0))
+                opts, "noise", float, float(self.spec.model.options.get("sigma", SIGMA_KEY.default))
             )
             if not 0 < noise < math.inf:
                 raise ConfigError("data.noise", f"must be a finite number > 0 (got {noise})")
@@ -259,8 +281,8 @@ class GaussianRegression(Model):
     def draw_data(self, rng: np.random.Generator) -> RegressionData:
         opts = self.options
         task = self._task(rng)
-        scheme = _option(opts, "partition", str, "iid")
-        points = self.scenario.data.points_per_node
+        scheme = _option(opts, "partition", str)
+        points = self.spec.data.points_per_node
         if self.dataset == "synthetic" and isinstance(points, tuple):  # explicit node sizes
             if len(points) != self.graph.size:
                 raise ConfigError(
@@ -279,7 +301,7 @@ class GaussianRegression(Model):
                 scheme=scheme,
                 concentration=_option(opts, "concentration", float, None),
                 labels_per_node=_option(opts, "labels_per_node", int, None),
-                sizes=_option(opts, "sizes", str, "equal"),
+                sizes=_option(opts, "sizes", str),
                 rng=rng,
             )
         return RegressionData(
@@ -305,7 +327,7 @@ class GaussianRegression(Model):
     @classmethod
     def prepare(cls, model: Any, key: str = "model") -> tuple[dict[str, Any], dict[str, Any]]:
         prior, _ = super().prepare(model, key)
-        family = model.get("family", "gaussian-full")
+        family = model.get("family", FAMILY_KEY.default)
         allowed = cls.allowed_families()
         if family not in allowed:
             raise ConfigError(
@@ -327,7 +349,7 @@ class LinearRegression(GaussianRegression):
     description = "y = xᵀθ + N(0, sigma²) with known sigma ([model] sigma), Gaussian prior; conjugate (gaussian-full)"
     task_kind = "regression"
     capabilities: ClassVar[frozenset[str]] = frozenset({EXACT_FACTORS})
-    model_keys: ClassVar[tuple[str, ...]] = ("family", "sigma")
+    model_keys: ClassVar[tuple[Key, ...]] = (FAMILY_KEY, SIGMA_KEY)
 
     @classmethod
     def allowed_families(cls) -> tuple[str, ...]:
@@ -335,7 +357,7 @@ class LinearRegression(GaussianRegression):
 
     @property
     def sigma(self) -> float:
-        return float(self.scenario.model.options.get("sigma", 1.0))
+        return float(self.spec.model.options.get("sigma", SIGMA_KEY.default))
 
     def check_data(self, data: RegressionData) -> None:
         """The exact posterior must be computable: finite factors and a finite KL from the prior
@@ -383,11 +405,11 @@ class LogisticRegression(GaussianRegression):
     estimators: ClassVar[tuple[str, ...]] = ("reinforce", "reparameterization", "exact")
 
     @classmethod
-    def sizes(cls, scenario: Scenario, nodes: int) -> budget.ModelSizes:
+    def sizes(cls, spec: ModelSpec, nodes: int) -> budget.ModelSizes:
         """As for linear regression; evaluating a state also fills ``[metrics] ece_bins``
         calibration bins, named when they are what makes the evaluation big."""
-        sizes = super().sizes(scenario, nodes)
-        bins = scenario.metrics.ece_bins
+        sizes = super().sizes(spec, nodes)
+        bins = spec.ece_bins
         if 4.0 * bins > sizes.evaluation_values:
             sizes = replace(
                 sizes,
@@ -397,21 +419,17 @@ class LogisticRegression(GaussianRegression):
         return sizes
 
     @classmethod
-    def evaluation_values(cls, scenario: Scenario, state_entries: int, test_rows: int) -> float:
+    def evaluation_values(cls, spec: ModelSpec, state_entries: int, test_rows: int) -> float:
         """Moments and predictive probabilities of one state: about 80 copies of the state, the
         quadrature nodes of every test row's projection (4 arrays of them, measured about 0.8 KiB a
         row) and the calibration bins."""
-        return (
-            80.0 * state_entries
-            + 4.0 * QUADRATURE_POINTS * test_rows
-            + 2.0 * scenario.metrics.ece_bins
-        )
+        return 80.0 * state_entries + 4.0 * QUADRATURE_POINTS * test_rows + 2.0 * spec.ece_bins
 
     @classmethod
-    def step_values(cls, scenario: Scenario, d: int, node_rows: int) -> float:
+    def step_values(cls, spec: ModelSpec, d: int, node_rows: int) -> float:
         """A step's draws: S per row (or S in all, with a d × d Hessian each), a few arrays of
         them; the exact estimator's quadrature nodes per row."""
-        p = scenario.protocol.options
+        p = spec.protocol.options
         if getattr(p, "estimator", "exact") == "exact":
             return 4.0 * QUADRATURE_POINTS * node_rows + 4.0 * d * d
         if p.samples_per == "point":
@@ -515,9 +533,7 @@ class LogisticRegression(GaussianRegression):
         return {
             "accuracy": glm.accuracy(prob, data.y_test),
             "nll": glm.negative_log_likelihood(prob, data.y_test),
-            "ece": glm.expected_calibration_error(
-                prob, data.y_test, self.scenario.metrics.ece_bins
-            ),
+            "ece": glm.expected_calibration_error(prob, data.y_test, self.spec.ece_bins),
         }
 
 

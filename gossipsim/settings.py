@@ -1,0 +1,291 @@
+"""The scenario's schema and settings objects: every key of every fixed section stated once.
+
+Each section's keys (:class:`~gossipsim.schema.Key`: type, default, allowed range, the line of
+documentation) are listed in :data:`SCHEMA`; :mod:`gossipsim.scenario` reads the sections with them,
+the dataclasses below take their defaults from them, and the tables of ``docs/scenarios.md`` are
+generated from them (``python -m gossipsim.settings`` prints them; a test checks the docs). Keys that
+belong to a kind are stated by the kind: topology parameters in the topology registry, ``[model]``
+and ``[data]`` keys of a model on its class, ``[protocol]`` keys of a protocol kind on the kind.
+
+Models receive a :class:`ModelSpec` (their own sections), not the whole scenario.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, is_dataclass
+from typing import Any
+
+from .registry import import_object
+from .scheduling import SCHEDULER_KINDS
+from .schema import Key
+
+_LIMITS = "see [Limits](#limits-memory-and-simulated-time)"
+
+SCENARIO_KEYS = (
+    Key("name", "string", None, "name of the study; the default results folder is `results/<name>`, "
+        "so it is a file name: 1 to 255 bytes, no `/` or `\\`, not `.` or `..`, no control characters "
+        "(NUL, newline)", default_text="the file name"),
+    Key("seed", "integer", 0, "seed of everything random", minimum=0),
+    Key("runs", "integer", 100, "runs per variant (`--runs` overrides)", minimum=1),
+    Key("iterations", "integer", 1000, f"slots per run (a run's memory grows with it: {_LIMITS})",
+        minimum=1),
+    Key("stop_when_done", "boolean", False, "end a run after the first slot at whose end the "
+        "protocol has nothing left to do (converged, every request served) and no request is still "
+        "to arrive; tables then stop there, and plots carry each run's final state forward"),
+    Key("description", "string", "", "free text"),
+)  # fmt: skip
+
+TOPOLOGY_KEYS = (
+    Key("kind", "string", None, "graph kind (the table below; `gossipsim list`)", required=True),
+    Key("nodes", "integer", None, "total number of nodes K (required or optional by kind: the "
+        "table below)", minimum=2),
+    Key("path", "string", None, "graph file of kind `edgelist` or `graphml`, relative to the "
+        "scenario file's folder"),
+)  # fmt: skip
+#: besides these, ``[topology]`` holds the kind's parameters (the topology registry states them)
+
+MODEL_KEYS = (
+    Key("kind", "string", None, "the model (the tables below; `gossipsim list`), or an import path "
+        "`module:Class` to a Model subclass of your own", required=True),
+    Key("prior", "table", {}, "prior parameters (the tables below give each model's and its "
+        "defaults)"),
+    Key("temperature", "number", 1.0, "α of eq. (2)", minimum=0, exclusive_minimum=True),
+)  # fmt: skip
+#: besides these, ``[model]`` holds the model's own keys (``Model.model_keys``)
+
+DATA_KEYS = (
+    Key("points_per_node", "integers", 100, "observations per node: one integer for all, or a list "
+        "with one per node in graph order", minimum=0),
+    Key("path", "string", None, "a CSV file `node,x` (one observation per row) instead of "
+        "synthetic data (models that read files: below)"),
+    Key("draw", "choice", "once", "`once`: one data set from the scenario seed, shared by every run "
+        "and every variant with the same data settings and node count; `per-run`: new data in "
+        "every run from the run's seed", choices=("once", "per-run")),
+)  # fmt: skip
+#: besides these, ``[data]`` holds the model's generator parameters and data keys
+
+PROTOCOL_KEYS = (
+    Key("kind", "string", "gfvl", "the protocol (`gossipsim list`), or an import path "
+        "`module:Class` to a ProtocolKind of your own"),
+    Key("retrain_baseline", "boolean", True, "with at least one request, also simulate the "
+        "retrain-from-scratch baseline on the same walk"),
+    Key("bits_per_entry", "integer", 64, "payload bits per number a message carries", minimum=1),
+)  # fmt: skip
+#: besides these, ``[protocol]`` holds the kind's own keys (``ProtocolKind.keys``)
+
+SCHEDULER_KEYS = (
+    Key("kind", "choice", "metropolis-hastings", "the walk rule (below)", choices=SCHEDULER_KINDS),
+    Key("start", "node", "uniform", "the first holder: drawn uniformly, from the walk's stationary "
+        "distribution, or a fixed node", words=("uniform", "stationary")),
+)  # fmt: skip
+
+COMPUTE_KEYS = (
+    Key("seconds_per_iteration", "number", 0.0, "simulated compute time of one slot (s)",
+        minimum=0),
+)  # fmt: skip
+
+LINKS_KEYS = (
+    Key("rate_bps", "number", math.inf, "link rate in bit/s (inf: no limit)", minimum=0,
+        exclusive_minimum=True, finite=False),
+    Key("latency_s", "number", 0.0, "one-way link latency (s)", minimum=0),
+)  # fmt: skip
+
+UNLEARNING_KEYS = (
+    Key("node", "node", None, "the node asking to be forgotten (once per node)", required=True),
+    Key("at_iteration", "integer", None, "the request arrives before this slot (give exactly one "
+        "of at_iteration and at_time)", minimum=1),
+    Key("at_time", "number", None, "or: the request arrives at this simulated time (s)",
+        minimum=0),
+)  # fmt: skip
+
+#: ``latency_window = "auto"`` for protocols whose steps use Monte Carlo gradient estimates
+STOCHASTIC_LATENCY_WINDOW = 100
+
+METRICS_KEYS = (
+    Key("tolerance", "number", 1e-9, "KL threshold of convergence and latency (with `excess`, of "
+        "KL − best-in-family KL)", minimum=0, exclusive_minimum=True),
+    Key("latency_window", "integer", "auto", "slots W the KL must stay within the tolerance for "
+        "convergence and latency to count; `auto`: 1 for exact updates, "
+        f"{STOCHASTIC_LATENCY_WINDOW} for Monte Carlo estimators", minimum=1, words=("auto",)),
+    Key("record_every", "integer", 1, "write every n-th slot to metrics.csv (and the slots where "
+        "a run converges or a request is served)", minimum=1),
+    Key("excess", "boolean", False, "judge convergence and latency by KL − best-in-family KL"),
+    Key("ece_bins", "integer", 10, "bins M of the expected calibration error", minimum=1),
+)  # fmt: skip
+
+#: every fixed section and its keys (``[sweep]`` is described in the docs; it holds dotted keys)
+SCHEMA: dict[str, tuple[Key, ...]] = {
+    "scenario": SCENARIO_KEYS,
+    "topology": TOPOLOGY_KEYS,
+    "model": MODEL_KEYS,
+    "data": DATA_KEYS,
+    "protocol": PROTOCOL_KEYS,
+    "scheduler": SCHEDULER_KEYS,
+    "compute": COMPUTE_KEYS,
+    "links": LINKS_KEYS,
+    "unlearning": UNLEARNING_KEYS,
+    "metrics": METRICS_KEYS,
+}
+#: the sections of a scenario file
+SECTION_NAMES = (*SCHEMA, "sweep")
+
+
+def default(section: str, name: str) -> Any:
+    """The default of ``section.name`` as :data:`SCHEMA` states it."""
+    for key in SCHEMA[section]:
+        if key.name == name:
+            return key.default
+    raise KeyError(f"{section}.{name}")
+
+
+def _gfvl_settings() -> Any:
+    return import_object("gossipsim.protocols.gfvl_kind:GFVLSettings", "protocol")()
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    name: str
+    seed: int = default("scenario", "seed")
+    runs: int = default("scenario", "runs")
+    iterations: int = default("scenario", "iterations")
+    stop_when_done: bool = default("scenario", "stop_when_done")
+    description: str = default("scenario", "description")
+
+
+@dataclass(frozen=True)
+class TopologySettings:
+    kind: str
+    nodes: int | None = None
+    path: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    kind: str
+    prior: dict[str, Any] = field(default_factory=dict)
+    temperature: float = default("model", "temperature")
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DataSettings:
+    points_per_node: int | tuple[int, ...] = default("data", "points_per_node")
+    path: str | None = None
+    draw: str = default("data", "draw")
+    params: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ProtocolSettings:
+    """``[protocol]``: the kind, the keys every kind has, and the kind's own settings object
+    (``options``: e.g. :class:`~gossipsim.protocols.GFVLSettings`), validated by the kind."""
+
+    kind: str = default("protocol", "kind")
+    retrain_baseline: bool = default("protocol", "retrain_baseline")
+    bits_per_entry: int = default("protocol", "bits_per_entry")
+    options: Any = field(default_factory=_gfvl_settings)
+
+
+@dataclass(frozen=True)
+class SchedulerSettings:
+    kind: str = default("scheduler", "kind")
+    start: Any = default("scheduler", "start")
+
+
+@dataclass(frozen=True)
+class LinkSettings:
+    rate_bps: float = default("links", "rate_bps")
+    latency_s: float = default("links", "latency_s")
+
+
+@dataclass(frozen=True)
+class UnlearningSettings:
+    node: Any
+    at_iteration: int | None = None
+    at_time: float | None = None
+
+
+@dataclass(frozen=True)
+class MetricsSettings:
+    tolerance: float = default("metrics", "tolerance")
+    record_every: int = default("metrics", "record_every")
+    excess: bool = default("metrics", "excess")
+    ece_bins: int = default("metrics", "ece_bins")
+    latency_window: int = 1  # "auto" resolved by the protocol kind (1 unless it is stochastic)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """What a model is built from: its own sections (``[model]``, ``[data]``), the folder relative
+    paths resolve against, the evaluation settings it uses (``[metrics] ece_bins``) and the
+    protocol's settings (a model's memory estimate may depend on the estimator's samples).
+
+    ``check_budget(sizes, graph)``, when given, refuses a variant whose model of these sizes cannot
+    fit in memory with the rest of the runs (the world binds :func:`gossipsim.budget.check_world`
+    to the scenario); the model calls it before it draws or reads data."""
+
+    model: ModelSettings
+    data: DataSettings = field(default_factory=DataSettings)
+    base_dir: str = "."
+    ece_bins: int = default("metrics", "ece_bins")
+    protocol: ProtocolSettings = field(default_factory=ProtocolSettings)
+    check_budget: Callable[[Any, Any], None] | None = None
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One fully validated scenario (a single variant: no sweep left in it)."""
+
+    run: RunSettings
+    topology: TopologySettings
+    model: ModelSettings
+    data: DataSettings = field(default_factory=DataSettings)
+    protocol: ProtocolSettings = field(default_factory=ProtocolSettings)
+    scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
+    compute_seconds: float = default("compute", "seconds_per_iteration")
+    links: LinkSettings = field(default_factory=LinkSettings)
+    unlearning: tuple[UnlearningSettings, ...] = ()
+    metrics: MetricsSettings = field(default_factory=MetricsSettings)
+    base_dir: str = "."
+
+    @property
+    def model_spec(self) -> ModelSpec:
+        """The settings the model is built from (:class:`ModelSpec`)."""
+        return ModelSpec(self.model, self.data, self.base_dir, self.metrics.ece_bins, self.protocol)
+
+    def resolved(self) -> dict[str, Any]:
+        """The scenario with every default filled in, as plain data (written to summary.json)."""
+        out = asdict(self)
+        options = self.protocol.options  # the kind's own keys, beside the common ones
+        out["protocol"] = {
+            "kind": self.protocol.kind,
+            "retrain_baseline": self.protocol.retrain_baseline,
+            "bits_per_entry": self.protocol.bits_per_entry,
+            **(
+                asdict(options)
+                if is_dataclass(options) and not isinstance(options, type)
+                else dict(options or {})
+            ),
+        }
+        out["links"]["rate_bps"] = jsonable_float(self.links.rate_bps)
+        return out
+
+
+def jsonable_float(x: float) -> float | str:
+    return x if math.isfinite(x) else ("inf" if x > 0 else "-inf")
+
+
+def reference(section: str) -> str:
+    """The Markdown table of a section's keys (what docs/scenarios.md shows)."""
+    from .schema import reference_table
+
+    return reference_table(SCHEMA[section])
+
+
+if __name__ == "__main__":  # print every section's table, for docs/scenarios.md
+    for name in SCHEMA:
+        print(f"[{name}]\n{reference(name)}\n")
