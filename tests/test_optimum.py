@@ -176,7 +176,11 @@ def gaussian_kl(m_q, cov_q, m_p, cov_p) -> float:
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-@pytest.mark.parametrize("dataset", CLASSIFICATION)
+@pytest.mark.parametrize(
+    "dataset",
+    # digits (d = 65) takes 5-20 s per family: in the slow set (make test-slow)
+    [pytest.param(d, marks=pytest.mark.slow) if d == "digits" else d for d in CLASSIFICATION],
+)
 def test_logistic_target_is_stationary_and_agrees_with_an_independent_optimiser(dataset, family):
     world = logistic_world(dataset, family)
     model, data = world.model, world.model.fixed_data
