@@ -326,6 +326,8 @@ def parse_scenario(
         ece_bins=me["ece_bins"],
         latency_window=window,
     )
+    _check_requests_can_arrive(unlearning, run, compute["seconds_per_iteration"], links, protocol,
+                               model_cls, ModelSpec(model, data, base_dir, protocol=protocol))  # fmt: skip
     return Scenario(
         run=run,
         topology=topology,
@@ -339,6 +341,46 @@ def parse_scenario(
         metrics=metrics,
         base_dir=base_dir,
     )
+
+
+def _check_requests_can_arrive(
+    requests: list[UnlearningSettings],
+    run: RunSettings,
+    compute_seconds: float,
+    links: LinkSettings,
+    protocol: ProtocolSettings,
+    model_cls: Any,
+    spec: ModelSpec,
+) -> None:
+    """Refuse a request that no run can ever receive: one for a slot after the run's last, or for a
+    time after the longest a run can last, iterations × (compute + message bits / rate + latency),
+    every slot moving the token (a request arrives before the first slot starting at or after it)."""
+    horizon: float | None = None
+    for i, req in enumerate(requests):
+        where = f"unlearning[{i}]"
+        if req.at_iteration is not None and req.at_iteration > run.iterations:
+            raise ConfigError(
+                f"{where}.at_iteration",
+                f"is {req.at_iteration}, after the run's last slot (scenario.iterations = "
+                f"{run.iterations}): the request could never arrive",
+            )
+        if req.at_time is None:
+            continue
+        if horizon is None:
+            try:
+                entries = model_cls.sizes(spec, 0).message_entries
+            except ConfigError:
+                return  # settings the build refuses in its own words
+            bits = protocol.bits_per_entry * entries
+            per_slot = compute_seconds + bits / links.rate_bps + links.latency_s
+            horizon = run.iterations * per_slot
+        if req.at_time > horizon:
+            raise ConfigError(
+                f"{where}.at_time",
+                f"is {req.at_time:g} s, after the longest a run can last ({horizon:g} s: "
+                "scenario.iterations × (compute.seconds_per_iteration + message bits / "
+                "links.rate_bps + links.latency_s)): the request could never arrive",
+            )
 
 
 def _table(raw: Mapping[str, Any], name: str) -> dict[str, Any]:

@@ -106,6 +106,7 @@ def test_auto_picks_per_variant_and_says_why(tmp_path, capsys):
 def test_vectorized_refuses_what_it_cannot_run(tmp_path, capsys):
     raw = base_scenario(
         scenario={"name": "t", "seed": 1, "runs": 2, "iterations": 50},
+        compute={"seconds_per_iteration": 0.1},
         unlearning=[{"node": 1, "at_time": 0.5}],
     )
     path = tmp_path / "s.toml"

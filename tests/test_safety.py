@@ -92,8 +92,9 @@ def test_cluster_with_workers_is_an_error_not_an_override(tmp_path, capsys):
 
 
 def test_a_request_that_never_arrives_keeps_the_tables(tmp_path, capsys):
-    """The run ends (slot 60) before the request (slot 100): no request is ever served."""
-    path = _scenario(tmp_path, unlearning=[{"node": 1, "at_iteration": 100}])
+    """A request at 59.5 s, within the longest a run can last (60 slots of 1 s latency), but no
+    slot starts after 59 s: no request is ever served."""
+    path = _scenario(tmp_path, links={"latency_s": 1.0}, unlearning=[{"node": 1, "at_time": 59.5}])
     out = tmp_path / "R"
     code = main(["run", str(path), "--out", str(out)])
     err = capsys.readouterr().err

@@ -625,3 +625,27 @@ def test_an_edge_probability_whose_complement_rounds_to_1(tmp_path, capsys, p):
     )
     with pytest.raises(ConfigError, match="disconnected"):
         gs.build_topology("erdos_renyi", 50, {"p": p}, seed=1)
+
+
+@pytest.mark.parametrize(
+    ("sections", "key", "words"),
+    [
+        ({"unlearning": [{"node": 1, "at_iteration": 41}]}, "unlearning[0].at_iteration",
+         "after the run's last slot (scenario.iterations = 40)"),
+        ({"unlearning": [{"node": 1, "at_iteration": 5}, {"node": 2, "at_time": 0.5}]},
+         "unlearning[1].at_time", "after the longest a run can last (0 s"),
+        ({"links": {"latency_s": 0.01}, "unlearning": [{"node": 1, "at_time": 0.4000001}]},
+         "unlearning[0].at_time", "(0.4 s"),
+    ],
+)  # fmt: skip
+def test_a_request_that_could_never_arrive_is_refused(tmp_path, capsys, sections, key, words):
+    raw = _small(**sections)
+    assert words in _rejected(tmp_path, raw, key, capsys)
+
+
+def test_a_request_at_the_horizon_is_accepted():
+    """The bound is inclusive: 40 slots of 10 ms latency last at most 0.4 s."""
+    raw = _small(links={"latency_s": 0.01}, unlearning=[{"node": 1, "at_time": 0.4}])
+    gs.parse_study(raw)
+    raw = _small(unlearning=[{"node": 1, "at_iteration": 40}])
+    gs.parse_study(raw)

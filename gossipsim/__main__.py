@@ -1,0 +1,8 @@
+"""``python -m gossipsim ...``: the command line (as the ``gossipsim`` command)."""
+
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())
