@@ -27,6 +27,7 @@ import pandas as pd
 
 from .errors import ConfigError
 from .executors import RunFailure
+from .fastcsv import write_csv
 from .measure import BatchOutput, RunOutput
 from .metrics import quantile_summary
 from .scenario import Study
@@ -164,7 +165,7 @@ class Results:
         with _staging(dest) as staging:
             names = []
             for stem, table in self.tables().items():
-                table.to_csv(staging / f"{stem}.csv", index=False)
+                write_csv(table, staging / f"{stem}.csv")  # what to_csv(index=False) writes
                 names.append(f"{stem}.csv")
                 if parquet:
                     _parquet_ready(table).to_parquet(staging / f"{stem}.parquet", index=False)
