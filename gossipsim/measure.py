@@ -6,7 +6,7 @@ recorded. Both engines call :func:`measure`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -36,18 +36,48 @@ class RunOutput:
 
 @dataclass
 class BatchOutput:
-    """The rows of many runs of one variant, column by column (the vectorised engine's output for
-    learning without requests): the same values the runs' :class:`RunOutput` would hold."""
+    """The rows of many runs of one variant (the same values the runs' :class:`RunOutput` would
+    hold), runs.csv and requests.csv column by column (the vectorised engine's batches) or row by
+    row (runs measured one by one and committed together, :meth:`from_runs`)."""
 
     runs: tuple[int, ...]  # run indices, ascending
     run_columns: dict[str, np.ndarray]  # runs.csv columns after variant and run, one entry per run
     metric_runs: np.ndarray  # the run index of each metrics row
     metrics: dict[str, np.ndarray]
     visits: np.ndarray  # summed over the runs
+    #: requests.csv columns after the variant (``run`` first), one entry per request of each run
+    request_columns: dict[str, np.ndarray] = field(default_factory=dict)
+    #: runs.csv rows after the variant (``run`` first), for runs measured one by one
+    run_rows: list[dict[str, Any]] = field(default_factory=list)
+    #: requests.csv rows after the variant (``run`` first), for runs measured one by one
+    request_rows: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def run(self) -> int:
         return self.runs[0]
+
+    @classmethod
+    def from_runs(cls, outputs: list[RunOutput]) -> BatchOutput:
+        """Runs measured one by one (same metric columns) as one batch, in run order: their rows
+        as they are, their metric columns concatenated, their visits summed."""
+        outputs = sorted(outputs, key=lambda out: out.run)
+        names = list(outputs[0].metrics)
+        sizes = [len(out.metrics[names[0]]) if names else 0 for out in outputs]
+        runs = np.asarray([out.run for out in outputs], dtype=np.int64)
+        visits = outputs[0].visits.copy()
+        for out in outputs[1:]:
+            visits += out.visits
+        return cls(
+            runs=tuple(runs.tolist()),
+            run_columns={},
+            metric_runs=np.repeat(runs, sizes),
+            metrics={
+                name: np.concatenate([out.metrics[name] for out in outputs]) for name in names
+            },
+            visits=visits,
+            run_rows=[{"run": out.run, **out.run_row} for out in outputs],
+            request_rows=[{"run": out.run, **row} for out in outputs for row in out.request_rows],
+        )
 
 
 def _target_trace(world: World, data: Any, record: RunRecord) -> tuple[np.ndarray, list[Target]]:
