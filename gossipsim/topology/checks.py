@@ -17,7 +17,6 @@ import warnings
 import networkx as nx
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 
 from ..errors import ConfigError
 from ..scheduling import IndexedGraph
@@ -155,6 +154,8 @@ def check_connected(indexed: IndexedGraph, key: str) -> None:
     n = indexed.size
     if _reaches_all(indexed):
         return
+    from scipy.sparse.csgraph import connected_components  # here: only a disconnected graph pays
+
     matrix = sp.csr_matrix(
         (np.ones(indexed.indices.size, dtype=np.int8), indexed.indices, indexed.indptr),
         shape=(n, n),
