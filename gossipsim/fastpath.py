@@ -251,12 +251,12 @@ def _batch_unlearning(world: World, runs: list[int]) -> BatchOutput:
     factors = np.stack([model.factors(d) for d in datas])  # type: ignore[attr-defined]
     factors = np.broadcast_to(factors, (batch, k_nodes, factors.shape[-1]))
     nonzero = np.any(factors != 0.0, axis=2)
-    # the first request for each node (slot; _NEVER: none) and the restart it belongs to
+    # the slot of the first request for each node (_NEVER: none)
     first_request = np.full(k_nodes, _NEVER, dtype=np.int64)
     np.minimum.at(first_request, nodes, at)
     holders, first, since = _walk_unlearning(world, seeds, restart_slots, first_request, nonzero)
     stop = _stop_slots(world, first, since, restart_slots, first_request, nonzero)
-    n_slots = np.minimum(stop, sc.run.iterations)  # _NEVER: a run that never stops early
+    n_slots = np.minimum(stop, sc.run.iterations)  # a run that never stops runs every slot
     columns = holders.shape[1]
     within = np.arange(1, columns + 1)[None, :] <= n_slots[:, None]
 
