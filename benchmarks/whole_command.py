@@ -126,7 +126,8 @@ patch("gossipsim.api", "_attach_theory", "theory")
 patch_method("gossipsim.results", "Results", "write_tables", "tables")
 patch_method("gossipsim.store", "RunStore", "finish", "removing parts")
 T_MAIN = time.perf_counter()
-code = gossipsim.cli.main(sys.argv[1:])
+sys.argv = ["gossipsim", *sys.argv[1:]]
+code = gossipsim.cli.main()  # as the console script calls it
 T_END = time.perf_counter()
 print(json.dumps({"imports": T_IMPORT - T0, "main": T_END - T_MAIN, "child": T_END - T0,
                   "totals": totals, "code": code}))
