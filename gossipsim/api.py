@@ -5,7 +5,7 @@ A run goes through four steps, in this order, so that nothing can lose finished 
 1. every argument is checked and every variant's graph and data built (user errors: ConfigError);
 2. the executor is started (a Dask cluster created or reached) and only then the results folder
    opened (cleared, or cleaned up for ``--resume``);
-3. the runs execute, each committed to the folder as it finishes;
+3. the runs execute and are committed to the folder in batches as they finish (:mod:`.store`);
 4. the tables, failures.csv and summary.json are committed, and only then the figures drawn; a
    failure there, or in the theory of a variant (recorded in summary.json), is a
    :class:`~gossipsim.results.PostProcessingError` raised once everything else is written.
@@ -13,6 +13,7 @@ A run goes through four steps, in this order, so that nothing can lose finished 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import sys
@@ -55,7 +56,8 @@ def run(
     at once in NumPy, for exact conjugate scenarios with requests at iterations); the tables are
     the same.
 
-    With ``out`` every finished run is committed to that folder as it completes and the tables (and
+    With ``out`` finished runs are committed to that folder in batches as they complete (a kill
+    loses at most about a second of finished runs, :mod:`gossipsim.store`) and the tables (and
     the figures, with ``make_plots``) are written there at the end; ``resume=True`` continues an
     interrupted sweep in ``out``. ``progress`` shows a progress bar on stderr (runs done / total,
     rate, ETA; ``None``: only when stderr is a terminal).
@@ -104,8 +106,9 @@ def _execute(
     done: set[Task],
     progress: bool | None,
 ) -> dict[Task, Outcome]:
-    """Run every task not in ``done``; outcomes are committed to ``store`` as they come (and
-    returned only without a store)."""
+    """Run every task not in ``done``; outcomes are committed to ``store`` as they come, in
+    batches, the last of them when the work ends or is interrupted (and returned only without a
+    store)."""
     total = sum(v.scenario.run.runs for v in study.variants)
     outcomes: dict[Task, Outcome] = {}
     bar = None
@@ -118,14 +121,21 @@ def _execute(
         work = units(_todo(study, done), engines)  # lazy: no list of every task
         for variant, outcome in executor.map(study, work, worlds):
             if store is not None:
-                store.save(variant, outcome)
+                store.save(variant, outcome)  # a batch at once, single runs held back a moment
             else:
                 outcomes[(variant, outcome.run)] = outcome
             if bar is not None:
                 bar.update(len(outcome.runs))
+    except BaseException:
+        if store is not None:  # interrupted, or an executor failed: keep the finished runs
+            with contextlib.suppress(Exception):  # e.g. the full disk that stopped the sweep
+                store.commit()
+        raise
     finally:
         if bar is not None:
             bar.close()
+    if store is not None:
+        store.commit()
     return outcomes
 
 

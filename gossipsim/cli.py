@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import gc
 import json
 import os
 import sys
@@ -201,6 +202,11 @@ def _one_line_warning(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if argv is None:  # the process is this command (the console script): not a caller's objects
+        # everything imported so far lives as long as the process: out of the garbage collector's
+        # reach, it is not examined by every collection of the run nor again at exit (about
+        # 0.1-0.2 s of a whole command)
+        gc.freeze()
     warnings.showwarning = _one_line_warning
     try:
         args = build_parser().parse_args(argv)

@@ -35,9 +35,9 @@ from __future__ import annotations
 from array import array
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import simpy
 
 from .channels import Channel
 from .errors import ConfigError
@@ -45,6 +45,9 @@ from .links import LinkModel
 from .messages import Round
 from .protocol_api import Protocol, StateTrace
 from .scheduling import Walker
+
+if TYPE_CHECKING:
+    import simpy
 
 _INF = float("inf")
 
@@ -137,6 +140,8 @@ def run_token(
     if links.lossy and channel_rng is None:
         raise ValueError("a lossy channel needs channel_rng")
     events: list[Event] = []
+    import simpy  # here: the vectorised engine and the other commands do without it
+
     env = simpy.Environment()
     holders = array("q")
     end_times = array("d")

@@ -19,7 +19,6 @@ single-threaded worker processes for the duration of the sweep.
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
 import signal
 import threading
@@ -29,7 +28,6 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain, islice
-from multiprocessing import connection
 from typing import Any
 
 from .errors import ConfigError
@@ -162,6 +160,8 @@ class LocalPool(Executor):
     def __init__(self, workers: int) -> None:
         self.workers = workers
         self.pool: list[_Worker] = []
+        import multiprocessing  # here: serial sweeps do without it
+
         self.context = multiprocessing.get_context()
 
     def map(
@@ -172,6 +172,8 @@ class LocalPool(Executor):
         if len(head) < 2:
             yield from super().map(study, head, worlds)
             return
+        from multiprocessing.connection import wait
+
         retry: list[Unit] = []  # units queued on a worker that died before running them
         units_left = chain(head, todo)
 
@@ -185,7 +187,7 @@ class LocalPool(Executor):
             worker.feed(next_unit)
         while any(worker.pending for worker in self.pool):
             busy = [w for w in self.pool if w.pending]
-            ready = set(connection.wait([w.conn for w in busy] + [w.sentinel for w in busy]))
+            ready = set(wait([w.conn for w in busy] + [w.sentinel for w in busy]))
             for worker in busy:
                 if worker.conn in ready or worker.sentinel in ready:
                     index = self.pool.index(worker)

@@ -13,11 +13,16 @@ a declaration runs on the event engine. Then
 2. the walks of a batch of runs advance together, one vectorised step per slot, each run reading
    *its own* stream's uniforms in the same blocks, in the same order, as the event engine's
    :class:`~gossipsim.scheduling.Walker`, so each run realises exactly the same walk;
-3. without requests, every quantity follows from the first-visit slots and is computed across the
-   batch (one :class:`~gossipsim.measure.BatchOutput` per batch); with requests, the protocol is
-   called only at the slots where it can change state (first visits, first visits after each
-   request, request slots), which is all the event engine's calls amount to, and each run is
-   measured by the event engine's own code;
+3. with exact factors every state follows from the first-visit slots: without requests (the
+   prior plus the factors visited) and with requests at iterations (a node's factor leaves at its
+   first visit after its request; the retrain baseline restarts at each request and adds the first
+   visits since), so the traces and every metric are computed across the batch
+   (:func:`~gossipsim.measure.measure_batch`, the same definitions as
+   :func:`~gossipsim.measure.measure`). Otherwise (extra evaluation columns, a settling window)
+   the protocol is called only at the slots where it can change state (first visits, first
+   visits after each request, request slots), which is all the event engine's calls amount to,
+   and each run is measured by the event engine's own code. Either way a batch gives one
+   :class:`~gossipsim.measure.BatchOutput`, committed to a results folder as one part;
 4. slot times are cumulative sums of the same increments in the same order, payload bits the same
    whole numbers.
 
@@ -35,7 +40,7 @@ import numpy as np
 
 from .capabilities import EXACT_FACTORS
 from .engine import Arrival, RunRecord
-from .measure import BatchOutput, RunOutput, measure
+from .measure import BatchOutput, BatchRecord, RunOutput, batches_of, measure, measure_batch
 from .metrics import recorded_slots
 from .protocols import WithRetrainBaseline, protocol_kind
 from .scheduling import _BLOCK, scheduler_for
@@ -81,25 +86,31 @@ def unavailable(world: World) -> str | None:
     return None
 
 
-def simulate_runs(world: World, runs: Sequence[int]) -> list[RunOutput | BatchOutput]:
-    """The outputs of ``runs`` (run indices, ascending) of ``world``, computed in batches.
+def simulate_runs(world: World, runs: Sequence[int]) -> list[BatchOutput]:
+    """The outputs of ``runs`` (run indices, ascending) of ``world``, one :class:`BatchOutput` per
+    batch of runs.
 
-    Without unlearning requests and extra evaluation columns everything, metrics included, is
-    computed across the batch at once (:func:`_batch_learning`, one :class:`BatchOutput` per
-    batch); otherwise the walks are vectorised and each run's protocol and metrics are processed
-    with the event engine's own code (:func:`_batch`, one :class:`RunOutput` per run).
+    With exact factors, no extra evaluation columns and first-passage latencies, everything is
+    computed across the batch at once: the walks, the states after first visits, the metrics
+    (:func:`_batch_learning` without requests; :func:`_batch_unlearning` and
+    :func:`~gossipsim.measure.measure_batch` with them). Otherwise the walks are vectorised and
+    each run's protocol and metrics are processed with the event engine's own code
+    (:func:`_batch`).
     """
-    out: list[RunOutput | BatchOutput] = []
+    out: list[BatchOutput] = []
+    model = world.model
     simple = (
-        not world.requests
-        and not world.model.evaluation_columns()
-        and EXACT_FACTORS in world.model.capabilities
+        not model.evaluation_columns()
+        and EXACT_FACTORS in model.capabilities
         and world.scenario.metrics.latency_window == 1  # the batch judges a first passage
     )
     run = world.scenario.run
-    fit = MAX_BATCH_SLOTS // max(run.iterations, world.nodes)  # runs × (slots or nodes) arrays
-    learning = simple and fit >= MIN_VECTORIZED_RUNS
-    if learning:
+    if world.requests:
+        fit = MAX_BATCH_SLOTS // _unlearning_cells(world)
+    else:
+        fit = MAX_BATCH_SLOTS // max(run.iterations, world.nodes)  # runs × (slots or nodes) arrays
+    vectorised = simple and fit >= MIN_VECTORIZED_RUNS
+    if vectorised:
         size = min(LEARNING_BATCH, fit)
     elif run.stop_when_done:  # runs usually stop long before the slot budget: keep batches wide
         size = BATCH
@@ -107,11 +118,22 @@ def simulate_runs(world: World, runs: Sequence[int]) -> list[RunOutput | BatchOu
         size = min(BATCH, max(1, MAX_BATCH_SLOTS // run.iterations))
     for start in range(0, len(runs), size):
         batch = list(runs[start : start + size])
-        if learning:
+        if vectorised and world.requests:
+            out.append(_batch_unlearning(world, batch))
+        elif vectorised:
             out.append(_batch_learning(world, batch))
         else:
-            out += _batch(world, batch)
+            out += batches_of(_batch(world, batch))
     return out
+
+
+def _unlearning_cells(world: World) -> int:
+    """Array entries one run of an unlearning batch holds, about: its walk and clocks, first
+    visits since each request slot, and the states of its two traces."""
+    sc = world.scenario
+    nodes, requests = world.nodes, len(world.requests)
+    dim = int(np.size(world.model.prior))
+    return 6 * sc.run.iterations + (requests + 4) * (nodes + 1) * (dim + 3)
 
 
 def too_long(world: World) -> str | None:
@@ -202,6 +224,250 @@ def _batch_learning(world: World, runs: list[int]) -> BatchOutput:
 
 
 _NEVER = np.iinfo(np.int64).max  # the first-visit column of a node never visited
+
+
+def _batch_unlearning(world: World, runs: list[int]) -> BatchOutput:
+    """Unlearning requests at iterations, exact conjugate updates: every state of the protocol and
+    of its retrain baseline follows from first visits (eqs. 13-14 and 21), computed across the batch.
+
+    The protocol (``conjugate-first-visits``) adds node k's factor at its first visit; a request for
+    k arriving before slot a (processed before that slot's visit) makes k's next visit from a on
+    remove it, or nothing if k had not contributed (its removal slot is then a − 1). The retrain
+    baseline restarts from the prior at each request and adds the first visits since then of the
+    nodes not forgotten. Trace states are the cumulative sums of the same signed factors in the same
+    order as :class:`~gossipsim.protocols.gfvl.FactorTrace` sums them, so they are bit for bit the
+    event engine's; :func:`~gossipsim.measure.measure_batch` measures them."""
+    sc = world.scenario
+    model = world.model
+    run_ids = np.asarray(runs, dtype=np.int64)
+    seeds = run_seeds(sc.run.seed, run_ids)
+    batch, k_nodes = run_ids.size, world.nodes
+    # requests in the order they are processed: by slot, then by their index
+    order = sorted(range(len(world.requests)), key=lambda r: (world.requests[r].at_iteration, r))
+    at = np.asarray([world.requests[r].at_iteration for r in order], dtype=np.int64)
+    nodes = np.asarray([world.requests[r].node for r in order], dtype=np.int64)
+    restart_slots = np.unique(at)
+    datas = [model.fixed_data] if model.fixed_data is not None else _run_data(world, seeds)
+    factors = np.stack([model.factors(d) for d in datas])  # type: ignore[attr-defined]
+    factors = np.broadcast_to(factors, (batch, k_nodes, factors.shape[-1]))
+    nonzero = np.any(factors != 0.0, axis=2)
+    # the slot of the first request for each node (_NEVER: none)
+    first_request = np.full(k_nodes, _NEVER, dtype=np.int64)
+    np.minimum.at(first_request, nodes, at)
+    holders, first, since = _walk_unlearning(world, seeds, restart_slots, first_request, nonzero)
+    stop = _stop_slots(world, first, since, restart_slots, first_request, nonzero)
+    n_slots = np.minimum(stop, sc.run.iterations)  # a run that never stops runs every slot
+    columns = holders.shape[1]
+    within = np.arange(1, columns + 1)[None, :] <= n_slots[:, None]
+
+    # the main protocol: + at first visits (unless forgotten before), - at the first visit since
+    # the node's first request (if it had contributed a non-zero factor)
+    requested = first_request[None, :] <= n_slots[:, None]  # the request arrived within the run
+    request_at = np.where(requested, first_request[None, :], _NEVER)
+    since_request = _since(since, restart_slots, first_request, batch)
+    plus = np.where(first < request_at, first, _NEVER)
+    minus = np.where(requested & (first < request_at) & nonzero, since_request, _NEVER)
+    plus = np.where(plus <= n_slots[:, None], plus, _NEVER)
+    minus = np.where(minus <= n_slots[:, None], minus, _NEVER)
+    removed = np.where(
+        first >= request_at, request_at - 1, np.where(nonzero, minus, request_at - 1)
+    )
+    removed = np.where(requested, removed, _NEVER)
+    prior = np.asarray(model.prior, dtype=float)
+    main_slots, main_states = _trace(
+        np.zeros((batch, 1), dtype=np.int64),
+        np.concatenate([plus, minus], axis=1),
+        np.concatenate([factors, -1.0 * factors], axis=1),
+        prior,
+    )
+    retrain_slots = retrain_states = None
+    if sc.protocol.retrain_baseline:
+        retrain_slots, retrain_states = _retrain_trace(
+            at, nodes, restart_slots, since, factors, prior, n_slots
+        )
+    end_times, start_times, bits = _clock_of_runs(world, holders)
+    record = BatchRecord(
+        runs=run_ids,
+        seeds=seeds.astype(np.int64),
+        holders=holders,
+        slots=n_slots,
+        end_times=end_times,
+        start_times=start_times,
+        bits=bits,
+        arrival_slots=at,
+        arrival_requests=np.asarray(order, dtype=np.int64),
+        arrival_nodes=nodes,
+        first_visits=np.where(first <= n_slots[:, None], first, _NEVER),
+        main_slots=main_slots,
+        main_states=main_states,
+        retrain_slots=retrain_slots,
+        retrain_states=retrain_states,
+        removals=removed[:, nodes],
+        datas=datas,
+        visits=np.bincount(holders[within], minlength=k_nodes),
+    )
+    return measure_batch(world, record)
+
+
+def _walk_unlearning(
+    world: World,
+    seeds: np.ndarray,
+    restart_slots: np.ndarray,
+    first_request: np.ndarray,
+    nonzero: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The holders of every run (runs × slots, as many slots as the last run to stop needs), each
+    node's first visit (runs × nodes, 1-based slot; ``_NEVER``: none) and its first visit at or
+    after each restart slot (restarts × runs × nodes)."""
+    sc = world.scenario
+    batch, k_nodes = seeds.size, world.nodes
+    base = (np.arange(batch)[:, None] * k_nodes).astype(np.int64)
+    first = np.full(batch * k_nodes, _NEVER, dtype=np.int64)
+    since = np.full((restart_slots.size, batch * k_nodes), _NEVER, dtype=np.int64)
+    chunks = []
+    for slot0, chunk in _walks(world, WalkStreams(seeds, WALK), start_nodes(world, seeds), 64):
+        chunks.append(chunk)
+        slots = np.arange(slot0, slot0 + chunk.shape[1], dtype=np.int64)
+        keys = (base + chunk).ravel()
+        np.minimum.at(first, keys, np.tile(slots, batch))
+        for i, a in enumerate(restart_slots.tolist()):
+            if a > slots[-1]:
+                continue
+            late = slots >= a
+            np.minimum.at(since[i], (base + chunk[:, late]).ravel(), np.tile(slots[late], batch))
+        if sc.run.stop_when_done:
+            shaped = first.reshape(batch, k_nodes)
+            later = since.reshape(restart_slots.size, batch, k_nodes)
+            stop = _stop_slots(world, shaped, later, restart_slots, first_request, nonzero)
+            if bool((stop <= slots[-1]).all()):
+                break
+    holders = np.concatenate(chunks, axis=1)
+    return (
+        holders,
+        first.reshape(batch, k_nodes),
+        since.reshape(restart_slots.size, batch, k_nodes),
+    )
+
+
+def _since(
+    since: np.ndarray, restart_slots: np.ndarray, slot_of_node: np.ndarray, batch: int
+) -> np.ndarray:
+    """Each node's first visit at or after ``slot_of_node[k]`` (a restart slot, or ``_NEVER``:
+    none), runs × nodes."""
+    out = np.full((batch, slot_of_node.size), _NEVER, dtype=np.int64)
+    for i, a in enumerate(restart_slots.tolist()):
+        mine = slot_of_node == a
+        out[:, mine] = since[i][:, mine]
+    return out
+
+
+def _stop_slots(
+    world: World,
+    first: np.ndarray,
+    since: np.ndarray,
+    restart_slots: np.ndarray,
+    first_request: np.ndarray,
+    nonzero: np.ndarray,
+) -> np.ndarray:
+    """The slot each run stops at (``stop_when_done``: once every request has arrived, the slot
+    after which neither the protocol nor its retrain baseline can change; ``_NEVER`` while it is
+    not among the slots walked so far), or the slot budget."""
+    sc = world.scenario
+    batch = first.shape[0]
+    total = sc.run.iterations
+    last_request = int(restart_slots[-1])
+    if not sc.run.stop_when_done or last_request > total:
+        return np.full(batch, total, dtype=np.int64)
+    requested = first_request < _NEVER
+    since_request = _since(since, restart_slots, first_request, batch)
+    # when each node leaves the protocol's work: its first visit, or the removal of its factor
+    # (a node forgotten before its first visit is done at the request, before the last one)
+    done = np.where(
+        requested[None, :] & (first < first_request[None, :]) & nonzero, since_request, first
+    )
+    done = np.where(requested[None, :] & (first >= first_request[None, :]), 0, done)
+    stop = np.maximum(done.max(axis=1), last_request)
+    if sc.protocol.retrain_baseline:  # the last restart must have seen every node not forgotten
+        kept = ~requested
+        if kept.any():
+            stop = np.maximum(stop, since[-1][:, kept].max(axis=1))
+    return stop
+
+
+def _trace(
+    begin: np.ndarray, slots: np.ndarray, steps: np.ndarray, prior: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """A factor trace of every run: the slots of its records in order (``begin``: the reset
+    records, then the changes at ``slots``; ``_NEVER`` pads) and the states after each, prior plus
+    the signed factors ``steps`` summed in slot order (as FactorTrace sums them)."""
+    batch = slots.shape[0]
+    every = np.concatenate([begin, slots], axis=1)
+    order = np.argsort(every, axis=1, kind="stable")
+    sorted_slots = np.take_along_axis(every, order, axis=1)
+    resets = begin.shape[1]
+    padded = np.concatenate([np.broadcast_to(prior, (batch, resets, prior.size)), steps], axis=1)
+    ordered = np.take_along_axis(padded, order[:, :, None], axis=1)
+    return sorted_slots, np.cumsum(ordered, axis=1)
+
+
+def _retrain_trace(
+    at: np.ndarray,
+    nodes: np.ndarray,
+    restart_slots: np.ndarray,
+    since: np.ndarray,
+    factors: np.ndarray,
+    prior: np.ndarray,
+    n_slots: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The retrain baseline's trace of every run: restarted from the prior at each request that
+    arrived (in processing order), then each node not forgotten by then added at its first visit
+    since the restart and before the next one."""
+    batch, k_nodes, dim = factors.shape
+    slots_parts, state_parts = [], []
+    forgotten = np.zeros(k_nodes, dtype=bool)
+    for i, a in enumerate(at.tolist()):
+        forgotten[nodes[i]] = True
+        arrived = a <= n_slots
+        nxt = int(at[i + 1]) if i + 1 < at.size else _NEVER
+        visit = since[int(np.searchsorted(restart_slots, a))]
+        visit = np.where(
+            ~forgotten[None, :] & (visit < nxt) & (visit <= n_slots[:, None]), visit, _NEVER
+        )
+        visit = np.where(arrived[:, None], visit, _NEVER)
+        order = np.argsort(visit, axis=1, kind="stable")
+        block_slots = np.concatenate(
+            [np.where(arrived, a, _NEVER)[:, None], np.take_along_axis(visit, order, axis=1)],
+            axis=1,
+        )
+        steps = np.take_along_axis(factors, order[:, :, None], axis=1)
+        block = np.concatenate([np.broadcast_to(prior, (batch, 1, dim)), steps], axis=1)
+        slots_parts.append(block_slots)
+        state_parts.append(np.cumsum(block, axis=1))
+    every = np.concatenate(slots_parts, axis=1)
+    states = np.concatenate(state_parts, axis=1)
+    order = np.argsort(every, axis=1, kind="stable")  # pads (_NEVER) last, records in slot order
+    return np.take_along_axis(every, order, axis=1), np.take_along_axis(
+        states, order[:, :, None], axis=1
+    )
+
+
+def _clock_of_runs(world: World, holders: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """End and start time of each slot and payload bits sent by its start (runs × slots), with
+    the arithmetic of the event engine's record (cumulative sums in slot order)."""
+    sc = world.scenario
+    batch, columns = holders.shape
+    bits = float(sc.protocol.bits_per_entry * world.model.message_entries)
+    hop = world.links.delay(0, 0, bits)
+    moved = holders[:, 1:] != holders[:, :-1]
+    increments = np.empty((batch, 2 * columns - 1))
+    increments[:, 0::2] = sc.compute_seconds
+    increments[:, 1::2] = np.where(moved, hop, 0.0)
+    cumulative = np.cumsum(increments, axis=1)
+    starts = np.zeros((batch, columns))
+    starts[:, 1:] = cumulative[:, 1::2]
+    sent = np.zeros((batch, columns))
+    np.cumsum(np.where(moved, bits, 0.0), axis=1, out=sent[:, 1:])
+    return cumulative[:, 0::2], starts, sent
 
 
 def _walk_first_visits(world: World, seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -327,7 +593,7 @@ class _RunState:
         self.bits = 0.0
 
 
-def _batch(world: World, runs: list[int]) -> list[RunOutput | BatchOutput]:
+def _batch(world: World, runs: list[int]) -> list[RunOutput]:
     seeds = run_seeds(world.scenario.run.seed, np.asarray(runs, dtype=np.int64))
     starts = start_nodes(world, seeds)
     states = [

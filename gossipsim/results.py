@@ -27,6 +27,7 @@ import pandas as pd
 
 from .errors import ConfigError
 from .executors import RunFailure
+from .fastcsv import write_csv
 from .measure import BatchOutput, RunOutput
 from .metrics import quantile_summary
 from .scenario import Study
@@ -164,7 +165,7 @@ class Results:
         with _staging(dest) as staging:
             names = []
             for stem, table in self.tables().items():
-                table.to_csv(staging / f"{stem}.csv", index=False)
+                write_csv(table, staging / f"{stem}.csv")  # what to_csv(index=False) writes
                 names.append(f"{stem}.csv")
                 if parquet:
                     _parquet_ready(table).to_parquet(staging / f"{stem}.parquet", index=False)
@@ -255,6 +256,7 @@ def collect(
     run_rows: list[dict[str, Any]] = []
     run_pieces: list[pd.DataFrame] = []
     request_rows: list[dict[str, Any]] = []
+    request_pieces: list[pd.DataFrame] = []
     metric_parts: list[tuple[str, int | np.ndarray, dict[str, np.ndarray]]] = []
     visits: dict[int, np.ndarray] = {}
     failure_rows: list[dict[str, Any]] = []
@@ -269,11 +271,21 @@ def collect(
         visits[variant] = visits.get(variant, 0) + out.visits
         order += [(variant, r) for r in out.runs]
         if isinstance(out, BatchOutput):
-            if run_rows:
-                run_pieces.append(_run_frame(run_rows))
-                run_rows = []
-            columns = {"variant": label, "run": np.asarray(out.runs, dtype=np.int64)}
-            run_pieces.append(_run_frame({**columns, **out.run_columns}))
+            if out.run_rows:  # runs measured one by one, committed together: rows as they are
+                run_rows += [{"variant": label, **row} for row in out.run_rows]
+            else:  # the vectorised engine's columns
+                if run_rows:
+                    run_pieces.append(_run_frame(run_rows))
+                    run_rows = []
+                columns = {"variant": label, "run": np.asarray(out.runs, dtype=np.int64)}
+                run_pieces.append(_run_frame({**columns, **out.run_columns}))
+            request_rows += [{"variant": label, **row} for row in out.request_rows]
+            if out.request_columns:
+                if request_rows:
+                    request_pieces.append(pd.DataFrame(request_rows, columns=REQUEST_COLUMNS))
+                    request_rows = []
+                piece = pd.DataFrame({"variant": label, **out.request_columns})
+                request_pieces.append(piece.reindex(columns=REQUEST_COLUMNS))
             metric_parts.append((label, out.metric_runs, out.metrics))
             continue
         run_rows.append({"variant": label, "run": out.run, **out.run_row})
@@ -288,15 +300,23 @@ def collect(
     runs = runs.reindex(columns=RUN_COLUMNS + extra)
     for col in ("cover_iteration", "convergence_iteration"):
         runs[col] = runs[col].astype("Int64")
-    requests = pd.DataFrame(request_rows, columns=REQUEST_COLUMNS)
+    if request_rows or not request_pieces:
+        request_pieces.append(pd.DataFrame(request_rows, columns=REQUEST_COLUMNS))
+    requests = (
+        pd.concat(request_pieces, ignore_index=True)
+        if len(request_pieces) > 1
+        else request_pieces[0]
+    )
     for col in ("request_iteration", "removal_latency", "latency", "retrain_latency"):
         requests[col] = requests[col].astype("Int64")
     requests["settled_at_request"] = requests["settled_at_request"].astype("boolean")
     metrics = _metrics_table(metric_parts)
+    index = {label: v for v, label in enumerate(labels)}
     if order != sorted(order):  # e.g. a sweep resumed with another engine: batches interleave
-        index = {label: v for v, label in enumerate(labels)}
         runs = _sorted_by_run(runs, index)
         metrics = _sorted_by_run(metrics, index)
+        requests = _sorted_by_run(requests, index)
+    failure_rows.sort(key=lambda row: (index[row["variant"]], row["run"]))
     visit_parts = []
     for variant, counts in sorted(visits.items()):
         # node labels are those of the variant's graph; the caller passes them through node_labels
@@ -321,6 +341,8 @@ def collect(
 
 def _sorted_by_run(table: pd.DataFrame, variant_index: dict[str, int]) -> pd.DataFrame:
     """Rows in (variant, run) order, keeping the order of rows within a run."""
+    if not len(table):
+        return table
     key = table["variant"].map(variant_index).to_numpy(dtype=np.int64) * (
         int(table["run"].max()) + 1
     ) + table["run"].to_numpy(dtype=np.int64)

@@ -1,12 +1,21 @@
-"""Loss-free, resumable results: every finished run is committed to the results folder at once.
+"""Loss-free, resumable results: finished runs are committed to the results folder in batches.
 
 Layout of a results folder ``DIR`` while a sweep runs::
 
     DIR/.gossipsim/study.json                 the scenario (after --runs/--seed), its fingerprint,
                                               the content hashes of the files it names, run count
-    DIR/.gossipsim/parts/v0001-r000042.part   a finished run, or a batch of runs from the vectorised
-                                              engine (first run 42), or a failure (written to a
-                                              temporary name, renamed)
+    DIR/.gossipsim/parts/v0001-r000042.part   runs of variant 1 (the first is run 42): a batch of
+                                              the vectorised engine, runs of the event engine
+                                              committed together, or failures (each part written
+                                              to a temporary name, flushed to disk, renamed)
+
+A batch of the vectorised engine is one part, committed as soon as it is done. Runs of the event
+engine (and failures) are held back and committed together, one part per variant, once
+:data:`COMMIT_RUNS` are waiting, the first of them has waited :data:`COMMIT_SECONDS`, or runs finish
+more slowly than that (each is then committed as it finishes), and at the end of the sweep or when
+it is interrupted. A ``kill -9`` therefore loses the runs in flight and at most about a second's
+worth of finished runs, which ``--resume`` runs again: a part is written whole or not at all, and
+every run has its own seed, so the resumed tables equal those of an uninterrupted sweep.
 
 A part is data, never code: a JSON header (its runs, whether they failed, the scalar fields) and
 the raw bytes of its NumPy arrays, each described in the header by dtype and shape; arrays of
@@ -34,7 +43,7 @@ import math
 import os
 import shutil
 import struct
-from collections.abc import Iterator
+import time
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +61,10 @@ PART_MAGIC = b"GOSSIPSIM-PART-1\n"
 _LENGTH = struct.Struct("<Q")  # the header's length in bytes, after the magic
 _ALIGN = 8  # array data starts on 8-byte boundaries (from the start of the data section)
 _ARRAY_KINDS = "biufcU"  # dtype kinds a part may hold: numbers, booleans, text; never objects
+#: runs of the event engine held back before a commit, at most (one part per variant and commit)
+COMMIT_RUNS = 1024
+#: seconds a finished run waits for its commit, at most, while runs keep finishing faster than that
+COMMIT_SECONDS = 1.0
 RESULT_FILES = (
     "metrics.csv", "runs.csv", "requests.csv", "visits.csv", "failures.csv", "summary.json",
     "metrics.parquet", "runs.parquet", "requests.parquet", "visits.parquet", "failures.parquet",
@@ -184,6 +197,8 @@ class RunStore:
         self.inputs = input_hashes(study)
         check_output_folder(self.dir, "--out")
         self._check(read_meta(self.dir))
+        self._held: list[tuple[int, Outcome]] = []  # finished, not yet committed (save, commit)
+        self._first_held = self._last_saved = time.monotonic()
         if open:
             self.open()
 
@@ -244,6 +259,7 @@ class RunStore:
             atomic_write_bytes(
                 self.meta / "study.json", (json.dumps(meta, indent=2, default=str) + "\n").encode()
             )
+            self._last_saved = time.monotonic()
         except OSError as exc:
             raise ConfigError(
                 "--out", f"cannot write {str(self.dir)!r}: {exc.strerror or exc}"
@@ -254,11 +270,48 @@ class RunStore:
         return f"v{task[0]:04d}-r{task[1]:06d}{PART_SUFFIX}"
 
     def save(self, variant: int, outcome: Outcome) -> None:
-        """Commit one outcome (a run, a batch of runs, or a failure) in one file, written under a
-        temporary name and renamed."""
-        atomic_write_bytes(
-            self.parts / self.part_name((variant, outcome.runs[0])), encode_part(outcome)
-        )
+        """Take a finished outcome: a batch of runs is committed at once, in one part; single runs
+        and failures are held back and committed together (:meth:`commit`) when
+        :data:`COMMIT_RUNS` are waiting, when the first of them has waited
+        :data:`COMMIT_SECONDS`, or when this one took that long to come (slow runs are
+        committed one by one, as they finish)."""
+        now = time.monotonic()
+        if isinstance(outcome, BatchOutput):
+            self._write(variant, [outcome])
+        else:
+            if not self._held:
+                self._first_held = now
+            self._held.append((variant, outcome))
+            if (
+                len(self._held) >= COMMIT_RUNS
+                or now - self._first_held >= COMMIT_SECONDS
+                or now - self._last_saved >= COMMIT_SECONDS
+            ):
+                self.commit()
+        self._last_saved = now
+
+    def commit(self) -> None:
+        """Commit the runs held back: per variant, one part of runs (a part per set of metric
+        columns, which is one in practice) and one of failures. A part written is dropped from
+        the held runs at once, so that a commit failing half-way can be retried."""
+        groups: dict[tuple[int, bool, tuple[str, ...]], list[Outcome]] = {}
+        for variant, outcome in self._held:
+            failed = isinstance(outcome, RunFailure)
+            columns = () if failed else tuple(outcome.metrics)  # type: ignore[union-attr]
+            groups.setdefault((variant, failed, columns), []).append(outcome)
+        for (variant, failed, _), outcomes in sorted(groups.items()):
+            if failed:
+                part: list[Outcome] = outcomes
+            else:
+                part = [BatchOutput.from_runs(outcomes)]  # type: ignore[arg-type]
+            self._write(variant, part)
+            written = {id(outcome) for outcome in outcomes}
+            self._held = [(v, o) for v, o in self._held if id(o) not in written]
+
+    def _write(self, variant: int, outcomes: list[Outcome]) -> None:
+        """One part holding ``outcomes`` (a batch, or failures), under a temporary name, renamed."""
+        first = min(min(outcome.runs) for outcome in outcomes)
+        atomic_write_bytes(self.parts / self.part_name((variant, first)), encode_part(outcomes))
 
     def _parts(self) -> list[tuple[Task, Path]]:
         """The committed parts by (variant, first run)."""
@@ -275,13 +328,16 @@ class RunStore:
             done.update((variant, r) for r in _checked_header(path)["runs"])
         return done
 
-    def load(self) -> Iterator[tuple[int, Outcome]]:
+    def load(self) -> list[tuple[int, Outcome]]:
         """Every committed outcome, in (variant, first run) order."""
+        out: list[tuple[int, Outcome]] = []
         for (variant, _), path in self._parts():
             try:
-                yield variant, decode_part(_read(path))
+                out += [(variant, outcome) for outcome in decode_part(_read(path))]
             except (OSError, ValueError) as exc:
                 raise _damaged(path, exc) from None
+        out.sort(key=lambda item: (item[0], item[1].runs[0]))  # failures and runs of a part apart
+        return out
 
     def finish(self) -> None:
         """The tables are written: drop the parts, keep study.json (for status and --resume)."""
@@ -296,17 +352,30 @@ class RunStore:
 # ------------------------------------------------------------------------------------ part format
 
 
-def encode_part(outcome: Outcome) -> bytes:
-    """One outcome as bytes: magic, header length, JSON header, array data (see the module doc)."""
+def encode_part(outcomes: Outcome | list[Outcome]) -> bytes:
+    """A part as bytes: magic, header length, JSON header, array data (see the module doc). A part
+    holds one run, one batch of runs, or failures."""
+    items = outcomes if isinstance(outcomes, list) else [outcomes]
     arrays: dict[str, np.ndarray] = {}
     fields: dict[str, Any]
-    if isinstance(outcome, RunFailure):
+    runs = [r for item in items for r in item.runs]
+    if all(isinstance(item, RunFailure) for item in items) and len(items) > 1:
+        kind = "failures"
+        fields = {
+            "failures": [[f.run, f.seed, f.error] for f in items]  # type: ignore[union-attr]
+        }
+    elif len(items) != 1:
+        raise ValueError("a results part holds one run, one batch of runs, or failures")
+    elif isinstance(outcome := items[0], RunFailure):
         kind = "failure"
         fields = {"run": outcome.run, "seed": outcome.seed, "error": outcome.error}
     elif isinstance(outcome, BatchOutput):
         kind = "batch"
         fields = {}
+        if outcome.run_rows or outcome.request_rows:
+            fields = {"run_rows": outcome.run_rows, "request_rows": outcome.request_rows}
         arrays.update({f"run_columns.{k}": v for k, v in outcome.run_columns.items()})
+        arrays.update({f"request_columns.{k}": v for k, v in outcome.request_columns.items()})
         arrays["metric_runs"] = outcome.metric_runs
         arrays.update({f"metrics.{k}": v for k, v in outcome.metrics.items()})
         arrays["visits"] = outcome.visits
@@ -337,8 +406,8 @@ def encode_part(outcome: Outcome) -> bytes:
         offset += len(data)
     header = {
         "kind": kind,
-        "runs": [int(r) for r in outcome.runs],
-        "failed": kind == "failure",
+        "runs": [int(r) for r in runs],
+        "failed": kind in ("failure", "failures"),
         "fields": fields,
         "arrays": table,
     }
@@ -381,17 +450,17 @@ def _json_scalar(x: Any) -> Any:
 _HEADER_ENCODER = json.JSONEncoder(default=_json_scalar, separators=(",", ":"))
 
 
-def decode_part(data: bytearray) -> Outcome:
-    """The outcome :func:`encode_part` wrote; a ValueError if ``data`` is not such a part. Arrays
+def decode_part(data: bytearray) -> list[Outcome]:
+    """The outcomes :func:`encode_part` wrote; a ValueError if ``data`` is not such a part. Arrays
     are views of ``data`` (writable, as it is a bytearray)."""
     header, start = _parse_header(data)
     try:
-        return _outcome(header, data, start)
+        return _outcomes(header, data, start)
     except (TypeError, KeyError, AttributeError) as exc:  # a header of the wrong shape
         raise ValueError(f"malformed results part ({type(exc).__name__}: {exc})") from None
 
 
-def _outcome(header: dict[str, Any], data: bytearray, start: int) -> Outcome:
+def _outcomes(header: dict[str, Any], data: bytearray, start: int) -> list[Outcome]:
     fields = header["fields"]
     arrays = {entry[0]: _decode_array(entry, data, start) for entry in header["arrays"]}
 
@@ -400,24 +469,33 @@ def _outcome(header: dict[str, Any], data: bytearray, start: int) -> Outcome:
 
     kind = header["kind"]
     if kind == "failure":
-        return RunFailure(int(fields["run"]), int(fields["seed"]), str(fields["error"]))
+        return [RunFailure(int(fields["run"]), int(fields["seed"]), str(fields["error"]))]
+    if kind == "failures":
+        return [RunFailure(int(r), int(seed), str(error)) for r, seed, error in fields["failures"]]
     if kind == "batch":
-        return BatchOutput(
-            runs=tuple(int(r) for r in header["runs"]),
-            run_columns=group("run_columns."),
-            metric_runs=arrays["metric_runs"],
-            metrics=group("metrics."),
-            visits=arrays["visits"],
-        )
+        return [
+            BatchOutput(
+                runs=tuple(int(r) for r in header["runs"]),
+                run_columns=group("run_columns."),
+                metric_runs=arrays["metric_runs"],
+                metrics=group("metrics."),
+                visits=arrays["visits"],
+                request_columns=group("request_columns."),
+                run_rows=[dict(row) for row in fields.get("run_rows", [])],
+                request_rows=[dict(row) for row in fields.get("request_rows", [])],
+            )
+        ]
     if kind == "run":
-        return RunOutput(
-            run=int(fields["run"]),
-            seed=int(fields["seed"]),
-            run_row=dict(fields["run_row"]),
-            request_rows=[dict(row) for row in fields["request_rows"]],
-            metrics=group("metrics."),
-            visits=arrays["visits"],
-        )
+        return [
+            RunOutput(
+                run=int(fields["run"]),
+                seed=int(fields["seed"]),
+                run_row=dict(fields["run_row"]),
+                request_rows=[dict(row) for row in fields["request_rows"]],
+                metrics=group("metrics."),
+                visits=arrays["visits"],
+            )
+        ]
     raise ValueError(f"unknown part kind {kind!r}")
 
 

@@ -303,3 +303,16 @@ def test_cli_argument_errors(capsys, args):
     _, err = capsys.readouterr()
     assert code == 2
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_only_the_command_itself_freezes_its_start_up_objects(monkeypatch, capsys):
+    """``gossipsim`` (main() reading sys.argv) moves what it imported out of the garbage
+    collector's reach; main(argv) called from Python leaves the caller's objects alone."""
+    import gc
+
+    frozen = []
+    monkeypatch.setattr(gc, "freeze", lambda: frozen.append(True))
+    assert main(["list"]) == 0 and frozen == []
+    monkeypatch.setattr("sys.argv", ["gossipsim", "list"])
+    assert main() == 0 and frozen == [True]
+    capsys.readouterr()

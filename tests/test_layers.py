@@ -23,7 +23,20 @@ FOUNDATION = tuple(
     )
 )  # fmt: skip
 #: the layers above the simulation core: nothing below may reach them
-OUTPUTS = tuple(G + m for m in ("results", "plots", "cli", "api", "store", "executors", "theory"))
+OUTPUTS = tuple(
+    G + m
+    for m in (
+        "results",
+        "plots",
+        "cli",
+        "api",
+        "store",
+        "executors",
+        "theory",
+        "fastcsv",
+        "reference",
+    )
+)
 IMPLEMENTATIONS = tuple(G + m for m in ("models", "families", "protocols", "glm", "optimum"))
 
 RULES: dict[str, dict[str, tuple[str, ...]]] = {

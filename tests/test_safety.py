@@ -216,17 +216,19 @@ def test_a_disk_full_while_writing_the_tables_keeps_the_runs_for_resume(
     path = _scenario(tmp_path)
     full, out = tmp_path / "full", tmp_path / "R"
     assert main(["run", str(path), "--out", str(full), "--no-plots"]) == 0
-    real = pd.DataFrame.to_csv
+    from gossipsim import results
 
-    def disk_full(self, *args, **kwargs):
+    real = results.write_csv
+
+    def disk_full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     with monkeypatch.context() as patch:
-        patch.setattr(pd.DataFrame, "to_csv", disk_full)
+        patch.setattr(results, "write_csv", disk_full)
         assert main(["run", str(path), "--out", str(out), "--no-plots"]) == 1
     line = _one_line(capsys.readouterr().err)
     assert "writing the tables failed" in line and "--resume" in line
-    assert pd.DataFrame.to_csv is real
+    assert results.write_csv is real
     info = _status(out, capsys)
     assert not info["complete"] and info["done"] == 4  # every run kept
     assert not list(out.glob(".staging-*"))
@@ -251,6 +253,7 @@ def test_a_disk_full_while_committing_a_run_is_one_line_and_resumable(
 
     with monkeypatch.context() as patch:
         patch.setattr(store, "atomic_write_bytes", fills_up)
+        patch.setattr(store, "COMMIT_RUNS", 1)  # each run committed as it finishes
         assert main(["run", str(path), "--out", str(out), "--no-plots", "--engine", "event"]) == 1
     line = _one_line(capsys.readouterr().err)
     assert "No space left" in line and "--resume" in line
@@ -505,17 +508,46 @@ def test_parts_round_trip_every_outcome_without_pickle(monkeypatch, labels):
         visits=np.array([2, 2, 2]),
     )
     failure = RunFailure(run=4, seed=99, error='ValueError: bad "x"\u00e9')
+    other = RunOutput(
+        run=2,
+        seed=3,
+        run_row={**run.run_row, "seed": 3},
+        request_rows=run.request_rows[:1],
+        metrics={k: v[:2] for k, v in run.metrics.items()},
+        visits=np.array([0, 1, 1]),
+    )
+    rows = BatchOutput.from_runs([run, other])  # runs of the event engine committed together
+    assert rows.runs == (2, 7) and list(rows.metric_runs) == [2, 2, 7, 7, 7]
+    assert [row["run"] for row in rows.request_rows] == [2, 7, 7]
+    assert rows.visits.tolist() == [1, 1, 3]
+    columns = BatchOutput(  # a batch of the vectorised engine with requests
+        runs=(3, 5),
+        run_columns=batch.run_columns,
+        metric_runs=batch.metric_runs,
+        metrics=batch.metrics,
+        visits=batch.visits,
+        request_columns={
+            "run": np.array([3, 5]),
+            "node": labels[:2],
+            "settled_at_request": np.array([True, None], dtype=object),
+            "latency": np.array([1.0, np.nan]),
+        },
+    )
+    failures = [failure, RunFailure(run=9, seed=1, error="x")]
     for name in ("load", "loads", "Unpickler"):  # reading a part must never unpickle
         monkeypatch.setattr(pickle, name, lambda *a, **k: pytest.fail("unpickled"))
-    for outcome in (run, batch, failure):
-        data = encode_part(outcome)
+    for outcomes in ([run], [batch], [failure], [rows], [columns], failures):
+        data = encode_part(outcomes)
         assert data.startswith(store.PART_MAGIC)
         back = decode_part(bytearray(data))
-        assert type(back) is type(outcome)
-        _same(vars(outcome), vars(back))
+        assert [type(b) for b in back] == [type(o) for o in outcomes]
+        for outcome, decoded in zip(outcomes, back, strict=True):
+            _same(vars(outcome), vars(decoded))
         with pytest.raises(ValueError):  # a truncated part is refused, not half read
             decode_part(bytearray(data[:-3]))
-    back = decode_part(bytearray(encode_part(run)))
+    with pytest.raises(ValueError):  # one part, one kind
+        encode_part([run, failure])
+    (back,) = decode_part(bytearray(encode_part(run)))
     assert isinstance(back, RunOutput)
     back.metrics["kl"][0] = 2.0  # arrays are writable, as a run's own are
 

@@ -62,53 +62,67 @@ def test_identical_tables_for_serial_pool_and_dask_local_cluster(tmp_path, capsy
     assert "vectorized" in capsys.readouterr().out
 
 
-def test_resume_after_sigkill_gives_the_uninterrupted_tables(tmp_path):
-    """Kill the process (SIGKILL) mid-sweep, resume, and the tables equal an uninterrupted sweep's."""
+# ``gossipsim run`` with small commits (store.COMMIT_RUNS runs of the event engine, batches of
+# fastpath.BATCH runs on the vectorized engine) and each unit of work slowed down, so that a kill
+# lands between commits, with finished runs held back or a batch half done
+KILLABLE = """
+import sys, time
+from gossipsim import executors, fastpath, store
+store.COMMIT_RUNS = int(sys.argv[1])
+fastpath.BATCH = int(sys.argv[2])
+run_unit = executors.run_unit
+def slow_unit(study, unit):
+    time.sleep(0.05)
+    return run_unit(study, unit)
+executors.run_unit = slow_unit
+from gossipsim.cli import main
+sys.exit(main(sys.argv[3:]))
+"""
+
+
+@pytest.mark.parametrize("engine", ["event", "vectorized"])
+def test_resume_after_sigkill_gives_the_uninterrupted_tables(tmp_path, engine):
+    """Kill the process (SIGKILL) mid-sweep, between commits of several runs, resume, and the
+    tables equal an uninterrupted sweep's (committed in one part per variant or batch)."""
+    from gossipsim.store import status
+
     path = _scenario(tmp_path, runs=30, iterations=3000)
     env = {**os.environ, "PYTHONHASHSEED": "0"}
-    cmd = [
-        sys.executable,
-        "-m",
-        "gossipsim.cli",
-        "run",
-        str(path),
-        "--no-plots",
-        "--progress",
-        "off",
-    ]
+    args = ["run", str(path), "--no-plots", "--progress", "off", "--engine", engine]
     subprocess.run(
-        [*cmd, "--out", str(tmp_path / "full")], check=True, env=env, stdout=subprocess.DEVNULL
-    )
+        [sys.executable, "-m", "gossipsim.cli", *args, "--out", str(tmp_path / "full")],
+        check=True, env=env, stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    cut = tmp_path / "cut"
     proc = subprocess.Popen(
-        [*cmd, "--out", str(tmp_path / "cut")], env=env, stdout=subprocess.DEVNULL
-    )
-    parts = tmp_path / "cut" / ".gossipsim" / "parts"
+        [sys.executable, "-c", KILLABLE, "4", "4", *args, "--out", str(cut)],
+        env=env, stdout=subprocess.DEVNULL,
+    )  # fmt: skip
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and len(list(parts.glob("v*.part"))) < 12:
+    while time.monotonic() < deadline and proc.poll() is None:
+        if (cut / ".gossipsim" / "study.json").exists() and status(cut)["done"] >= 12:
+            break
         time.sleep(0.02)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    finished = len(list(parts.glob("v*.part")))
-    assert 0 < finished < 60, finished  # really interrupted mid-sweep
-    assert not (tmp_path / "cut" / "runs.csv").exists()
-    status = subprocess.run(
-        [sys.executable, "-m", "gossipsim.cli", "status", str(tmp_path / "cut"), "--json"],
-        check=True, env=env, capture_output=True, text=True,
+    parts = list((cut / ".gossipsim" / "parts").glob("v*.part"))
+    finished = status(cut)["done"]
+    assert 0 < finished < 60 and len(parts) < finished, (finished, len(parts))  # several a part
+    assert not (cut / "runs.csv").exists()
+    info = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "gossipsim.cli", "status", str(cut), "--json"],
+            check=True, env=env, capture_output=True, text=True,
+        ).stdout
     )  # fmt: skip
-    info = json.loads(status.stdout)
-    assert (
-        info["complete"] is False
-        and info["done"] == finished
-        and info["remaining"] == 60 - finished
-    )
+    assert info["complete"] is False and info["done"] == finished
+    assert info["remaining"] == 60 - finished
     subprocess.run(
-        [*cmd, "--out", str(tmp_path / "cut"), "--resume"],
-        check=True,
-        env=env,
-        stdout=subprocess.DEVNULL,
-    )
-    _same_tables(tmp_path / "full", tmp_path / "cut")
-    runs = pd.read_csv(tmp_path / "cut" / "runs.csv")
+        [sys.executable, "-m", "gossipsim.cli", *args, "--out", str(cut), "--resume"],
+        check=True, env=env, stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    _same_tables(tmp_path / "full", cut)
+    runs = pd.read_csv(cut / "runs.csv")
     assert len(runs) == 60 and not runs.duplicated(["variant", "run"]).any()
 
 

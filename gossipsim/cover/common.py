@@ -10,10 +10,10 @@ from typing import Any, TypeAlias
 import networkx as nx
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 
 from ..errors import ConfigError
 from ..scheduling import IndexedGraph, Scheduler, scheduler_for
+from ..scheduling.graph import reaches_all
 
 Graph: TypeAlias = IndexedGraph | nx.Graph
 Start: TypeAlias = str | int
@@ -47,8 +47,10 @@ def indexed(graph: Graph) -> IndexedGraph:
 
 def require_connected(g: IndexedGraph) -> None:
     """The walk must be able to reach every node (else cover and hitting times are infinite)."""
-    if g.size == 1:
+    if g.size == 1 or reaches_all(g):  # a breadth-first search; SciPy only to count components
         return
+    from scipy.sparse.csgraph import connected_components
+
     adj = sp.csr_array(
         (np.ones(g.indices.size, dtype=np.int8), g.indices, g.indptr), shape=(g.size, g.size)
     )

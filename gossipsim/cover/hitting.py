@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 
 from ..errors import ConfigError
 from .common import Graph, Start, check_node, prepare, start_weights
@@ -48,6 +47,8 @@ def hitting_times_to(
     p = sched.transition_matrix(g).tocsc()
     sub = p[others][:, others]
     a = (sp.identity(n - 1, format="csc") - sub).tocsc()
+    import scipy.sparse.linalg as spla  # here: importing it costs every command 0.1 s
+
     h[others] = spla.spsolve(a, np.ones(n - 1))
     return h
 

@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-from scipy import integrate, optimize
 from scipy.special import betaln, digamma, polygamma
 
 from .. import budget
@@ -96,6 +95,8 @@ class ExactPosterior(Target):
         return self.c1 * np.log(theta) + self.c2 * np.log1p(-theta) - self.c3 / theta
 
     def _mode(self) -> float:
+        from scipy import optimize  # here: importing it costs every command a fifth of a second
+
         res = optimize.minimize_scalar(
             lambda u: -self.log_unnormalised(1 / (1 + np.exp(-u))),
             bounds=(-40, 40),
@@ -105,6 +106,8 @@ class ExactPosterior(Target):
         return float(1 / (1 + np.exp(-res.x)))
 
     def _log_normaliser(self) -> float:
+        from scipy import integrate
+
         mode = self._mode()
         peak = float(self.log_unnormalised(mode))
 
@@ -139,6 +142,8 @@ class ExactPosterior(Target):
         if self.c3 == 0.0 and self.c1 > -1.0 and self.c2 > -1.0:  # p is itself a Beta
             self.best_family_residual = 0.0
             return 0.0, np.array([self.c1, self.c2])
+        from scipy import integrate
+
         mode = self._mode()
         moments = []
         for power in (1, 2):

@@ -32,7 +32,6 @@ from typing import ClassVar, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 
 from ..errors import ConfigError
 from .graph import CSR, IndexedGraph
@@ -118,6 +117,8 @@ class Scheduler:
         a[n - 1, :] = np.ones(n)  # one balance equation is redundant: replace it by Σ π = 1
         b = np.zeros(n)
         b[n - 1] = 1.0
+        import scipy.sparse.linalg as spla  # here: importing it costs every command 0.1 s
+
         pi = np.asarray(spla.spsolve(a.tocsc(), b), dtype=float)
         pi[pi < 0] = 0.0  # round-off of nodes the walk leaves for good
         return pi / pi.sum()

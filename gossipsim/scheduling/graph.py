@@ -150,3 +150,25 @@ class IndexedGraph:
             raise ConfigError(
                 key, f"node {label!r} does not exist in the graph (nodes are {shown}{more})"
             ) from None
+
+
+def reaches_all(indexed: IndexedGraph) -> bool:
+    """Whether a breadth-first search from node 0 reaches every node (vectorised level by level)."""
+    indptr, indices = indexed.indptr, indexed.indices
+    seen = np.zeros(indexed.size, dtype=bool)
+    seen[0] = True
+    frontier = np.zeros(1, dtype=np.int64)
+    reached = 1
+    while frontier.size:
+        entries = int((indptr[frontier + 1] - indptr[frontier]).sum())
+        parts = []
+        for part in np.array_split(frontier, 1 + entries // 2**20):  # ~1M entries at a time
+            begin, lengths = indptr[part], indptr[part + 1] - indptr[part]
+            offsets = np.repeat(begin - (np.cumsum(lengths) - lengths), lengths)
+            found = indices[np.arange(int(lengths.sum()), dtype=np.int64) + offsets]
+            new = np.unique(found[~seen[found]])
+            seen[new] = True
+            parts.append(new)
+        frontier = np.concatenate(parts)
+        reached += frontier.size
+    return reached == indexed.size

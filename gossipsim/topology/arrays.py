@@ -17,7 +17,6 @@ import random
 from array import array
 
 import numpy as np
-from scipy.spatial import cKDTree
 
 __all__ = ["erdos_renyi_edges", "random_geometric_edges", "random_geometric_points"]
 
@@ -94,6 +93,8 @@ def random_geometric_points(n: int, radius: float, seed: int) -> tuple[np.ndarra
         Index pairs ``i < j`` at distance at most ``radius``.
     """
     pos = np.random.default_rng(seed).random((n, 2))
+    from scipy.spatial import cKDTree  # here: only random geometric graphs need it
+
     return pos, cKDTree(pos).query_pairs(radius, output_type="ndarray")
 
 

@@ -17,10 +17,10 @@ import warnings
 import networkx as nx
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 
 from ..errors import ConfigError
 from ..scheduling import IndexedGraph
+from ..scheduling.graph import reaches_all
 
 __all__ = [
     "INT64_MAX",
@@ -153,8 +153,10 @@ def check_connected(indexed: IndexedGraph, key: str) -> None:
     from node 0 over the CSR arrays (memory of the order of the nodes, not of the edges); only a
     disconnected graph pays for SciPy's component labelling, to report the sizes."""
     n = indexed.size
-    if _reaches_all(indexed):
+    if reaches_all(indexed):
         return
+    from scipy.sparse.csgraph import connected_components  # here: only a disconnected graph pays
+
     matrix = sp.csr_matrix(
         (np.ones(indexed.indices.size, dtype=np.int8), indexed.indices, indexed.indptr),
         shape=(n, n),
@@ -171,25 +173,3 @@ def _disconnected(key: str, sizes: list[int]) -> ConfigError:
         f"the graph is disconnected ({len(sizes)} components, sizes {shown}); "
         "the token cannot reach every node",
     )
-
-
-def _reaches_all(indexed: IndexedGraph) -> bool:
-    """Whether a breadth-first search from node 0 reaches every node (vectorised level by level)."""
-    indptr, indices = indexed.indptr, indexed.indices
-    seen = np.zeros(indexed.size, dtype=bool)
-    seen[0] = True
-    frontier = np.zeros(1, dtype=np.int64)
-    reached = 1
-    while frontier.size:
-        entries = int((indptr[frontier + 1] - indptr[frontier]).sum())
-        parts = []
-        for part in np.array_split(frontier, 1 + entries // 2**20):  # ~1M entries at a time
-            begin, lengths = indptr[part], indptr[part + 1] - indptr[part]
-            offsets = np.repeat(begin - (np.cumsum(lengths) - lengths), lengths)
-            found = indices[np.arange(int(lengths.sum()), dtype=np.int64) + offsets]
-            new = np.unique(found[~seen[found]])
-            seen[new] = True
-            parts.append(new)
-        frontier = np.concatenate(parts)
-        reached += frontier.size
-    return reached == indexed.size

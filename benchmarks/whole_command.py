@@ -1,0 +1,278 @@
+"""Whole commands: ``gossipsim run ... --no-plots`` as a user types it, start-up and tables
+included, on the event engine and on the vectorized engine, for two scenarios:
+
+- ``unlearning``: 3,000 runs of conjugate unlearning on the complete graph K = 10 (beta–Bernoulli,
+  node 9 forgotten at slot 200, ``stop_when_done``; ``scenarios/unlearning_complete.toml`` with
+  3,000 runs and the request at slot 200);
+- ``fig3``: the paper's Fig. 3 scenario as shipped (3 topologies × 1,000 runs × 300 slots, every
+  slot recorded: 900,000 rows of metrics.csv).
+
+Each command runs in a fresh process (``python -c "from gossipsim.cli import main; main()"``, what
+the ``gossipsim`` console script does) on the checkout this file belongs to; the best of
+``--repeat`` wall times counts (this machine's timings vary by tens of percent). The two engines'
+tables are compared byte for byte. Then each command runs once more with phase timers (wrapping
+gossipsim's functions in the child process, so every figure comes from the same code path) to show
+where the time goes; the *serial part* is everything but the simulation of the runs (start-up,
+world building, commits, merging, tables): what caps a sweep's speed-up with more workers.
+
+    python benchmarks/whole_command.py [--scenario unlearning fig3] [--repeat 3] [--no-phases]
+
+Targets (issue 10): vectorized at least 5x the event engine on ``unlearning``, 6x on ``fig3``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ENTRY = "import sys; from gossipsim.cli import main; sys.exit(main())"
+ENGINES = ("event", "vectorized")
+TABLES = ("metrics.csv", "runs.csv", "requests.csv", "visits.csv", "failures.csv")
+
+UNLEARNING = """\
+# 3,000 runs of conjugate unlearning on the complete graph (benchmarks/whole_command.py)
+[scenario]
+name = "unlearning_3000"
+seed = 11
+runs = 3000
+iterations = 400
+stop_when_done = true
+
+[topology]
+kind = "complete"
+nodes = 10
+
+[model]
+kind = "beta-bernoulli"
+prior = { a = 2, b = 2 }
+
+[data]
+points_per_node = 100
+theta = 0.75
+
+[[unlearning]]
+node = 9
+at_iteration = 200
+
+[metrics]
+tolerance = 1e-9
+"""
+
+# The child of the phase breakdown: wraps gossipsim's functions with timers, runs the command, and
+# prints the totals as JSON on its last line. Written against names that exist before and after
+# the batched commits (missing ones are skipped), so that old and new code are measured alike.
+PHASES = r"""
+import time
+T0 = time.perf_counter()
+import functools, json, sys
+import gossipsim.cli
+T_IMPORT = time.perf_counter()
+import importlib
+
+totals = {}
+depth = {}
+
+def timed(name, fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if depth.get(name):  # recursion or nesting of the same phase: count once
+            return fn(*args, **kwargs)
+        depth[name] = 1
+        start = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            totals[name] = totals.get(name, 0.0) + time.perf_counter() - start
+            depth[name] = 0
+    return wrapper
+
+def patch(module, attr, name, owners=()):
+    mod = importlib.import_module(module)
+    if not hasattr(mod, attr):
+        return
+    fn = timed(name, getattr(mod, attr))
+    setattr(mod, attr, fn)
+    for owner in owners:  # modules that imported the function by name
+        try:
+            other = importlib.import_module(owner)
+        except ImportError:
+            continue
+        if hasattr(other, attr):
+            setattr(other, attr, fn)
+
+def patch_method(module, cls, attr, name):
+    owner = getattr(importlib.import_module(module), cls, None)
+    if owner is not None and hasattr(owner, attr):
+        setattr(owner, attr, timed(name, getattr(owner, attr)))
+
+patch("gossipsim.api", "check", "world building")
+patch("gossipsim.api", "_execute", "running")
+patch("gossipsim.executors", "run_unit", "simulation")
+patch("gossipsim.measure", "measure", "measurement", ["gossipsim.fastpath", "gossipsim.runner"])
+patch("gossipsim.measure", "measure_batch", "measurement", ["gossipsim.fastpath"])
+patch_method("gossipsim.store", "RunStore", "save", "commits")
+patch_method("gossipsim.store", "RunStore", "commit", "commits")
+patch_method("gossipsim.store", "RunStore", "load", "reading parts")
+patch("gossipsim.api", "collect", "merging (collect)")
+patch("gossipsim.api", "_attach_theory", "theory")
+patch_method("gossipsim.results", "Results", "write_tables", "tables")
+patch_method("gossipsim.store", "RunStore", "finish", "removing parts")
+T_MAIN = time.perf_counter()
+sys.argv = ["gossipsim", *sys.argv[1:]]
+code = gossipsim.cli.main()  # as the console script calls it
+T_END = time.perf_counter()
+print(json.dumps({"imports": T_IMPORT - T0, "main": T_END - T_MAIN, "child": T_END - T0,
+                  "totals": totals, "code": code}))
+"""
+
+
+def write_scenarios(folder: Path) -> dict[str, Path]:
+    unlearning = folder / "unlearning_3000.toml"
+    unlearning.write_text(UNLEARNING, encoding="utf-8")
+    fig3 = folder / "fig3_beta_bernoulli.toml"
+    shutil.copy(ROOT / "scenarios" / "fig3_beta_bernoulli.toml", fig3)
+    return {"unlearning": unlearning, "fig3": fig3}
+
+
+PYCACHE = Path(tempfile.gettempdir()) / "gossipsim-whole-command-pycache"
+
+
+def child_env() -> dict[str, str]:
+    """This checkout first on the path of the child processes, with its bytecode cached (as an
+    installed package's is: PYTHONDONTWRITEBYTECODE would otherwise make every start compile
+    gossipsim again), in a folder of its own outside the checkout."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
+    return env
+
+
+def command(scenario: Path, out: Path, engine: str) -> list[str]:
+    return [
+        "run", str(scenario), "--out", str(out), "--engine", engine, "--no-plots",
+        "--progress", "off",
+    ]  # fmt: skip
+
+
+def whole(scenario: Path, out: Path, engine: str) -> float:
+    """Wall time of one whole command in a fresh process."""
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-c", ENTRY, *command(scenario, out, engine)],
+        check=True,
+        env=child_env(),
+        stdout=subprocess.DEVNULL,
+    )
+    return time.perf_counter() - start
+
+
+def phases(scenario: Path, out: Path, engine: str) -> dict[str, float]:
+    """Where one whole command spends its time (seconds by phase, from timers in the child)."""
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", PHASES, *command(scenario, out, engine)],
+        check=True,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+    )
+    wall = time.perf_counter() - start
+    data = json.loads(done.stdout.strip().splitlines()[-1])
+    t = data["totals"]
+    simulation = t.get("simulation", 0.0)
+    measurement = t.get("measurement", 0.0)
+    commits = t.get("commits", 0.0)
+    # parts are read inside collect (a generator) or before it: either way, one phase
+    merging = t.get("merging (collect)", 0.0) + t.get("reading parts", 0.0)
+    out_phases = {
+        "wall": wall,
+        "interpreter start and exit": wall - data["child"],
+        "imports": data["imports"],
+        "world building and checks": t.get("world building", 0.0),
+        "simulation (walks, protocols)": simulation - measurement,
+        "measurement": measurement,
+        "commits to the store": commits,
+        "running, other (executor, progress)": t.get("running", 0.0) - simulation - commits,
+        "reading parts, merging (collect)": merging,
+        "theory": t.get("theory", 0.0),
+        "tables (CSV, Parquet, summary)": t.get("tables", 0.0),
+        "removing parts": t.get("removing parts", 0.0),
+    }
+    out_phases["other (scenario, store, summary print)"] = (
+        data["main"]
+        - sum(
+            t.get(name, 0.0)
+            for name in ("world building", "running", "theory", "tables", "removing parts")
+        )
+        - merging
+    )
+    out_phases["serial part (all but simulation)"] = wall - simulation
+    return out_phases
+
+
+def same_tables(a: Path, b: Path) -> bool:
+    return all(
+        (a / name).read_bytes() == (b / name).read_bytes()
+        for name in TABLES
+        if (a / name).exists() or (b / name).exists()
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--scenario", nargs="+", choices=("unlearning", "fig3"), default=["unlearning", "fig3"]
+    )
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--no-phases", action="store_true", help="wall times only")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="gossipsim-whole-") as tmp:
+        folder = Path(tmp)
+        files = write_scenarios(folder)
+        print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
+        for name in args.scenario:
+            for engine in ENGINES:  # warm-up: bytecode cache, file cache
+                whole(files[name], folder / f"{name}-warm", engine)
+            best: dict[str, float] = {}
+            for _ in range(max(1, args.repeat)):
+                for engine in ENGINES:
+                    elapsed = whole(files[name], folder / f"{name}-{engine}", engine)
+                    best[engine] = min(best.get(engine, elapsed), elapsed)
+            identical = same_tables(folder / f"{name}-event", folder / f"{name}-vectorized")
+            ratio = best["event"] / best["vectorized"]
+            target = {"unlearning": 5.0, "fig3": 6.0}[name]
+            print(f"{name}: gossipsim run --no-plots, best of {args.repeat}")
+            print(f"  event engine     : {best['event']:6.2f} s")
+            print(f"  vectorized engine: {best['vectorized']:6.2f} s")
+            print(
+                f"  ratio {ratio:.1f}x (target {target:g}x); identical tables: {identical}",
+                flush=True,
+            )
+            if args.no_phases:
+                continue
+            table = {
+                engine: phases(files[name], folder / f"{name}-{engine}-phases", engine)
+                for engine in ENGINES
+            }
+            print(f"  where the time goes (s, one timed run each):{'event':>10}{'vectorized':>12}")
+            for phase in table["event"]:
+                print(
+                    f"    {phase:<40}{table['event'][phase]:10.2f}"
+                    f"{table['vectorized'][phase]:12.2f}"
+                )
+            print(flush=True)
+
+
+if __name__ == "__main__":
+    main()
