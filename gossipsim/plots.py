@@ -238,7 +238,7 @@ def _kl_figure(
         head = f"{fac.line_title}: " if fac.line_title else ""
         runs = _runs_text([c.values.shape[0] for c in curves])
         legend.place(fig, ncols=2 if width <= COLUMN_WIDTH_IN else 4,
-                     title=f"{head}{description} over {runs}")  # fmt: skip
+                     title=f"{head}{description} ({runs})")  # fmt: skip
         return _save(fig, path)
 
 
@@ -460,7 +460,7 @@ def plot_unlearning_kl(
                 lp.bottom.set_xlabel("iteration (slot)")
             lp.bottom.xaxis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]))
         fig.suptitle("Unlearning vs retraining from scratch (same walk)")
-        legend.place(fig, ncols=2, title=f"{description} over {_runs_text(runs)}")
+        legend.place(fig, ncols=2, title=f"{description} ({_runs_text(runs)})")
         return _save(fig, path)
 
 
@@ -683,10 +683,12 @@ def _cover_points(
     if exact.any():
         y = part["exact"].to_numpy(dtype=float)[exact]
         if joined:
-            ax.plot(x[exact], y, color=colour, linewidth=0.9, marker="D", ms=4, mfc="white",
-                    label=EXACT_COVER)  # fmt: skip
+            # an open diamond at each exact value (a line of one point would not show), over the
+            # simulated mean so that both are seen where they agree
+            ax.plot(x[exact], y, color=colour, linewidth=0.9, marker="D", ms=7, mfc="none",
+                    mew=1.0, zorder=4, label=EXACT_COVER)  # fmt: skip
             legend.add(
-                EXACT_COVER, line_handle(color=grey, linewidth=0.9, marker="D", ms=4, mfc="white")
+                EXACT_COVER, line_handle(color=grey, linewidth=0.9, marker="D", ms=6, mfc="none")
             )
         else:
             ax.plot(x[exact], y, linestyle="none", marker="_", ms=16, mew=1.6, color="black",
@@ -877,7 +879,7 @@ def plot_visits(
             bar = fig.colorbar(mappable, ax=axes, shrink=0.8, pad=0.02)
             bar.set_label("visit share vs stationary share π:\nshare / π − 1 (%)")
         walk = (
-            f": {_stationary_words(next(iter(kinds.values())), deviations[drawable[0][0]][0])}"
+            f"\n{_stationary_words(next(iter(kinds.values())), deviations[drawable[0][0]][0])}"
             if len(set(kinds.values())) == 1
             else ""
         )
@@ -1019,7 +1021,7 @@ def plot_evaluation(
             bottom.set_xlabel("iteration (slot)")
         head = f"{fac.line_title}: " if fac.line_title else ""
         fig.suptitle(title or "Held-out metrics and KL to the target")
-        legend.place(fig, ncols=2, title=f"{head}{description} over {_runs_text(counts)}")
+        legend.place(fig, ncols=2, title=f"{head}{description} ({_runs_text(counts)})")
         return _save(fig, path)
 
 

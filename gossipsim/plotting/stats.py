@@ -29,8 +29,8 @@ class Band:
         """The legend's words for the line and band: a median goes with the spread of the runs, a
         mean with its confidence interval (a mean inside a percentile band would mix the two)."""
         if self.statistic == "mean":
-            return f"mean and its {CONFIDENCE:.0%} confidence interval"
-        return f"median and {PERCENTILES[0]:g}-{PERCENTILES[1]:g}th percentile band"
+            return f"mean, {CONFIDENCE:.0%} confidence interval"
+        return f"median, {PERCENTILES[0]:g}-{PERCENTILES[1]:g}th percentile band"
 
 
 def band_matrix(
