@@ -396,3 +396,15 @@ def test_palette_roles_differ():
     assert style.UNLEARNING["color"] != style.RETRAIN["color"]
     assert style.UNLEARNING["linestyle"] != style.RETRAIN["linestyle"]
     assert isinstance(plots.plot_results, object) and Line2D  # the module's public names import
+
+
+def test_per_variant_panels_of_a_sweep_put_its_facets_in_columns():
+    summary = _sweep_summary()
+    variants = list(summary["variants"])
+    cells, rows, cols, width = plots._variant_grid(facets(summary, variants), variants)
+    assert (rows, cols, width) == (3, 2, style.DOUBLE_WIDTH_IN)
+    where = {v: (r, c) for v, r, c in cells}
+    assert where["nodes=30, kind=metropolis-hastings"] == (2, 0)
+    assert where["nodes=10, kind=simple-random-walk"] == (0, 1)
+    visit = plots._visit_cells(facets(summary, variants), variants)
+    assert visit["nodes=30, kind=metropolis-hastings"] == (0, 2)  # graphs: one row per facet
