@@ -527,8 +527,13 @@ def plot_latency(
             total = len(arrived)
             handles: list[Any] = []
             labels: list[str] = []
+            ecdfs = {c: ecdf(arrived[c].to_numpy(dtype=float, na_value=np.nan)) for c in columns}
+            # every curve runs on to the panel's right end, where its level (served / total) is read
+            exact = _exact_latency(summary, variant, node)
+            reach = [float(e.x[-1]) for e in ecdfs.values() if e.served]
+            end = 1.3 * max([*reach, exact or 0.0, 1.0])
             for column in columns:
-                e = ecdf(arrived[column].to_numpy(dtype=float, na_value=np.nan))
+                e = ecdfs[column]
                 style = LATENCY_STYLES[column]
                 name = LATENCY_NAMES[column]
                 if e.served == 0:
@@ -538,7 +543,7 @@ def plot_latency(
                     ci = f" ± {_num(half, 2)}" if np.isfinite(half) else ""
                     label = f"{name}: mean {_num(mean)}{ci}, {e.served:,}/{total:,} served"
                     ax.step(
-                        np.concatenate([[0.0], e.x, [e.x[-1]]]),
+                        np.concatenate([[0.0], e.x, [end]]),
                         np.concatenate([[0.0], e.y, [e.y[-1]]]),
                         where="post",
                         label=label,
@@ -546,15 +551,13 @@ def plot_latency(
                     )
                 handles.append(line_handle(**style))
                 labels.append(label)
-                if column == "removal_latency":
-                    exact = _exact_latency(summary, variant, node)
-                    if exact is not None:
-                        label = f"exact E[removal] (hitting times): {_num(exact)}"
-                        ax.axvline(exact, label=label, **S.EXACT)
-                        handles.append(line_handle(**S.EXACT))
-                        labels.append(label)
+                if column == "removal_latency" and exact is not None:
+                    label = f"exact E[removal] (hitting times): {_num(exact)}"
+                    ax.axvline(exact, label=label, **S.EXACT)
+                    handles.append(line_handle(**S.EXACT))
+                    labels.append(label)
             ax.set_xscale("symlog", linthresh=1.0)
-            ax.set_xlim(left=0)
+            ax.set_xlim(0, end)
             ax.set_ylim(0, 1.03)
             ax.grid(True, alpha=0.3)
             ax.set_xlabel("latency (slots after the request; log scale)")
@@ -634,6 +637,7 @@ def plot_cover_time(runs: pd.DataFrame, summary: dict[str, Any], path: Path) -> 
         return None
     by_nodes = table["nodes"].nunique() > 1
     legend = Legend()
+    styles = Legend()
     with plt.rc_context(S.RC):
         fig = _figure(COLUMN_WIDTH_IN, 3.4 if by_nodes else 3.0)
         ax = fig.add_subplot()
@@ -644,7 +648,7 @@ def plot_cover_time(runs: pd.DataFrame, summary: dict[str, Any], path: Path) -> 
                 colour = S.colour(i)
                 offset = 1.0 + 0.035 * (i - (len(groups) - 1) / 2)  # bars side by side
                 x = part["nodes"].to_numpy(dtype=float) * offset
-                _cover_points(ax, x, part, colour, legend, joined=True)
+                _cover_points(ax, x, part, colour, styles, joined=True)
                 legend.add(group, line_handle(color=colour, marker="o", ms=4, linestyle="none"))
             ax.set_xscale("log")
             ax.set_yscale("log")
@@ -654,7 +658,7 @@ def plot_cover_time(runs: pd.DataFrame, summary: dict[str, Any], path: Path) -> 
             ax.set_xlabel("number of nodes K (log scale)")
         else:
             x = np.arange(len(table), dtype=float)
-            _cover_points(ax, x, table, S.PALETTE[0], legend, joined=False)
+            _cover_points(ax, x, table, S.PALETTE[0], styles, joined=False)
             ax.set_xticks(x, table["label"])
             ax.set_xlim(-0.6, len(table) - 0.4)
             ax.set_xlabel("variant")
@@ -664,6 +668,8 @@ def plot_cover_time(runs: pd.DataFrame, summary: dict[str, Any], path: Path) -> 
         ax.set_ylabel("cover time (moves)")
         ax.grid(True, alpha=0.3)
         fig.suptitle("Cover time of the token walk")
+        for label, handle in styles.entries.items():  # the variants first, then what marks mean
+            legend.add(label, handle)
         legend.place(fig, ncols=2)
         return _save(fig, path)
 
@@ -685,7 +691,7 @@ def _cover_points(
         if joined:
             # an open diamond at each exact value (a line of one point would not show), over the
             # simulated mean so that both are seen where they agree
-            ax.plot(x[exact], y, color=colour, linewidth=0.9, marker="D", ms=7, mfc="none",
+            ax.plot(x[exact], y, color=colour, linewidth=0.9, marker="D", ms=6, mfc="none",
                     mew=1.0, zorder=4, label=EXACT_COVER)  # fmt: skip
             legend.add(
                 EXACT_COVER, line_handle(color=grey, linewidth=0.9, marker="D", ms=6, mfc="none")
@@ -1019,6 +1025,7 @@ def plot_evaluation(
                 if r == 0 and panel.title:
                     ax.set_title(panel.title)
             bottom.set_xlabel("iteration (slot)")
+            bottom.xaxis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]))
         head = f"{fac.line_title}: " if fac.line_title else ""
         fig.suptitle(title or "Held-out metrics and KL to the target")
         legend.place(fig, ncols=2, title=f"{head}{description} ({_runs_text(counts)})")
