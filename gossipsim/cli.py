@@ -398,19 +398,24 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if out.is_dir():
         raise ConfigError("--out", f"{args.out!r} is a folder; give a figure file")
     check_output_folder(out.parent, "--out")
-    frames = []
+    frames, request_frames = [], []
     labels = []
     for folder in args.dirs:
-        metrics, _, _, summary = load_results(folder)
+        metrics, _, requests, summary = load_results(folder)
         name = Path(folder).name
         metrics = metrics.assign(variant=name + ": " + metrics["variant"].astype(str))
         frames.append(metrics)
+        if len(requests):  # each study's requests marked on its own curves
+            request_frames.append(
+                requests.assign(variant=name + ": " + requests["variant"].astype(str))
+            )
         labels += [f"{name}: {v}" for v in summary.get("variants", {})]
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         plot_kl_vs_iteration(
             pd.concat(frames, ignore_index=True), labels, out, statistic=args.statistic,
-            title=f"KL vs iteration ({args.statistic}, 75% band)",
+            title="KL vs iteration",  # the legend says which statistic and band
+            requests=pd.concat(request_frames, ignore_index=True) if request_frames else None,
         )  # fmt: skip
     except Exception as exc:  # one line, never a traceback
         from .executors import describe_error

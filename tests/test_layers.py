@@ -35,6 +35,7 @@ OUTPUTS = tuple(
         "theory",
         "fastcsv",
         "reference",
+        "plotting",
     )
 )
 IMPLEMENTATIONS = tuple(G + m for m in ("models", "families", "protocols", "glm", "optimum"))

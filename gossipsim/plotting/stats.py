@@ -1,0 +1,122 @@
+"""What a figure draws across runs: the runs × slots matrices of a table column, their centre line and
+band, and empirical CDFs whose denominator counts the requests that were not served."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats as st
+
+STATISTICS = ("median", "mean")
+PERCENTILES = (12.5, 87.5)  # the paper's 75% band
+CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True)
+class Band:
+    """A centre line across runs and the band around it, with what they are in words."""
+
+    center: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    statistic: str  # "median" or "mean"
+
+    @property
+    def description(self) -> str:
+        """The legend's words for the line and band: a median goes with the spread of the runs, a
+        mean with its confidence interval (a mean inside a percentile band would mix the two)."""
+        if self.statistic == "mean":
+            return f"mean, {CONFIDENCE:.0%} confidence interval"
+        return f"median, {PERCENTILES[0]:g}-{PERCENTILES[1]:g}th percentile band"
+
+
+def band_matrix(
+    table: pd.DataFrame, variant: str, column: str, x: str = "iteration"
+) -> tuple[np.ndarray, np.ndarray]:
+    """Runs × recorded-slot matrix of ``column`` for one variant, each run carried forward past its end
+    (a run stopped once done keeps its final state)."""
+    part = table.loc[table["variant"] == variant, ["run", x, column]]
+    grid = np.unique(part[x].to_numpy())
+    wide = part.pivot_table(index=x, columns="run", values=column, aggfunc="last", dropna=False)
+    wide = wide.reindex(grid).ffill()
+    return grid, wide.to_numpy(dtype=float).T
+
+
+def across_runs(values: np.ndarray, statistic: str = "median") -> Band:
+    """``statistic`` of a runs × points matrix at each point and its band: the 12.5th-87.5th
+    percentiles around a median, the 95% confidence interval (Student t) around a mean. NaN entries
+    (runs without a value there) are left out; a point without runs is NaN."""
+    if statistic not in STATISTICS:
+        raise ValueError(f"statistic must be one of {STATISTICS}, got {statistic!r}")
+    values = np.asarray(values, dtype=float)
+    if values.ndim == 1:
+        values = values[:, None]
+    if statistic == "mean":
+        center, lo, hi = mean_ci(values)
+        return Band(center, lo, hi, statistic)
+    if values.shape[0] == 0:
+        nothing = np.full(values.shape[1:], np.nan)
+        return Band(nothing, nothing, nothing, statistic)
+    if not np.isnan(values).any():  # the nan-aware reductions are much slower
+        lo, center, hi = np.percentile(values, [PERCENTILES[0], 50.0, PERCENTILES[1]], axis=0)
+        return Band(center, lo, hi, statistic)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        lo, center, hi = np.nanpercentile(values, [PERCENTILES[0], 50.0, PERCENTILES[1]], axis=0)
+    return Band(center, lo, hi, statistic)
+
+
+def mean_ci(
+    values: np.ndarray, level: float = CONFIDENCE
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean of each column of a runs × points matrix and its two-sided ``level`` confidence interval,
+    mean ± t(level, n − 1) · s / √n over the n finite values of the column (NaN where n < 2 for the
+    interval, where n = 0 for the mean)."""
+    values = np.asarray(values, dtype=float)
+    if values.ndim == 1:
+        values = values[:, None]
+    finite = np.isfinite(values)
+    n = finite.sum(axis=0)
+    filled = np.where(finite, values, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = filled.sum(axis=0) / n
+        sq = np.where(finite, (values - mean) ** 2, 0.0).sum(axis=0)
+        sd = np.sqrt(sq / (n - 1))
+        t = st.t.ppf(0.5 + level / 2, np.maximum(n - 1, 1))
+        half = np.where(n >= 2, t * sd / np.sqrt(n), np.nan)
+    mean = np.where(n > 0, mean, np.nan)
+    return mean, mean - half, mean + half
+
+
+def mean_and_half_width(samples: np.ndarray, level: float = CONFIDENCE) -> tuple[float, float]:
+    """Mean of the finite samples and the half-width of its ``level`` confidence interval (NaN
+    without two samples)."""
+    mean, lo, hi = mean_ci(np.asarray(samples, dtype=float)[:, None], level)
+    return float(mean[0]), float((hi[0] - lo[0]) / 2)
+
+
+@dataclass(frozen=True)
+class Ecdf:
+    """Steps of an empirical CDF over ``total`` trials of which ``served`` have a finite value: it
+    ends at served / total, below 1 when some were censored (not served within the run)."""
+
+    x: np.ndarray
+    y: np.ndarray
+    served: int
+    total: int
+
+    @property
+    def end(self) -> float:
+        return self.served / self.total if self.total else float("nan")
+
+
+def ecdf(samples: np.ndarray) -> Ecdf:
+    """ECDF of ``samples`` in which NaN marks a censored trial: it counts in the denominator."""
+    samples = np.asarray(samples, dtype=float)
+    total = int(samples.size)
+    x = np.sort(samples[np.isfinite(samples)])
+    y = np.arange(1, x.size + 1) / total if total else np.zeros(0)
+    return Ecdf(x, y, int(x.size), total)
