@@ -20,11 +20,11 @@ run: venv
 
 ## lint, format check, type check, then the fast test suite
 test: venv lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto
 
 ## the slow statistical tests too
 test-slow: venv
-	$(BIN)/python -m pytest -q -m "slow or not slow"
+	$(BIN)/python -m pytest -q -n auto -m "slow or not slow"
 
 lint: venv
 	$(BIN)/ruff check gossipsim tests benchmarks

@@ -334,7 +334,8 @@ class DaskCluster(Executor):
                     n_workers=workers,
                     threads_per_worker=1,
                     processes=True,
-                    dashboard_address=None,
+                    dashboard_address=":0",  # a free port: no clash with another cluster
+                    # (Dask serves its HTTP routes even without a dashboard, on 8787 by default)
                     silence_logs=50,
                 )
             address = self.local

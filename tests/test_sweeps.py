@@ -217,3 +217,27 @@ def test_python_api_streams_to_a_folder_and_resumes(tmp_path):
     assert (
         json.loads((tmp_path / "api" / ".gossipsim" / "study.json").read_text())["complete"] is True
     )
+
+
+def test_a_local_cluster_beside_another_one_prints_nothing(tmp_path, capsys):
+    """Dask serves HTTP routes on port 8787 unless told otherwise: a second sweep on the same
+    machine used to print a three-line warning about the port. The port is held here."""
+    pytest.importorskip("dask.distributed")
+    import socket
+
+    holder = socket.socket()
+    try:
+        holder.bind(("", 8787))
+        holder.listen()
+    except OSError:
+        pass  # held by something else already: the case under test
+    try:
+        raw = base_scenario()
+        raw["scenario"]["runs"] = 4
+        path = tmp_path / "s.toml"
+        path.write_text(to_toml(raw))
+        args = ["run", str(path), "--out", str(tmp_path / "o"), "--cluster", "local:2"]
+        assert main([*args, "--no-plots"]) == 0
+        assert capsys.readouterr().err == ""
+    finally:
+        holder.close()
