@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats as st
+from scipy import special
 
 STATISTICS = ("median", "mean")
 PERCENTILES = (12.5, 87.5)  # the paper's 75% band
@@ -85,7 +85,7 @@ def mean_ci(
         mean = filled.sum(axis=0) / n
         sq = np.where(finite, (values - mean) ** 2, 0.0).sum(axis=0)
         sd = np.sqrt(sq / (n - 1))
-        t = st.t.ppf(0.5 + level / 2, np.maximum(n - 1, 1))
+        t = special.stdtrit(np.maximum(n - 1, 1), 0.5 + level / 2)  # Student t quantile
         half = np.where(n >= 2, t * sd / np.sqrt(n), np.nan)
     mean = np.where(n > 0, mean, np.nan)
     return mean, mean - half, mean + half
