@@ -649,3 +649,14 @@ def test_a_request_at_the_horizon_is_accepted():
     gs.parse_study(raw)
     raw = _small(unlearning=[{"node": 1, "at_iteration": 40}])
     gs.parse_study(raw)
+
+
+def test_local_iterations_are_bounded():
+    """2^31 natural-gradient steps per visit validated and then ran for ever (the slow fuzz
+    profile's finding): the key is bounded, in one line naming it."""
+    raw = _small(model={"kind": "beta-exponential"}, protocol={"local_iterations": 2**31})
+    with pytest.raises(gs.ConfigError) as info:
+        gs.parse_study(raw)
+    assert info.value.key == "protocol.local_iterations" and "<= 10000" in str(info.value)
+    raw["protocol"]["local_iterations"] = 10_000
+    gs.parse_study(raw)

@@ -22,7 +22,15 @@ from .registry import COMMON_KEYS, BuildRequest, ProtocolKind
 
 #: the natural-gradient keys (non-conjugate models only), each stated once
 NATGRAD_KEYS: tuple[Key, ...] = (
-    Key("local_iterations", "integer", 1, "natural-gradient steps L per visit", minimum=1),
+    Key(
+        "local_iterations",
+        "integer",
+        1,
+        "natural-gradient steps L per visit (the paper uses up "
+        "to 50; at most 10,000, so that a run cannot silently take days)",
+        minimum=1,
+        maximum=10_000,
+    ),  # fmt: skip
     Key("learning_rate", "number", 5e-3, "ρ", minimum=0.0, exclusive_minimum=True),
     Key(
         "schedule",
