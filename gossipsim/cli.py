@@ -12,6 +12,7 @@ import argparse
 import errno
 import gc
 import json
+import math
 import os
 import sys
 import warnings
@@ -321,17 +322,19 @@ def _print_summary(results: Any, out: Path) -> None:
         "engine: "
         + "; ".join(f"{e} for {engines.count(e)} variant(s)" for e in sorted(set(engines)))
     )
+    from .results import cover_summary, request_summaries
+
     for label, part in runs.groupby("variant", sort=False):
-        cover = part["cover_iteration"].astype(float).mean()
         conv = part["convergence_iteration"].astype(float)
-        line = f"  {label}: mean cover iteration {cover:.2f}; converged in {conv.notna().sum()}/{len(part)} runs"
+        line = f"  {label}: " + _censored_text("cover iteration", cover_summary(part), "runs")
+        line += f"; converged in {conv.notna().sum()}/{len(part)} runs"
         if conv.notna().any():
             line += f", mean convergence iteration {conv.mean():.2f}"
         print(line)
         req = results.requests[results.requests["variant"] == label]
         theory = results.theory.get(str(label), {}).get("expected_unlearning_latency", {})
-        for _, part_req in req.groupby("request", sort=True):
-            print(_request_line(part_req, theory))
+        for entry in request_summaries(req, part, theory):
+            print(_request_line(entry, req[req["request"] == entry["request"]]))
         nonfinite = results.nonfinite_runs(str(label))
         if nonfinite:
             print(
@@ -342,27 +345,51 @@ def _print_summary(results: Any, out: Path) -> None:
             )
 
 
-def _request_line(req: Any, theory: dict[str, float]) -> str:
-    """One request's summary: removal latency (and its exact expectation), the KL-based latency
-    against retraining, and how many runs it was served in."""
-    node = req["node"].iloc[0]
-    at = req["request_iteration"].dropna()
-    when = f"slot {int(at.iloc[0])}" if len(at) and at.nunique() == 1 else "its arrival"
-    removal = req["removal_latency"].astype(float)
-    line = f"    request for node {node} at {when}: removal latency {removal.mean():.2f}"
-    if str(node) in theory:
-        line += f" (exact {theory[str(node)]:.2f})"
-    latency = req["latency"].astype(float)
-    retrain = req["retrain_latency"].astype(float)
-    line += (
-        f"; unlearning latency {latency.mean():.2f} (served in {latency.notna().sum()}/{len(req)})"
-        f" vs retrain {retrain.mean():.2f} ({retrain.notna().sum()}/{len(req)})"
+def _censored_text(what: str, summary: dict[str, Any], unit: str) -> str:
+    """ "mean X m over k/n runs" and, when some runs are censored, the Kaplan–Meier median and the
+    restricted mean (a lower bound of the mean) beside it."""
+    observed, total = summary["observed"], summary["total"]
+    if observed == 0:
+        return f"{what} not reached in any of {total} {unit}"
+    text = f"mean {what} {summary['mean_of_observed']:.2f}"
+    if observed == total:
+        return f"{text} ({observed}/{total} {unit})"
+    median = summary["km_median"]
+    shown = f"{median:.0f}" if math.isfinite(median) else f"> {summary['restricted_to'] - 1:.0f}"
+    return (
+        f"{text} over the {observed}/{total} {unit} that reached it (biased low); Kaplan–Meier "
+        f"median {shown}, mean >= {summary['restricted_mean']:.2f} counting the others at their end"
     )
-    settled = req["settled_at_request"].dropna()
+
+
+def _request_line(entry: dict[str, Any], rows: Any) -> str:
+    """One request's summary (never pooled with other nodes' requests): removal latency against its
+    exact expectation, the KL-based latency against retraining, each with its served count and a
+    censoring-aware estimate when not every run served it."""
+    at = entry["request_iteration"]
+    when = f"slot {at:.0f}" if isinstance(at, float) else "its arrival"
+    if entry["arrived"] < entry["runs"]:
+        when += f" (arrived in {entry['arrived']}/{entry['runs']} runs)"
+    line = f"    request for node {entry['node']} at {when}:"
+    if entry["arrived"] == 0:
+        return line + " never arrived"
+    parts = []
+    for column, name in (
+        ("removal_latency", "removal latency"),
+        ("latency", "unlearning latency"),
+        ("retrain_latency", "retrain latency"),
+    ):
+        if column in entry:
+            text = _censored_text(name, entry[column], "runs")
+            if column == "removal_latency" and "exact_removal_latency" in entry:
+                text += f" (exact {entry['exact_removal_latency']:.2f})"
+            parts.append(text)
+    line += " " + "; ".join(parts)
+    settled = rows["settled_at_request"].dropna()
     unsettled = int((~settled.astype(bool)).sum())
     if unsettled:
         line += (
-            f"\n      note: in {unsettled}/{len(req)} runs the KL was not within the tolerance before"
+            f"\n      note: in {unsettled}/{len(rows)} runs the KL was not within the tolerance before"
             " the request; their unlearning latency times learning or estimator noise"
         )
     return line

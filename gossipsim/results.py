@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .censoring import censored_summary
 from .errors import ConfigError
 from .executors import RunFailure
 from .fastcsv import write_csv
@@ -101,6 +102,15 @@ class Results:
                     skip={"run", "request", "node"},
                 ),
             }
+            runs = self.runs[self.runs["variant"] == label]
+            entry["cover"] = _jsonable(cover_summary(runs))
+            entry["per_request"] = _jsonable(
+                request_summaries(
+                    self.requests[self.requests["variant"] == label],
+                    runs,
+                    self.theory.get(label, {}).get("expected_unlearning_latency", {}),
+                )
+            )
             entry["failed_runs"] = int((self.failures["variant"] == label).sum())
             entry["runs_with_nonfinite_kl"] = self.nonfinite_runs(label)
             shares = self.visits.loc[self.visits["variant"] == label, "share"]
@@ -469,6 +479,64 @@ def _read_table(path: Path) -> pd.DataFrame:
 def _reason(exc: BaseException) -> str:
     text = getattr(exc, "strerror", None) or str(exc)
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+LATENCIES = ("removal_latency", "latency", "retrain_latency")
+
+
+def cover_summary(runs: pd.DataFrame) -> dict[str, Any]:
+    """A variant's cover iterations with their censoring: a run that ended uncovered says only that
+    its cover iteration exceeds its length (:func:`gossipsim.censoring.censored_summary`)."""
+    cover = runs["cover_iteration"].to_numpy(dtype=float, na_value=np.nan)
+    length = runs["iterations"].to_numpy(dtype=float, na_value=np.nan)
+    return censored_summary(cover, length)
+
+
+def request_summaries(
+    requests: pd.DataFrame, runs: pd.DataFrame, exact: dict[str, float]
+) -> list[dict[str, Any]]:
+    """One entry per request of a variant (never pooled across nodes): the node, when it arrived,
+    in how many runs, and for each latency the served count, the naive mean of the served runs, the
+    Kaplan–Meier median and the restricted mean (a latency not reached by the end of a run of n
+    slots, for a request at slot r, exceeds n − r + 1), with the exact expected removal latency
+    from hitting times beside it where it exists."""
+    out: list[dict[str, Any]] = []
+    if not len(requests):
+        return out
+    length = runs.set_index("run")["iterations"]
+    for _, rows in requests.groupby("request", sort=True):
+        node = rows["node"].iloc[0]
+        slot = rows["request_iteration"].to_numpy(dtype=float, na_value=np.nan)
+        arrived = np.isfinite(slot)
+        ends = rows["run"].map(length).to_numpy(dtype=float, na_value=np.nan)
+        censored_at = ends - slot + 1
+        times = rows["request_time"].to_numpy(dtype=float, na_value=np.nan)[arrived]
+        entry: dict[str, Any] = {
+            "request": int(rows["request"].iloc[0]),
+            "node": node,
+            "runs": int(len(rows)),
+            "arrived": int(arrived.sum()),
+            "request_iteration": _one_or_range(slot[arrived]),
+            "request_time": _one_or_range(times),
+        }
+        for column in LATENCIES:
+            if column not in rows:
+                continue
+            values = rows[column].to_numpy(dtype=float, na_value=np.nan)[arrived]
+            entry[column] = censored_summary(values, censored_at[arrived])
+        if str(node) in exact:
+            entry["exact_removal_latency"] = exact[str(node)]
+        out.append(entry)
+    return out
+
+
+def _one_or_range(values: np.ndarray) -> Any:
+    """A value shared by every run, or its [min, max] range (None when there is none)."""
+    finite = values[np.isfinite(values)]
+    if not finite.size:
+        return None
+    low, high = float(finite.min()), float(finite.max())
+    return low if low == high else [low, high]
 
 
 def _column_summaries(df: pd.DataFrame, skip: set[str]) -> dict[str, Any]:

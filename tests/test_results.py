@@ -61,3 +61,43 @@ def test_variant_column_has_the_dtype_pandas_infers_for_labels():
     assert res.metrics["variant"].dtype == inferred
     assert res.runs["variant"].dtype == inferred
     assert res.metrics["variant"].tolist() == [res.variants[0]] * len(res.metrics)
+
+
+def test_summaries_are_per_request_and_report_censoring(tmp_path, capsys):
+    """Two requests for different nodes are summarised apart, each with its served count, exact
+    expectation and, for the star's uncovered runs, the censoring-aware estimates; summary.json holds
+    the same per-request entries."""
+    import json
+
+    from gossipsim.cli import main
+    from tests.helpers import base_scenario, to_toml
+
+    raw = base_scenario(
+        scenario={"name": "c", "seed": 3, "runs": 40, "iterations": 200},
+        topology={"kind": "star", "nodes": 10},
+        unlearning=[{"node": 0, "at_iteration": 20}, {"node": 5, "at_iteration": 30}],
+    )
+    path = tmp_path / "s.toml"
+    path.write_text(to_toml(raw))
+    assert main(["run", str(path), "--out", str(tmp_path / "o"), "--no-plots"]) == 0
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if "request for node" in line]
+    assert len(lines) == 2 and "node 0 at slot 20" in lines[0] and "node 5 at slot 30" in lines[1]
+    assert all("exact" in line and "/40 runs" in line for line in lines)
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    variant = summary["variants"]["c"]
+    runs = pd.read_csv(tmp_path / "o" / "runs.csv")
+    cover = variant["cover"]
+    assert cover["total"] == 40 and cover["observed"] == runs["cover_iteration"].notna().sum()
+    assert 0 < cover["observed"] < 40  # some star runs cover within 200 slots, some do not
+    assert "Kaplan–Meier median" in out and "biased low" in out
+    assert cover["restricted_mean"] >= cover["mean_of_observed"]
+    requests = pd.read_csv(tmp_path / "o" / "requests.csv")
+    for entry in variant["per_request"]:
+        rows = requests[requests["request"] == entry["request"]]
+        served = rows["removal_latency"].notna().sum()
+        assert entry["removal_latency"]["observed"] == served
+        assert entry["removal_latency"]["mean_of_observed"] == pytest.approx(
+            rows["removal_latency"].mean()
+        )
+        assert entry["exact_removal_latency"] > 0
