@@ -113,7 +113,7 @@ def _execute(
     outcomes: dict[Task, Outcome] = {}
     bar = None
     if progress is not False:
-        from tqdm import tqdm
+        from tqdm.auto import tqdm  # a widget in notebooks, text in a terminal
 
         bar = tqdm(total=total, initial=len(done), unit="run", file=sys.stderr,
                    disable=None if progress is None else False, desc=study.name)  # fmt: skip

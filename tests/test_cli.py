@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from gossipsim.cli import main
-from tests.helpers import to_toml
+from tests.helpers import base_scenario, to_toml
 
 SMALL = """
 [scenario]
@@ -316,3 +316,17 @@ def test_only_the_command_itself_freezes_its_start_up_objects(monkeypatch, capsy
     monkeypatch.setattr("sys.argv", ["gossipsim", "list"])
     assert main() == 0 and frozen == [True]
     capsys.readouterr()
+
+
+def test_progress_on_draws_a_bar_on_stderr(tmp_path, capsys):
+    """tqdm.auto: text in a terminal (a widget in notebooks); the tables are unaffected."""
+    path = tmp_path / "s.toml"
+    raw = base_scenario()
+    raw["scenario"]["runs"] = 3
+    path.write_text(to_toml(raw))
+    assert (
+        main(["run", str(path), "--out", str(tmp_path / "o"), "--no-plots", "--progress", "on"])
+        == 0
+    )
+    err = capsys.readouterr().err
+    assert "3/3" in err and "run" in err
