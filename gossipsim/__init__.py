@@ -37,28 +37,28 @@ _LAZY = {
     "build_world": "world",
     "check": "api",
     "check_graph": "topology",
-    "exact_cover_moves": "covertime",
-    "expected_unlearning_latency": "covertime",
-    "hitting_times_to": "covertime",
+    "exact_cover_moves": "cover",
+    "expected_unlearning_latency": "cover",
+    "hitting_times_to": "cover",
     "load_results": "results",
     "load_scenario": "scenario",
-    "matthews_bounds": "covertime",
-    "monte_carlo_cover_moves": "covertime",
-    "monte_carlo_unlearning_latency": "covertime",
+    "matthews_bounds": "cover",
+    "monte_carlo_cover_moves": "cover",
+    "monte_carlo_unlearning_latency": "cover",
     "parse_study": "scenario",
     "run": "api",
     "run_token": "engine",
     "simulate_run": "runner",
     "stationary_distribution": "scheduling",
-    "theoretical_cover": "covertime",
-    "theoretical_cover_moves": "covertime",
+    "theoretical_cover": "cover",
+    "theoretical_cover_moves": "cover",
     "transition_matrix": "scheduling",
     "variational_optimum": "optimum",
 }
 
 if TYPE_CHECKING:
     from .api import check, run
-    from .covertime import (
+    from .cover import (
         exact_cover_moves,
         expected_unlearning_latency,
         hitting_times_to,

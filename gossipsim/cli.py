@@ -493,7 +493,7 @@ def _graph_from_args(args: argparse.Namespace) -> Any:
 def _cmd_covertime(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from . import covertime as ct
+    from . import cover as ct
     from .scheduling import check_scheduler
 
     check_scheduler(args.scheduler, "--scheduler")
@@ -535,7 +535,7 @@ def _cmd_covertime(args: argparse.Namespace) -> int:
 def _cmd_hitting(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from . import covertime as ct
+    from . import cover as ct
     from .scheduling import check_scheduler
     from .topology import parse_label
 

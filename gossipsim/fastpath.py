@@ -180,7 +180,7 @@ def _batch_learning(world: World, runs: list[int]) -> BatchOutput:
     new_visit = np.zeros((batch, columns + 1), dtype=np.int64)
     new_visit[np.broadcast_to(rows[:, None], visited.shape)[visited], first_visit[visited]] = 1
     state_index = np.cumsum(new_visit[:, :columns], axis=1)
-    end_times, sent = _clock(world, holders)
+    end_times, _, sent = _clock(world, holders)
 
     below = kl[:, 1:] <= sc.metrics.tolerance  # state j >= 1 holds from the j-th first visit
     converged = np.where(below.any(axis=1), visit_slots[rows, below.argmax(axis=1)], _NEVER)
@@ -285,7 +285,7 @@ def _batch_unlearning(world: World, runs: list[int]) -> BatchOutput:
         retrain_slots, retrain_states = _retrain_trace(
             at, nodes, restart_slots, since, factors, prior, n_slots
         )
-    end_times, start_times, bits = _clock_of_runs(world, holders)
+    end_times, start_times, bits = _clock(world, holders)
     record = BatchRecord(
         runs=run_ids,
         seeds=seeds.astype(np.int64),
@@ -451,25 +451,6 @@ def _retrain_trace(
     )
 
 
-def _clock_of_runs(world: World, holders: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """End and start time of each slot and payload bits sent by its start (runs × slots), with
-    the arithmetic of the event engine's record (cumulative sums in slot order)."""
-    sc = world.scenario
-    batch, columns = holders.shape
-    bits = float(sc.protocol.bits_per_entry * world.model.message_entries)
-    hop = world.links.delay(0, 0, bits)
-    moved = holders[:, 1:] != holders[:, :-1]
-    increments = np.empty((batch, 2 * columns - 1))
-    increments[:, 0::2] = sc.compute_seconds
-    increments[:, 1::2] = np.where(moved, hop, 0.0)
-    cumulative = np.cumsum(increments, axis=1)
-    starts = np.zeros((batch, columns))
-    starts[:, 1:] = cumulative[:, 1::2]
-    sent = np.zeros((batch, columns))
-    np.cumsum(np.where(moved, bits, 0.0), axis=1, out=sent[:, 1:])
-    return cumulative[:, 0::2], starts, sent
-
-
 def _walk_first_visits(world: World, seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The holders of every run (runs × slots; fewer slots when every run stopped early) and the
     column of each node's first visit (runs × nodes; ``_NEVER`` if not visited)."""
@@ -523,9 +504,10 @@ def _state_kl(
     return kl, visit_slots
 
 
-def _clock(world: World, holders: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """End time of each slot and payload bits sent by then (runs × slots), with the event engine's
-    arithmetic: times are cumulative sums of compute and hop times in slot order, bits whole."""
+def _clock(world: World, holders: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """End and start time of each slot and payload bits sent before it starts (runs × slots), with
+    the event engine's arithmetic: times are cumulative sums of compute and hop times in slot
+    order, bits whole."""
     sc = world.scenario
     batch, columns = holders.shape
     bits = float(sc.protocol.bits_per_entry * world.model.message_entries)
@@ -534,14 +516,16 @@ def _clock(world: World, holders: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     increments = np.empty((batch, 2 * columns - 1))
     increments[:, 0::2] = sc.compute_seconds
     increments[:, 1::2] = np.where(moved, hop, 0.0)
-    end_times = np.cumsum(increments, axis=1)[:, 0::2]
+    cumulative = np.cumsum(increments, axis=1)
+    starts = np.zeros((batch, columns))
+    starts[:, 1:] = cumulative[:, 1::2]
     if bits * columns < 2**53:  # whole numbers: bits × moves is exactly the running sum of bits
         hops = np.zeros((batch, columns), dtype=np.int64)
         np.cumsum(moved, axis=1, out=hops[:, 1:])
-        return end_times, bits * hops
+        return cumulative[:, 0::2], starts, bits * hops
     sent = np.zeros((batch, columns))
     np.cumsum(np.where(moved, bits, 0.0), axis=1, out=sent[:, 1:])
-    return end_times, sent
+    return cumulative[:, 0::2], starts, sent
 
 
 def _run_data(world: World, seeds: np.ndarray) -> list[Any]:

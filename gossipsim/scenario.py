@@ -21,6 +21,7 @@ from typing import Any
 
 from . import budget
 from .errors import ConfigError
+from .links import LinkModel, check_horizon
 from .registry import MODEL_KINDS, PROTOCOL_KINDS
 from .schema import read_keys
 from .settings import (
@@ -371,9 +372,9 @@ def _check_requests_can_arrive(
                 entries = model_cls.sizes(spec, 0).message_entries
             except ConfigError:
                 return  # settings the build refuses in its own words
+            link = LinkModel(links.rate_bps, links.latency_s)
             bits = protocol.bits_per_entry * entries
-            per_slot = compute_seconds + bits / links.rate_bps + links.latency_s
-            horizon = run.iterations * per_slot
+            horizon = check_horizon(run.iterations, compute_seconds, link, bits)
         if req.at_time > horizon:
             raise ConfigError(
                 f"{where}.at_time",
