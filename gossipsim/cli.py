@@ -157,7 +157,12 @@ def build_parser() -> argparse.ArgumentParser:
             default=1000,
             help="Monte Carlo runs (default 1000)",
         )
-        p.add_argument("--seed", type=_nonnegative_int, default=0)
+        p.add_argument(
+            "--seed",
+            type=_nonnegative_int,
+            default=0,
+            help="draws the graph as a scenario with this seed does, and the walks (default 0)",
+        )
         p.add_argument("--exact", action="store_true", help="also compute the exact expectation")
         p.add_argument("--json", action="store_true", help="print JSON")
         if name == "covertime":
@@ -481,11 +486,17 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 def _graph_from_args(args: argparse.Namespace) -> Any:
     """The graph of --topology/--nodes/--param/--path/--seed in CSR form (as the simulator builds
-    it: Erdős–Rényi and random geometric graphs of millions of nodes without NetworkX)."""
+    it: Erdős–Rényi and random geometric graphs of millions of nodes without NetworkX), drawn from
+    the same seed stream as a scenario's graph, so ``--seed S`` gives the graph of a scenario with
+    ``seed = S`` (or ``[topology] seed = S``)."""
+    import numpy as np
+
+    from .streams import TOPOLOGY_TAG
     from .topology import build_indexed
 
+    seed = np.random.SeedSequence([args.seed, TOPOLOGY_TAG])
     indexed, _ = build_indexed(
-        args.topology, args.nodes, dict(args.param), path=args.path, seed=args.seed
+        args.topology, args.nodes, dict(args.param), path=args.path, seed=seed
     )
     return indexed
 
@@ -547,7 +558,7 @@ def _cmd_hitting(args: argparse.Namespace) -> int:
     node = indexed.index(label, "--node")
     rng = np.random.default_rng(args.seed)
     samples = ct.monte_carlo_unlearning_latency(
-        indexed, node, args.scheduler, runs=args.runs, rng=rng
+        indexed, indexed.labels[node], args.scheduler, runs=args.runs, rng=rng
     )
     stats = ct.summarize(samples)
     out: dict[str, Any] = {
@@ -560,7 +571,9 @@ def _cmd_hitting(args: argparse.Namespace) -> int:
         "runs": stats["runs"],
     }
     if args.exact:
-        out["exact_latency"] = ct.expected_unlearning_latency(indexed, node, args.scheduler)
+        out["exact_latency"] = ct.expected_unlearning_latency(
+            indexed, indexed.labels[node], args.scheduler
+        )
     if args.json:
         print(json.dumps(out, default=str))
     else:

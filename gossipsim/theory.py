@@ -16,7 +16,7 @@ THEORY_MAX_NODES = 20_000
 MATTHEWS_SUMMARY_MAX_NODES = 2_000
 
 
-def cover_start(world: Any) -> ct.Start:
+def cover_start(world: Any) -> str | int:
     """The scenario's start as the cover-time functions take it: the index of the fixed first holder
     (``world.start``), else ``"uniform"`` or ``"stationary"`` (``scheduler.start``)."""
     if world.start is not None:
@@ -55,7 +55,7 @@ def theory_for(world: Any) -> dict[str, Any]:
         "start": world.indexed.labels[start] if isinstance(start, int) else start,
     }
     try:
-        exact = ct.exact_cover_moves_with_method(world.indexed, kind, start)
+        exact = ct.exact_cover_moves_with_method(world.indexed, kind, out["start"])
         out["exact_cover_moves"] = exact.moves
         out["exact_cover_method"] = exact.method
         out["exact_cover_detail"] = exact.detail
@@ -78,7 +78,7 @@ def theory_for(world: Any) -> dict[str, Any]:
     if world.requests and world.nodes <= THEORY_MAX_NODES:
         out["expected_unlearning_latency"] = {
             str(world.indexed.labels[r.node]): ct.expected_unlearning_latency(
-                world.indexed, r.node, kind, start="stationary"
+                world.indexed, world.indexed.labels[r.node], kind, start="stationary"
             )
             for r in world.requests
         }

@@ -209,6 +209,32 @@ def test_validate_list_covertime_hitting_plot(tmp_path, capsys):
     assert code == 0 and (res / "plots" / "kl_vs_iteration.svg").is_file()
 
 
+@pytest.mark.parametrize("seed", [0, 5])
+def test_covertime_seed_builds_the_scenarios_graph(tmp_path, capsys, seed):
+    """`covertime --seed S` walks the graph a scenario with seed S simulates: its exact cover time
+    (subset chain on this very graph) is the one in the scenario's summary."""
+    import gossipsim as gs
+
+    raw = base_scenario(
+        scenario={"runs": 1, "iterations": 5, "seed": seed},
+        topology={"kind": "barabasi_albert", "nodes": 9, "m": 2},
+    )
+    res = gs.run(raw)
+    world = gs.build_world(res.study.variants[0].scenario)
+    args = ["covertime", "--topology", "barabasi_albert", "--nodes", "9", "--param", "m=2"]
+    code, out, _ = _run([*args, "--seed", str(seed), "--runs", "10", "--exact", "--json"], capsys)
+    assert code == 0
+    exact = res.theory[res.variants[0]]["exact_cover_moves"]
+    assert json.loads(out)["exact_moves"] == pytest.approx(exact, rel=1e-12)
+    assert json.loads(out)["exact_moves"] == pytest.approx(
+        gs.exact_cover_moves(world.graph, start="uniform", method="subset-chain"), rel=1e-12
+    )
+    code, out, _ = _run(
+        [*args, "--seed", str(seed + 1), "--runs", "10", "--exact", "--json"], capsys
+    )
+    assert json.loads(out)["exact_moves"] != pytest.approx(exact, rel=1e-6)  # another graph
+
+
 def _base() -> dict:
     return {
         "scenario": {"runs": 2, "iterations": 20},

@@ -78,11 +78,15 @@ def test_exact_star_closed_form_matches_subset_chain(kind: str, k_nodes: int) ->
 
 def test_exact_star_centre_not_first_node() -> None:
     g = nx.relabel_nodes(nx.star_graph(5), {0: 9})  # the centre is now the last node
-    g = nx.Graph(sorted(g.edges))  # node order: 1, 9, 2, 3, 4, 5 -> centre index 1
-    for start in ("uniform", 0, 1):
+    g = nx.Graph(sorted(g.edges))  # node order: 1, 9, 2, 3, 4, 5 -> centre at index 1
+    for start in ("uniform", 1, 9):  # starts are node labels: 1 is a leaf, 9 the centre
         assert ct.exact_cover_moves(g, MH, start) == pytest.approx(
             ct.exact_cover_moves(g, MH, start, method="subset-chain"), rel=1e-10
         )
+    assert ct.exact_cover_moves(g, MH, 9) == pytest.approx(ct.star_cover_moves(5, MH, "centre"))
+    assert ct.exact_cover_moves(g, MH, 1) == pytest.approx(ct.star_cover_moves(5, MH, "leaf"))
+    with pytest.raises(ConfigError, match="start: node 0 does not exist"):
+        ct.exact_cover_moves(g, MH, 0)  # an index that is not a label
 
 
 def test_exact_path_of_three_by_hand() -> None:
@@ -299,8 +303,8 @@ def test_expected_latency_complete_graph() -> None:
 @pytest.mark.parametrize("kind", [MH, SRW, "uniform"])
 def test_latency_les_miserables_in_monte_carlo_ci(kind: str) -> None:
     g = nx.les_miserables_graph()
-    exact = ct.expected_unlearning_latency(g, 3, kind)
-    x = ct.monte_carlo_unlearning_latency(g, 3, kind, runs=20_000, rng=5)
+    exact = ct.expected_unlearning_latency(g, "MmeMagloire", kind)
+    x = ct.monte_carlo_unlearning_latency(g, "MmeMagloire", kind, runs=20_000, rng=5)
     assert np.all(x >= 1) and np.all(x == np.floor(x))
     lo, hi = ct.summarize(x)["ci95"]
     assert lo <= exact <= hi, (lo, exact, hi)
@@ -312,6 +316,40 @@ def test_latency_star_leaf_and_centre(kind: str) -> None:
     for node, seed in ((0, 41), (4, 42)):
         exact = ct.expected_unlearning_latency(g, node, kind)
         within_4se(ct.monte_carlo_unlearning_latency(g, node, kind, runs=20_000, rng=seed), exact)
+
+
+@pytest.mark.parametrize("kind", [MH, SRW])
+def test_functions_take_node_labels_as_the_cli(kind: str) -> None:
+    """Nodes are named by label, as in scenario files: the same numbers as the integer-relabelled
+    graph at the label's position, for every function that takes a node or a start."""
+    g = nx.florentine_families_graph()
+    plain = nx.convert_node_labels_to_integers(g)  # same node order: position = new label
+    k = list(g.nodes).index("Medici")
+    s = list(g.nodes).index("Strozzi")
+    assert ct.expected_unlearning_latency(g, "Medici", kind) == pytest.approx(
+        ct.expected_unlearning_latency(plain, k, kind), rel=1e-12
+    )
+    assert ct.expected_unlearning_latency(g, "Medici", kind, start="Strozzi") == pytest.approx(
+        1 + ct.hitting_times_to(plain, k, kind)[s], rel=1e-12
+    )
+    np.testing.assert_allclose(
+        ct.hitting_times_to(g, "Medici", kind), ct.hitting_times_to(plain, k, kind)
+    )
+    assert ct.exact_cover_moves(g, kind, "Medici") == pytest.approx(
+        ct.exact_cover_moves(plain, kind, k), rel=1e-12
+    )
+    np.testing.assert_array_equal(
+        ct.monte_carlo_unlearning_latency(g, "Medici", kind, runs=500, rng=3, start="Strozzi"),
+        ct.monte_carlo_unlearning_latency(plain, k, kind, runs=500, rng=3, start=s),
+    )
+    with pytest.raises(ConfigError, match="node: node 'Borgia' does not exist"):
+        ct.hitting_times_to(g, "Borgia", kind)
+    with pytest.raises(
+        ConfigError, match="start: expected 'uniform', 'stationary' or a node label"
+    ):
+        ct.exact_cover_moves(g, kind, "Borgia")
+    with pytest.raises(ConfigError, match="node: expected a node label, got True"):
+        ct.expected_unlearning_latency(plain, True, kind)
 
 
 def test_latency_node_label_helper() -> None:

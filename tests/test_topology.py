@@ -172,6 +172,20 @@ def test_random_regular_degrees() -> None:
     assert {d for _, d in g.degree} == {3}
 
 
+@pytest.mark.parametrize("seed", [1, 12])
+def test_documented_equalities_with_networkx(seed) -> None:
+    """docs/scenarios.md: erdos_renyi is NetworkX's fast_gnp_random_graph for nx_seed(seed);
+    random_geometric's points are default_rng(nx_seed(seed)).random((n, 2))."""
+    from gossipsim.topology.build import nx_seed
+
+    g = build_topology("erdos_renyi", 60, {"p": 0.1}, seed=seed)
+    ref = nx.fast_gnp_random_graph(60, 0.1, seed=nx_seed(seed))
+    assert sorted(g.edges()) == sorted(ref.edges())
+    geo = build_topology("random_geometric", 40, {"radius": 0.5}, seed=seed)
+    points = np.random.default_rng(nx_seed(seed)).random((40, 2))
+    np.testing.assert_array_equal([geo.nodes[i]["pos"] for i in range(40)], points)
+
+
 def test_random_geometric_positions() -> None:
     g = build_topology("random_geometric", 200, {"radius": 0.2}, seed=2)
     for u, v in g.edges():

@@ -9,7 +9,7 @@ Cover time (moves)
     ``C = min{t : {X_0, ..., X_t} = V}`` for the walk ``X`` of :mod:`gossipsim.scheduling`
     (Lovász 1993, "Random walks on graphs: a survey", §2; Aldous & Fill, "Reversible Markov chains
     and random walks on graphs", ch. 6). The start ``X_0`` is uniform over the nodes by default, a
-    given node index, or the stationary distribution π.
+    given node, or the stationary distribution π.
 
 Every computation reads the walk from the scheduler's object (:func:`~gossipsim.scheduling.scheduler_for`):
 its transition matrix and stationary distribution (exact values, hitting times, bounds) or its jump
@@ -26,8 +26,11 @@ chain and one-step sampler (Monte Carlo). One module per job:
 ===================  ===========================================================================
 
 Every function takes a :class:`networkx.Graph` or an :class:`~gossipsim.scheduling.IndexedGraph`, a
-scheduler name (see :data:`~gossipsim.scheduling.SCHEDULER_KINDS`), and node *indices* (``0..K−1`` in
-``graph.nodes`` order; :func:`node_index` maps a label). Randomness comes only from the
+scheduler name (see :data:`~gossipsim.scheduling.SCHEDULER_KINDS`), and nodes by their *labels*, as
+scenario files and the CLI name them (``expected_unlearning_latency(G, "Medici")``; on a graph whose
+nodes are 0..K−1 the label is the index). Arrays over nodes (hitting times, visit counts) are in
+``graph.nodes`` order; :func:`node_index` maps a label to its position. The closed forms of
+:mod:`.formulas`, which have no graph, take node indices of the graph the topology kind builds. Randomness comes only from the
 :class:`numpy.random.Generator` (or seed) passed in.
 """
 

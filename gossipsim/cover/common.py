@@ -16,7 +16,7 @@ from ..scheduling import IndexedGraph, Scheduler, scheduler_for
 from ..scheduling.graph import reaches_all
 
 Graph: TypeAlias = IndexedGraph | nx.Graph
-Start: TypeAlias = str | int
+Start: TypeAlias = Hashable  # "uniform", "stationary" or a node label
 
 
 def harmonic(n: int) -> float:
@@ -81,6 +81,7 @@ def node_index(graph: Graph, label: Hashable, key: str = "node") -> int:
 
 
 def check_node(node: Any, n: int, key: str = "node") -> int:
+    """A node *index* ``0..n−1`` (for the closed forms, which have no graph and so no labels)."""
     if isinstance(node, bool) or not isinstance(node, int | np.integer):
         raise ConfigError(key, f"expected a node index 0..{n - 1}, got {node!r}")
     if not 0 <= int(node) < n:
@@ -88,19 +89,30 @@ def check_node(node: Any, n: int, key: str = "node") -> int:
     return int(node)
 
 
+def resolve_node(g: IndexedGraph, label: Any, key: str = "node") -> int:
+    """The index of the node labelled ``label`` (as in scenario files and the CLI: ``"Medici"``, or
+    ``3`` on a graph whose nodes are 0..K−1); a :class:`ConfigError` naming ``key`` if there is no
+    such node. ``True``/``False`` are not node labels here (they would equal 1 and 0)."""
+    if isinstance(label, bool):
+        raise ConfigError(key, f"expected a node label, got {label!r}")
+    return g.index(label, key)
+
+
 def start_weights(g: IndexedGraph, sched: Scheduler, start: Start) -> np.ndarray:
-    """Distribution of the first holder over the node indices."""
+    """Distribution of the first holder over the node indices: ``start`` is ``"uniform"``,
+    ``"stationary"`` or a node label."""
     n = g.size
     if isinstance(start, str):
         if start == "uniform":
             return np.full(n, 1.0 / n)
         if start == "stationary":
             return sched.stationary(g)
-        raise ConfigError(
-            "start", f"expected 'uniform', 'stationary' or a node index, got {start!r}"
-        )
+        if start not in g.index_of:
+            raise ConfigError(
+                "start", f"expected 'uniform', 'stationary' or a node label, got {start!r}"
+            )
     w = np.zeros(n)
-    w[check_node(start, n, "start")] = 1.0
+    w[resolve_node(g, start, "start")] = 1.0
     return w
 
 
@@ -124,9 +136,9 @@ def draw_starts(
     """The first holder of each of ``runs`` Monte Carlo runs (a stationary start of a scheduler whose
     stationary distribution is uniform is drawn as a uniform integer)."""
     n = g.size
-    if isinstance(start, str):
-        w = start_weights(g, sched, start)  # validates the string
+    if start in ("uniform", "stationary"):
+        w = start_weights(g, sched, start)
         if start == "uniform" or sched.uniform_stationary:
             return rng.integers(0, n, size=runs)
         return rng.choice(n, size=runs, p=w)
-    return np.full(runs, check_node(start, n, "start"), dtype=np.int64)
+    return np.full(runs, resolve_node(g, start, "start"), dtype=np.int64)

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..scheduling import IndexedGraph
-from .common import Graph, Start, harmonic, prepare, start_weights
+from .common import Graph, Start, harmonic, prepare, resolve_node, start_weights
 from .formulas import GRAPH_WALKS, star_cover_moves
 
 EXACT_COVER_MAX_NODES = 22
@@ -53,7 +53,7 @@ class ExactCover:
     detail: str  # human-readable, e.g. "closed form: cycle K(K-1)/2"
 
 
-def _closed_form(g: IndexedGraph, kind: str, start: Start) -> ExactCover | None:
+def _closed_form(g: IndexedGraph, kind: str, start: str | int) -> ExactCover | None:
     """The exact expected cover moves of the ``kind`` walk from ``start`` where a closed form applies,
     else ``None`` (the caller then uses the subset chain).
 
@@ -61,7 +61,7 @@ def _closed_form(g: IndexedGraph, kind: str, start: Start) -> ExactCover | None:
     walks, to the complete graph and the cycle (regular and vertex-transitive: any start, MH = SRW)
     and to the star (the value depends on the walk and on whether the start is the centre, a leaf,
     uniform or stationary); to no other kind. Assumes ``g`` has at least two nodes and is connected (checked by the
-    caller) and ``start`` is valid.
+    caller) and ``start`` is ``"uniform"``, ``"stationary"`` or a node *index*.
     """
     n = g.size
     if kind == "uniform":
@@ -195,8 +195,8 @@ def exact_cover_moves_with_method(
     """Exact expected cover moves of the ``scheduler`` walk from ``start``, with the method used.
 
     ``start`` is ``"uniform"`` (first holder uniform over the nodes), ``"stationary"`` (drawn from
-    the walk's stationary distribution) or a node index (``0..K−1``), as ``scheduler.start`` of a
-    scenario. ``method``: ``"auto"`` (a closed form when the graph is complete, a cycle or a star,
+    the walk's stationary distribution) or a node label (``"Medici"``; ``3`` on a graph whose nodes
+    are 0..K−1), as ``scheduler.start`` of a scenario. ``method``: ``"auto"`` (a closed form when the graph is complete, a cycle or a star,
     or the scheduler is ``uniform``; else the subset chain), ``"closed-form"`` or
     ``"subset-chain"``. The subset chain is limited to :data:`EXACT_COVER_MAX_NODES` nodes.
     """
@@ -210,7 +210,8 @@ def exact_cover_moves_with_method(
     if n == 1:
         return ExactCover(0.0, "trivial", "one node: covered at slot 1")
     if method != "subset-chain":
-        found = _closed_form(g, sched.kind, start)
+        where = start if start in ("uniform", "stationary") else resolve_node(g, start, "start")
+        found = _closed_form(g, sched.kind, where)
         if found is not None:
             return found
         if method == "closed-form":

@@ -15,7 +15,11 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..scheduling import check_scheduler
-from .common import Start, check_node, harmonic
+from .common import check_node, harmonic
+
+#: a start of the graph-free closed forms: "uniform", "stationary" (or, for the star, "centre" and
+#: "leaf") or a node *index* of the graph the topology kind builds
+IndexStart = str | int
 
 #: the walks along edges with known closed forms (they coincide on regular graphs)
 GRAPH_WALKS = ("metropolis-hastings", "simple-random-walk")
@@ -29,7 +33,7 @@ def _known(scheduler: str) -> str:
 
 
 def star_cover_moves(
-    leaves: int, scheduler: str = "metropolis-hastings", start: Start = "uniform"
+    leaves: int, scheduler: str = "metropolis-hastings", start: IndexStart = "uniform"
 ) -> float:
     """Exact expected cover moves of the star with ``n = leaves`` leaves (K = n + 1 nodes, n ≥ 2).
 
@@ -86,7 +90,7 @@ def theoretical_cover(
     nodes: int,
     *,
     scheduler: str = "metropolis-hastings",
-    start: Start = "uniform",
+    start: IndexStart = "uniform",
     **params: Any,
 ) -> TheoreticalCover | None:
     """Closed form or asymptotic expected cover moves of topology ``kind`` with ``nodes`` nodes.
@@ -174,7 +178,7 @@ def theoretical_cover_moves(
     nodes: int,
     *,
     scheduler: str = "metropolis-hastings",
-    start: Start = "uniform",
+    start: IndexStart = "uniform",
     **params: Any,
 ) -> float | None:
     """The value of :func:`theoretical_cover` (closed form or asymptotic expected cover moves for

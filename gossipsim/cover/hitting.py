@@ -14,11 +14,13 @@ The ``uniform`` scheduler has the closed form ``H(v, k) = K`` (v ≠ k).
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ConfigError
-from .common import Graph, Start, check_node, prepare, start_weights
+from .common import Graph, Start, prepare, resolve_node, start_weights
 
 MATTHEWS_MAX_NODES = 5000
 """Largest graph for the dense all-pairs hitting times behind
@@ -27,16 +29,18 @@ about 8 s and 1.2 GB at 5,000 nodes)."""
 
 
 def hitting_times_to(
-    graph: Graph, node_index: int, scheduler: str = "metropolis-hastings"
+    graph: Graph, node: Hashable, scheduler: str = "metropolis-hastings"
 ) -> np.ndarray:
-    """Exact expected moves ``H(v, k)`` to reach node ``k = node_index`` from every node v (0 at k).
+    """Exact expected moves ``H(v, k)`` to reach node ``k`` (labelled ``node``, as in scenario files:
+    ``"Medici"``, or ``3`` on a graph whose nodes are 0..K−1) from every node v (0 at k), indexed
+    in ``graph.nodes`` order.
 
     Sparse solve of ``(I − P)|_{V∖{k}} h = 1`` (first-step analysis; Aldous & Fill ch. 2). For the
     ``uniform`` scheduler every slot's holder is k with probability 1/K, so ``H(v, k) = K`` for v ≠ k.
     """
     g, sched = prepare(graph, scheduler)
     n = g.size
-    k = check_node(node_index, n, "node")
+    k = resolve_node(g, node, "node")
     h = np.zeros(n)
     if n == 1:
         return h
@@ -55,17 +59,18 @@ def hitting_times_to(
 
 def expected_unlearning_latency(
     graph: Graph,
-    node_index: int,
+    node: Hashable,
     scheduler: str = "metropolis-hastings",
     start: Start = "stationary",
 ) -> float:
-    """``1 + Σ_v w(v)·H(v, k)`` where w is the distribution of the first holder after the request.
+    """``1 + Σ_v w(v)·H(v, k)`` where w is the distribution of the first holder after the request
+    for node ``k`` (labelled ``node``: ``expected_unlearning_latency(G, "Medici")``).
 
-    ``start`` is ``"stationary"`` (default, π), ``"uniform"`` or a node index.
+    ``start`` is ``"stationary"`` (default, π), ``"uniform"`` or a node label.
     """
     g, sched = prepare(graph, scheduler)
     w = start_weights(g, sched, start)
-    return 1.0 + float(w @ hitting_times_to(g, node_index, sched.kind))
+    return 1.0 + float(w @ hitting_times_to(g, node, sched.kind))
 
 
 def all_pairs_hitting_times(graph: Graph, scheduler: str = "metropolis-hastings") -> np.ndarray:

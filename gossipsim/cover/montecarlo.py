@@ -19,13 +19,14 @@ from a scenario's seeds (those come from the runs' own walk streams).
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
 
 from ..errors import ConfigError
 from ..scheduling import JumpChain, Scheduler
-from .common import Graph, Start, as_rng, check_node, check_runs, draw_starts, prepare
+from .common import Graph, Start, as_rng, check_runs, draw_starts, prepare, resolve_node
 
 _TAIL_RUNS = 32  # below this many active runs (chains without holding) finish run by run
 _VISITED_BYTES = 200_000_000  # cap on the runs×K visited matrix of one Monte Carlo chunk
@@ -152,7 +153,7 @@ def monte_carlo_cover_moves(
 
     All runs step together (in chunks keeping the runs×K visited matrix under 200 MB); the walk is
     simulated as its jump chain with geometric holding times (module docstring), which is exact.
-    ``start`` is ``"uniform"``, ``"stationary"`` or a node index.
+    ``start`` is ``"uniform"``, ``"stationary"`` or a node label.
     """
     g, sched = prepare(graph, scheduler)
     runs = check_runs(runs)
@@ -173,20 +174,20 @@ def monte_carlo_cover_moves(
 
 def monte_carlo_unlearning_latency(
     graph: Graph,
-    node_index: int,
+    node: Hashable,
     scheduler: str = "metropolis-hastings",
     runs: int = 1000,
     rng: np.random.Generator | int | None = None,
     start: Start = "stationary",
 ) -> np.ndarray:
-    """Per-run unlearning latency (slots, ≥ 1) of a request for node ``node_index``.
+    """Per-run unlearning latency (slots, ≥ 1) of a request for the node labelled ``node``.
 
     The holder of the first slot after the request is drawn from ``start`` (default: the stationary
     distribution); the latency is 1 if it is the node, else 1 + the moves until the node holds the
     token. Vectorised across runs like :func:`monte_carlo_cover_moves`.
     """
     g, sched = prepare(graph, scheduler)
-    target = check_node(node_index, g.size, "node")
+    target = resolve_node(g, node, "node")
     runs = check_runs(runs)
     gen = as_rng(rng)
     pos = draw_starts(g, sched, start, runs, gen)

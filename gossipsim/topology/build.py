@@ -45,8 +45,10 @@ class _ArrayKinds(Set[str]):
         return f"ARRAY_KINDS({', '.join(self)})"
 
 
-#: kinds whose graphs :func:`build_indexed` draws straight into CSR arrays (same graph as NetworkX's
-#: for the same seed, without a NetworkX graph's memory: 0.6 instead of 3.3-3.9 GiB at 10^6 nodes)
+#: kinds whose graphs :func:`build_indexed` draws straight into CSR arrays (the graph
+#: :func:`build_topology` gives for the same seed, without a NetworkX graph's memory: 0.6 instead of
+#: 3.3-3.9 GiB at 10^6 nodes); erdos_renyi's is NetworkX's fast_gnp_random_graph, random_geometric's
+#: is gossipsim's own (points from NumPy, not NetworkX's random_geometric_graph)
 ARRAY_KINDS: Set[str] = _ArrayKinds()
 
 
