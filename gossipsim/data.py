@@ -53,8 +53,9 @@ def synthetic_observations(
     node_params: Sequence[Mapping[str, Any]],
     rng: np.random.Generator,
 ) -> list[np.ndarray]:
-    """Draw each node's observations in node order from ``rng``."""
-    return [model.generate(n, params, rng) for n, params in zip(points, node_params, strict=True)]
+    """Draw each node's observations in node order from ``rng`` (its drawn generator parameters
+    first, :meth:`~gossipsim.families.conjugate.ConjugateModel.draw_node`)."""
+    return [model.draw_node(n, params, rng) for n, params in zip(points, node_params, strict=True)]
 
 
 class ObservationModel(Protocol):

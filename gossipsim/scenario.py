@@ -249,6 +249,7 @@ def parse_scenario(
 
     d_raw = _table(raw, "data")
     generator_keys = {p.name for p in model_cls.data_params}
+    generator_keys |= set(model_cls.renamed_data_params)  # the model names the new key
     data_keys = {k.name for k in model_cls.data_keys}
     d = read_keys(
         (*SCHEMA["data"], *model_cls.data_keys), d_raw, "data", also=tuple(generator_keys)

@@ -78,7 +78,7 @@ BASES: dict[str, dict[str, Any]] = {
         "scenario": {"name": "f", "seed": 2, "runs": 1, "iterations": 30},
         "topology": {"kind": "ring", "nodes": 6},
         "model": {"kind": "gamma-poisson", "prior": {"shape": 2, "rate": 1}},
-        "data": {"points_per_node": 5, "rate": 3.0},
+        "data": {"points_per_node": 5, "mean": 3.0},
         "links": {"rate_bps": 1e6, "latency_s": 0.01},
         "compute": {"seconds_per_iteration": 0.001},
     },

@@ -139,7 +139,7 @@ def test_other_conjugate_models_converge_exactly():
     models = [
         (
             {"kind": "gamma-poisson", "prior": {"shape": 2, "rate": 1}},
-            {"points_per_node": 30, "rate": 4.0},
+            {"points_per_node": 30, "mean": 4.0},
         ),
         (
             {"kind": "normal-normal", "prior": {"mean": 0, "variance": 10}, "sigma": 2.0},

@@ -17,7 +17,7 @@ from gossipsim.metrics import recorded_slots
 
 MODELS = [
     ({"kind": "beta-bernoulli", "prior": {"a": 2, "b": 2}}, {"theta": 0.7}),
-    ({"kind": "gamma-poisson", "prior": {"shape": 2, "rate": 1}}, {"rate": 3.0}),
+    ({"kind": "gamma-poisson", "prior": {"shape": 2, "rate": 1}}, {"mean": 3.0}),
     ({"kind": "normal-normal", "prior": {"mean": 0, "variance": 4}, "sigma": 1.5}, {"mean": 1.0}),
     (
         {"kind": "dirichlet-categorical", "prior": {"alpha": [1, 2, 1]}},

@@ -157,13 +157,13 @@ def test_model_sigma_whose_square_underflows(tmp_path, capsys, kind):
         (
             {
                 "model": {"kind": "gamma-poisson", "prior": {"shape": 1e-320, "rate": 1}},
-                "data": {"points_per_node": 5, "rate": 2},
+                "data": {"points_per_node": 5, "mean": 2},
             },
             "model.prior",
         ),
         (
-            {"model": {"kind": "gamma-poisson"}, "data": {"points_per_node": 5, "rate": 1e19}},
-            "data.rate",
+            {"model": {"kind": "gamma-poisson"}, "data": {"points_per_node": 5, "mean": 1e19}},
+            "data.mean",
         ),
         (
             {"model": {"kind": "normal-normal"}, "data": {"points_per_node": 5, "mean": 1e300}},

@@ -96,7 +96,7 @@ def cases() -> dict[str, tuple[dict[str, Any], str]]:
     out["gamma_poisson_dirichlet"] = (
         _base(
             model={"kind": "gamma-poisson", "prior": {"shape": 2, "rate": 1}},
-            data={"points_per_node": 5, "rate": 2.0},
+            data={"points_per_node": 5, "mean": 2.0},
             sweep={"topology.kind": ["ring", "complete"]},
         ),
         "auto",

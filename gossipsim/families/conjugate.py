@@ -16,11 +16,13 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
 from ..errors import ConfigError
+from .drawn import Drawn, is_drawn, parse_drawn, resolve
 from .expfam import Beta, Dirichlet, ExponentialFamily, Gamma, Normal
 
 #: largest count a gamma-poisson file may hold: integers up to 2^53 are exact in float64
@@ -42,6 +44,9 @@ class ModelParam:
 
 def _check_value(value: Any, param: ModelParam, key: str) -> Any:
     domain = param.domain
+    if is_drawn(value):
+        upper = MAX_POISSON_RATE if domain == "poisson-rate" else math.inf
+        return parse_drawn(value, domain, key, upper)
     if domain in ("simplex", "positive-vector"):
         if not isinstance(value, list | tuple) or len(value) < 2:
             raise ConfigError(key, f"must be a list of at least 2 numbers ({param.description})")
@@ -91,6 +96,8 @@ class ConjugateModel(ABC):
     description: str = ""
     prior_params: tuple[ModelParam, ...] = ()
     data_params: tuple[ModelParam, ...] = ()
+    #: data parameters that were renamed: old name -> the message naming the new one
+    renamed_data_params: Mapping[str, str] = MappingProxyType({})
     observation: str = ""  # what one observation is, for the CSV reader's messages
 
     def __init__(self, options: Mapping[str, Any] | None = None) -> None:
@@ -133,9 +140,13 @@ class ConjugateModel(ABC):
     def check_data_params(
         self, params: Mapping[str, Any], nodes: int, key: str = "data"
     ) -> list[dict[str, Any]]:
-        """Per-node generator parameters: each value a scalar (all nodes) or a list of one per node."""
+        """Per-node generator parameters: each value a scalar (all nodes), a list of one per node,
+        or a distribution ``{ gamma = [2, 1] }`` (:mod:`.drawn`) drawn per node with the data (also
+        inside a per-node list); a drawn value is a :class:`~.drawn.Drawn` until then."""
         allowed = {p.name: p for p in self.data_params}
         for name in params:
+            if name in self.renamed_data_params:
+                raise ConfigError(f"{key}.{name}", self.renamed_data_params[name])
             if name not in allowed:
                 raise ConfigError(
                     f"{key}.{name}",
@@ -149,8 +160,12 @@ class ConjugateModel(ABC):
                     f"{key}.{p.name}", f"is required for model {self.kind!r} ({p.description})"
                 )
             vector_valued = p.domain in ("simplex", "positive-vector")
-            is_per_node = isinstance(value, list) and (
-                (vector_valued and len(value) > 0 and isinstance(value[0], list))
+            is_per_node = isinstance(value, list | tuple) and (
+                (
+                    vector_valued
+                    and len(value) > 0
+                    and (isinstance(value[0], list | tuple) or is_drawn(value[0]))
+                )
                 or (not vector_valued)
             )
             if is_per_node:
@@ -166,6 +181,11 @@ class ConjugateModel(ABC):
                 for d in per_node:
                     d[p.name] = checked
         return per_node
+
+    def draw_node(self, n: int, params: Mapping[str, Any], rng: np.random.Generator) -> np.ndarray:
+        """One node's ``n`` observations: its drawn parameters first (in parameter order), then
+        :meth:`generate` with them, all from ``rng``."""
+        return self.generate(n, resolve(params, rng), rng)
 
     def default_data_param(self, param: ModelParam) -> Any:
         return param.default
@@ -228,7 +248,13 @@ class GammaPoisson(ConjugateModel):
         ModelParam("rate", "positive", "Gamma prior rate > 0", 1.0),
     )
     data_params = (
-        ModelParam("rate", "poisson-rate", f"Poisson mean in (0, {MAX_POISSON_RATE:g}]", 1.0),
+        ModelParam("mean", "poisson-rate", f"Poisson mean λ in (0, {MAX_POISSON_RATE:g}]", 1.0),
+    )
+    renamed_data_params = MappingProxyType(
+        {
+            "rate": "is now data.mean (the Poisson mean λ of the observations; model.prior.rate "
+            "is the Gamma prior's rate)"
+        }
     )
     observation = f"a count: an integer 0 <= x <= 2^53 ({MAX_COUNT})"
 
@@ -243,7 +269,7 @@ class GammaPoisson(ConjugateModel):
         return np.array([float(np.sum(x)), -float(len(x))])
 
     def generate(self, n: int, params: Mapping[str, Any], rng: np.random.Generator) -> np.ndarray:
-        return rng.poisson(params["rate"], size=n).astype(np.int64)
+        return rng.poisson(params["mean"], size=n).astype(np.int64)
 
     def check_observations(self, x: np.ndarray, key: str) -> np.ndarray:
         if not np.all((x >= 0) & (x <= MAX_COUNT) & (x == np.round(x))):
@@ -356,13 +382,19 @@ class DirichletCategorical(ConjugateModel):
         not at the first draw: with ``draw = "per-run"`` that would fail every run)."""
         per_node = super().check_data_params(params, nodes, key)
         probs = params.get("probs")
-        per_node_list = isinstance(probs, list) and bool(probs) and isinstance(probs[0], list)
+        per_node_list = (
+            isinstance(probs, list | tuple)
+            and bool(probs)
+            and (isinstance(probs[0], list | tuple) or is_drawn(probs[0]))
+        )
         for i, values in enumerate(per_node):
-            if len(values["probs"]) != self.categories:
+            value = values["probs"]
+            size = len(value.params) if isinstance(value, Drawn) else len(value)
+            if size != self.categories:
                 where = f"{key}.probs[{i}]" if per_node_list else f"{key}.probs"
+                what = "concentration" if isinstance(value, Drawn) else "probability"
                 raise ConfigError(
-                    where,
-                    f"needs one probability per category ({self.categories}), got {len(values['probs'])}",
+                    where, f"needs one {what} per category ({self.categories}), got {size}"
                 )
             if not per_node_list:
                 break  # the same list for every node

@@ -26,6 +26,7 @@ import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -59,6 +60,8 @@ class Model(ABC):
     description: ClassVar[str] = ""
     prior_params: ClassVar[tuple[ModelParam, ...]] = ()
     data_params: ClassVar[tuple[ModelParam, ...]] = ()
+    #: generator parameters that were renamed: old name -> the message naming the new one
+    renamed_data_params: ClassVar[Mapping[str, str]] = MappingProxyType({})
     #: model-section keys beyond kind, prior and temperature (type, default, range, doc: checked
     #: when the scenario is read, documented from here; :meth:`prepare` checks what they imply)
     model_keys: ClassVar[tuple[Key, ...]] = ()

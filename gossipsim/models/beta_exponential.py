@@ -28,7 +28,6 @@ differentiated in (a, b) and mapped by F⁻¹. There is no reparameterisation es
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +41,7 @@ from ..capabilities import MEAN_GRADIENT, EstimatorSettings, MeanGradient
 from ..data import points_per_node, read_observations
 from ..errors import ConfigError
 from ..families import Beta, ModelParam
+from ..families.drawn import Drawn, is_drawn, parse_drawn
 from ..families.natgrad import reinforce_mean_gradient
 from ..optimum import variational_optimum
 from ..scheduling import IndexedGraph
@@ -209,7 +209,7 @@ class BetaExponential(Model):
         ModelParam(
             "theta",
             "unit-or-beta",
-            "mean of the observations in (0, 1], or { beta = [a, b] } to draw it once per data set",
+            "mean of the observations in (0, 1], or a distribution ({ beta = [a, b] }, { uniform = [low, high] }) to draw it per node with the data",
             0.5,
         ),
     )
@@ -296,7 +296,7 @@ class BetaExponential(Model):
     def draw_data(self, rng: np.random.Generator) -> ExponentialData:
         out = []
         for n, theta in zip(self.points, self.node_params, strict=True):
-            mean = rng.beta(*theta) if isinstance(theta, tuple) else theta
+            mean = theta.draw(rng) if isinstance(theta, Drawn) else theta
             out.append(rng.exponential(mean, size=n))
         return ExponentialData(tuple(out))
 
@@ -349,33 +349,20 @@ class BetaExponential(Model):
         return list(self.points)
 
 
-def check_theta(
-    value: Any, nodes: int, key: str = "data.theta"
-) -> list[float | tuple[float, float]]:
-    """Per-node means: a number in (0, 1], ``{ beta = [a, b] }``, or a list of either, one per node."""
-    values = value if isinstance(value, list) else [value] * nodes
-    if isinstance(value, list) and len(value) != nodes:
+def check_theta(value: Any, nodes: int, key: str = "data.theta") -> list[float | Drawn]:
+    """Per-node means: a number in (0, 1], a distribution on (0, 1] drawn with the data (``{ beta =
+    [a, b] }`` or ``{ uniform = [low, high] }``, :mod:`gossipsim.families.drawn`), or a list of
+    these, one per node."""
+    values = value if isinstance(value, list | tuple) else [value] * nodes
+    if isinstance(value, list | tuple) and len(value) != nodes:
         raise ConfigError(
             key, f"a per-node list needs one value per node ({nodes}), got {len(value)}"
         )
-    out: list[float | tuple[float, float]] = []
+    out: list[float | Drawn] = []
     for i, v in enumerate(values):
-        where = f"{key}[{i}]" if isinstance(value, list) else key
-        if isinstance(v, dict):
-            pair = v.get("beta")
-            if (
-                set(v) != {"beta"}
-                or not isinstance(pair, list)
-                or len(pair) != 2
-                or not all(
-                    isinstance(x, int | float) and not isinstance(x, bool) and 0 < x < math.inf
-                    for x in pair
-                )
-            ):
-                raise ConfigError(
-                    where, "a drawn mean is written { beta = [a, b] } with finite a, b > 0"
-                )
-            out.append((float(pair[0]), float(pair[1])))
+        where = f"{key}[{i}]" if isinstance(value, list | tuple) else key
+        if is_drawn(v):
+            out.append(parse_drawn(v, "unit-mean", where))
         elif isinstance(v, int | float) and not isinstance(v, bool) and 0 < v <= 1:
             out.append(float(v))
         else:

@@ -44,6 +44,7 @@ class ConjugateExpFam(Model):
         cls.description = cls.math.description
         cls.prior_params = cls.math.prior_params
         cls.data_params = cls.math.data_params
+        cls.renamed_data_params = cls.math.renamed_data_params
 
     def __init__(self, spec: ModelSpec, graph: IndexedGraph, data_rng: np.random.Generator) -> None:
         self.spec = spec
