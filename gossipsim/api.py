@@ -17,8 +17,9 @@ import contextlib
 import math
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from .errors import ConfigError
 from .executors import Executor, Outcome, Task, describe_error, start_executor, units
@@ -33,10 +34,11 @@ PER_RUN_OVERHEAD_BYTES = 512
 
 
 def run(
-    scenario: Study | str | os.PathLike[str] | dict,
+    scenario: Study | str | os.PathLike[str] | Mapping[str, Any],
     *,
     runs: int | None = None,
     seed: int | None = None,
+    overrides: Mapping[str, Any] | None = None,
     workers: int = 1,
     cluster: str | None = None,
     engine: str = "auto",
@@ -48,7 +50,8 @@ def run(
     """Run every variant of a scenario and return its :class:`~gossipsim.results.Results`.
 
     ``scenario`` is a loaded :class:`Study`, a path to a TOML file, or the scenario as nested dicts.
-    ``runs`` and ``seed`` override the file's values. Runs execute in this process (``workers=1``),
+    ``runs`` and ``seed`` override the file's values; ``overrides`` sets any dotted keys first
+    (``{"topology.nodes": 50}``, validated as the file is: :meth:`Study.replace`). Runs execute in this process (``workers=1``),
     a local process pool (``workers=W``) or on a Dask cluster (``cluster="tcp://host:8786"`` or
     ``"local:N"``; not together with ``workers``); the results are identical whatever the choice.
     ``engine`` is ``"auto"`` (the default, as in the CLI: vectorised wherever it applies;
@@ -70,7 +73,12 @@ def run(
     >>> res = gs.run("scenarios/fig3_beta_bernoulli.toml", runs=20)   # doctest: +SKIP
     >>> res.runs.groupby("variant").cover_iteration.mean()             # doctest: +SKIP
     """
-    study = _with_overrides(_as_study(scenario), runs, seed)
+    study = _as_study(scenario)
+    if overrides is not None:
+        if not isinstance(overrides, Mapping):
+            raise ConfigError("overrides", "must be a mapping of dotted keys to values")
+        study = study.replace(overrides)
+    study = _with_overrides(study, runs, seed)
     if resume and out is None:
         raise ConfigError("--resume", "needs --out, the folder of the interrupted sweep")
     worlds = check(study)
@@ -278,9 +286,9 @@ def check(study: Study) -> list[World]:
     return [build_world(variant.scenario) for variant in study.variants]
 
 
-def _as_study(scenario: Study | str | os.PathLike[str] | dict) -> Study:
+def _as_study(scenario: Study | str | os.PathLike[str] | Mapping[str, Any]) -> Study:
     if isinstance(scenario, Study):
         return scenario
-    if isinstance(scenario, dict):
+    if isinstance(scenario, Mapping):
         return parse_study(scenario)
     return load_scenario(Path(scenario))

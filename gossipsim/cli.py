@@ -14,7 +14,9 @@ import gc
 import json
 import math
 import os
+import re
 import sys
+import tomllib
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -60,6 +62,29 @@ def _nonnegative_int(text: str) -> int:
     return value
 
 
+_BARE_WORD = re.compile(r"[^\s\"'\[\]{}=#,]+")
+
+
+def parse_set(text: str) -> tuple[str, Any]:
+    """``--set KEY=VALUE``: the dotted key and its value, read as a TOML value (``50``, ``0.5``,
+    ``true``, ``"ring"``, ``[1, 2]``, ``{ a = 1 }``); a bare word that is no TOML value
+    (``uniform``, ``per-run``) is that string."""
+    key, eq, value = text.partition("=")
+    key, value = key.strip(), value.strip()
+    if not eq or not key:
+        raise ConfigError("--set", f"must be KEY=VALUE, e.g. topology.nodes=50 (got {text!r})")
+    try:
+        return key, tomllib.loads(f"v = {value}")["v"]
+    except tomllib.TOMLDecodeError:
+        if _BARE_WORD.fullmatch(value):
+            return key, value
+        raise ConfigError(
+            "--set",
+            f"{key}: {value!r} is not a TOML value (quote strings with spaces or symbols: "
+            f"{key}='\"...\"')",
+        ) from None
+
+
 def _param(text: str) -> tuple[str, Any]:
     if "=" not in text:
         raise argparse.ArgumentTypeError(f"--param must be key=value (got {text!r})")
@@ -89,6 +114,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", help="results folder (default: results/<scenario name>)")
     run.add_argument("--runs", type=_positive_int("--runs"), help="override [scenario] runs")
     run.add_argument("--seed", type=_nonnegative_int, help="override [scenario] seed")
+    run.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set a dotted key, e.g. topology.nodes=50 (VALUE is a TOML value; a bare word is a "
+        "string); repeatable",
+    )
     run.add_argument(
         "--workers",
         type=_positive_int("--workers"),
@@ -261,6 +294,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             "cannot be combined with --workers: the cluster's workers run the sweep; give one of them",
         )
     study = load_scenario(args.file)
+    if args.set:
+        study = study.replace(dict(parse_set(text) for text in args.set))
     out = Path(args.out) if args.out else Path("results") / study.name
     progress = {"auto": None, "on": True, "off": False}[args.progress]
 

@@ -69,6 +69,8 @@ MAX_BATCH_SLOTS = 20_000_000
 def unavailable(world: World) -> str | None:
     """Why the vectorised engine cannot run ``world`` (None when it can)."""
     sc = world.scenario
+    if sc.topology.draw == "per-run":
+        return "the graph is drawn per run (topology.draw = per-run)"
     kernel = protocol_kind(sc.protocol.kind).kernel(world.model)
     if kernel not in KERNELS:  # only what declares a kernel this engine has is vectorised
         return (

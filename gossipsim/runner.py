@@ -22,7 +22,15 @@ from .engine import run_token
 from .measure import BatchOutput, RunOutput, measure
 from .scheduling import Walker
 from .streams import DATA, PROTOCOL, START, WALK, run_seed, run_stream
-from .world import World, build_protocol, build_world, make_protocol, node_labels, start_node
+from .world import (
+    World,
+    build_protocol,
+    build_world,
+    make_protocol,
+    node_labels,
+    start_node,
+    world_for_run,
+)
 
 __all__ = [
     "BatchOutput",
@@ -46,6 +54,7 @@ __all__ = [
 
 def simulate_run(world: World, run: int, seed: int) -> RunOutput:
     """Run one token walk of ``world`` with the given run seed and compute its metrics."""
+    world = world_for_run(world, seed)
     sc = world.scenario
     walk_ss, start_ss, protocol_ss, data_ss = (
         run_stream(seed, s) for s in (WALK, START, PROTOCOL, DATA)

@@ -15,12 +15,15 @@ import itertools
 import os
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import networkx as nx
+
 from . import budget
 from .errors import ConfigError
+from .frozen import freeze, thaw
 from .links import LinkModel, check_horizon
 from .registry import MODEL_KINDS, PROTOCOL_KINDS
 from .schema import read_keys
@@ -39,9 +42,13 @@ from .settings import (
     SchedulerSettings,
     TopologySettings,
     UnlearningSettings,
+    describe_graph,
 )
 from .sweeps import flatten_sweep, set_dotted, sweep_cases, variant_label
 from .textfiles import read_text
+from .topology import TOPOLOGY_KINDS, check_graph_object
+
+_MISSING: Any = object()
 
 
 @dataclass(frozen=True)
@@ -52,16 +59,33 @@ class Variant:
     values: dict[str, Any]
     scenario: Scenario
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "values", freeze(self.values))
+
+
+#: what :meth:`Study.replace` takes for "leave the key out" (the default applies)
+UNSET = None
+
 
 @dataclass(frozen=True)
 class Study:
-    """A scenario file: its variants (one if there is no sweep) and where it came from."""
+    """A scenario file: its variants (one if there is no sweep) and where it came from.
+
+    Frozen in fact: ``raw`` (the scenario as given, sweep included, JSON-able: a graph object is
+    recorded by :func:`~gossipsim.settings.describe_graph`) and ``sweep`` are
+    :class:`~gossipsim.frozen.FrozenDict` s; ``graph`` is the checked, frozen graph object of
+    ``topology`` (kind ``networkx``), or None. Change a key with :meth:`replace`."""
 
     name: str
     path: str | None
     raw: dict[str, Any]
-    sweep: dict[str, list[Any]]
+    sweep: dict[str, Any]
     variants: tuple[Variant, ...]
+    graph: Any = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "raw", freeze(self.raw))
+        object.__setattr__(self, "sweep", freeze(self.sweep))
 
     @property
     def runs(self) -> int:
@@ -71,15 +95,90 @@ class Study:
     def seed(self) -> int:
         return self.variants[0].scenario.run.seed
 
+    def replace(self, key: str | Mapping[str, Any], value: Any = _MISSING) -> Study:
+        """A new study with dotted keys set, validated as the file would be (errors name the key).
+
+        ``study.replace("topology.nodes", 50)`` or ``study.replace({"topology.nodes": 50,
+        "scenario.runs": 10})``. A key is ``section.key`` (deeper: ``model.prior.a``), a whole
+        section (``"topology"``: its table, or a NetworkX graph, replaces the section) or
+        ``sweep.<dotted key>`` (a sweep dimension's list of values). A value of None removes the key
+        (its default applies). Setting a swept key fixes it: that sweep dimension is dropped; a key
+        that ``[[sweep.cases]]`` set is an error."""
+        if isinstance(key, Mapping):
+            if value is not _MISSING:
+                raise ConfigError("replace", "give a mapping of keys, or one key and its value")
+            changes = dict(key)
+        else:
+            if value is _MISSING:
+                raise ConfigError(str(key), "replace needs a value (None removes the key)")
+            changes = {key: value}
+        raw = thaw(self.raw)
+        graph = self.graph
+        for dotted, new in changes.items():
+            if not isinstance(dotted, str) or not dotted or any(not p for p in dotted.split(".")):
+                raise ConfigError(str(dotted), "must be a dotted key such as topology.nodes")
+            if dotted == "topology" or (
+                dotted.startswith("topology.") and isinstance(new, nx.Graph)
+            ):
+                graph = None  # a new graph object, or a new section, replaces the old graph
+            _set_key(raw, dotted, new)
+        return parse_study(raw, path=self.path, graph=graph)
+
     def with_overrides(self, *, runs: int | None = None, seed: int | None = None) -> Study:
         """The same study with ``runs`` and/or ``seed`` replaced (the CLI's --runs and --seed)."""
-        raw = copy.deepcopy(self.raw)
-        section = raw.setdefault("scenario", {})
-        if runs is not None:
-            section["runs"] = runs
-        if seed is not None:
-            section["seed"] = seed
-        return parse_study(raw, path=self.path)
+        changes = {"scenario.runs": runs, "scenario.seed": seed}
+        return self.replace({k: v for k, v in changes.items() if v is not None})
+
+
+def _set_key(raw: dict[str, Any], dotted: str, value: Any) -> None:
+    """Set (or, for None, remove) ``dotted`` in the plain scenario ``raw`` (see Study.replace)."""
+    section, _, rest = dotted.partition(".")
+    if section not in SECTION_NAMES:
+        raise ConfigError(section, f"unknown section; allowed: {', '.join(SECTION_NAMES)}")
+    value = thaw(value) if not isinstance(value, nx.Graph) else value
+    if section == "sweep":
+        sweep = raw.setdefault("sweep", {})
+        if not rest or rest == "cases":
+            raise ConfigError(dotted, "set a sweep dimension: sweep.<dotted key> = [values]")
+        if value is None:
+            sweep.pop(rest, None)
+        else:
+            sweep[rest] = value
+        return
+    sweep = raw.get("sweep")
+    if isinstance(sweep, dict):
+        for case in sweep.get("cases") or []:
+            if isinstance(case, dict) and any(
+                k == dotted or k.startswith(dotted + ".") or dotted.startswith(k + ".")
+                for k in case
+            ):
+                raise ConfigError(dotted, "is set by [[sweep.cases]]; change the cases instead")
+        for swept in [k for k in sweep if k != "cases"]:  # the key is fixed now: drop its dimension
+            if swept == dotted or swept.startswith(dotted + ".") or dotted.startswith(swept + "."):
+                del sweep[swept]
+        if not sweep:
+            del raw["sweep"]
+    if not rest:
+        if value is None:
+            raw.pop(section, None)
+        else:
+            raw[section] = value
+        return
+    node = raw
+    parts = dotted.split(".")
+    for part in parts[:-1]:
+        child = node.get(part)
+        if child is None:
+            if value is None:
+                return
+            child = node[part] = {}
+        if not isinstance(child, dict):
+            raise ConfigError(dotted, f"{part!r} is not a table")
+        node = child
+    if value is None:
+        node.pop(parts[-1], None)
+    else:
+        node[parts[-1]] = value
 
 
 def load_scenario(path: str | os.PathLike[str]) -> Study:
@@ -117,6 +216,12 @@ def check_structure(raw: Mapping[str, Any]) -> None:
         if depth > MAX_DEPTH:
             raise ConfigError(
                 key, f"nests tables or arrays too deeply (at most {MAX_DEPTH} levels)"
+            )
+        if isinstance(value, nx.Graph) and key not in ("topology", "topology.graph"):
+            raise ConfigError(
+                key,
+                "a NetworkX graph goes only in topology: {'topology': G} or "
+                "{'topology': {'graph': G, ...}}",
             )
         if isinstance(value, Mapping):
             stack += [(v, f"{key}.{k}" if key else str(k), depth + 1) for k, v in value.items()]
@@ -161,10 +266,16 @@ def _short(text: str, limit: int = 60) -> str:
     return repr(text)
 
 
-def parse_study(raw: Mapping[str, Any], *, path: str | None = None) -> Study:
-    """Validate a scenario given as nested dicts (what ``tomllib`` returns)."""
+def parse_study(raw: Mapping[str, Any], *, path: str | None = None, graph: Any = None) -> Study:
+    """Validate a scenario given as nested dicts (what ``tomllib`` returns).
+
+    From Python, ``topology`` may be a NetworkX graph (``{"topology": G}``, or ``{"topology":
+    {"graph": G}}`` beside other topology keys): kind ``networkx``, checked and frozen by
+    :func:`~gossipsim.topology.check_graph_object`, kept as :attr:`Study.graph` and recorded in
+    ``raw`` by its description. ``graph`` is that checked graph when ``raw`` already holds the
+    description (what :meth:`Study.replace` passes)."""
     check_structure(raw)
-    raw_dict: dict[str, Any] = copy.deepcopy(dict(raw))
+    raw_dict, graph = _take_graph(raw, graph)
     for section in raw_dict:
         if section not in SECTION_NAMES:
             raise ConfigError(section, f"unknown section; allowed: {', '.join(SECTION_NAMES)}")
@@ -181,7 +292,9 @@ def parse_study(raw: Mapping[str, Any], *, path: str | None = None) -> Study:
             variant_raw = copy.deepcopy(raw_dict)
             for dotted, value in values.items():
                 set_dotted(variant_raw, dotted, value)
-            scenario = parse_scenario(variant_raw, base_dir=base_dir, default_name=default_name)
+            scenario = parse_scenario(
+                variant_raw, base_dir=base_dir, default_name=default_name, graph=graph
+            )
             swept = dict(zip(keys, combo, strict=True))
             if case_label is not None:
                 label = case_label + (", " + variant_label(swept, "") if swept else "")
@@ -203,14 +316,48 @@ def parse_study(raw: Mapping[str, Any], *, path: str | None = None) -> Study:
                 else {}
             ),
         }
-    return Study(variants[0].scenario.run.name, path, raw_out, sweep, tuple(variants))
+    return Study(variants[0].scenario.run.name, path, raw_out, sweep, tuple(variants), graph)
+
+
+def _take_graph(raw: Mapping[str, Any], graph: Any) -> tuple[dict[str, Any], Any]:
+    """``raw`` as plain dicts with a graph object of ``topology`` replaced by its description
+    (``topology.graph``), and that graph checked and frozen (else the ``graph`` given)."""
+    if not isinstance(raw, Mapping):
+        raise ConfigError("scenario", f"must be a table of sections (got {type(raw).__name__})")
+    topology = raw.get("topology")
+    given = None
+    if isinstance(topology, nx.Graph):
+        given, table = topology, {}
+    elif isinstance(topology, Mapping) and isinstance(topology.get("graph"), nx.Graph):
+        given, table = topology["graph"], {k: v for k, v in topology.items() if k != "graph"}
+    out = thaw({k: v for k, v in raw.items() if k != "topology" or given is None})
+    if given is not None:
+        if table.setdefault("kind", GRAPH_KIND) != GRAPH_KIND:
+            raise ConfigError(
+                "topology.kind",
+                f"is {table['kind']!r} but topology holds a graph object: use kind = "
+                f"{GRAPH_KIND!r} or leave kind out",
+            )
+        graph = check_graph_object(given, "topology")
+        out["topology"] = {**thaw(table), "graph": describe_graph(graph)}
+    return out, graph
+
+
+#: the topology kind of a NetworkX graph given from Python
+GRAPH_KIND = "networkx"
 
 
 def parse_scenario(
-    raw: Mapping[str, Any], *, base_dir: str = ".", default_name: str = "scenario"
+    raw: Mapping[str, Any],
+    *,
+    base_dir: str = ".",
+    default_name: str = "scenario",
+    graph: Any = None,
 ) -> Scenario:
     """Validate one variant (no ``[sweep]``) given as nested dicts: each fixed section is read with
-    its keys in :data:`~gossipsim.settings.SCHEMA`; the keys a kind adds are read by the kind."""
+    its keys in :data:`~gossipsim.settings.SCHEMA`; the keys a kind adds are read by the kind.
+    ``graph`` is the checked graph object of a ``topology`` of kind ``networkx``
+    (:func:`parse_study` passes it)."""
     for section in raw:
         if section not in SCHEMA:
             raise ConfigError(section, f"unknown section; allowed: {', '.join(SCHEMA)}")
@@ -226,15 +373,7 @@ def parse_scenario(
         description=s["description"],
     )
 
-    t_raw = _table(raw, "topology")
-    own = {k.name for k in SCHEMA["topology"]}
-    t = read_keys(SCHEMA["topology"], {k: v for k, v in t_raw.items() if k in own}, "topology")
-    topology = TopologySettings(
-        kind=t["kind"],
-        nodes=t["nodes"],
-        path=t["path"],
-        params={k: v for k, v in t_raw.items() if k not in own},  # the kind's, checked when built
-    )
+    topology = _topology(_table(raw, "topology"), graph)
 
     m_raw = _table(raw, "model")
     if "kind" not in m_raw:
@@ -345,6 +484,54 @@ def parse_scenario(
     )
 
 
+def _topology(t_raw: dict[str, Any], graph: Any) -> TopologySettings:
+    """``[topology]``: its own keys read here, the kind's parameters kept for the build; a graph
+    object (kind networkx) checked against ``nodes``; ``seed`` and ``draw`` only for random kinds."""
+    own = {k.name for k in SCHEMA["topology"]}
+    description = t_raw.pop("graph", None)
+    t = read_keys(SCHEMA["topology"], {k: v for k, v in t_raw.items() if k in own}, "topology")
+    params = {k: v for k, v in t_raw.items() if k not in own}  # the kind's, checked when built
+    kind = t["kind"]
+    if kind == GRAPH_KIND or description is not None:
+        if graph is None or kind != GRAPH_KIND:
+            raise ConfigError(
+                "topology.graph" if description is not None else "topology.kind",
+                f"kind {GRAPH_KIND!r} takes a NetworkX graph given from Python "
+                "({'topology': G}); a scenario file reads a graph file with kind = \"graphml\" "
+                'or "edgelist" and path',
+            )
+        for name in ("path", *params):
+            if name in t_raw:
+                raise ConfigError(f"topology.{name}", "unknown key for a graph object")
+        count = graph.number_of_nodes()
+        if t["nodes"] is not None and t["nodes"] != count:
+            raise ConfigError(
+                "topology.nodes", f"nodes = {t['nodes']} but the graph object has {count} nodes"
+            )
+    spec = TOPOLOGY_KINDS.get(kind)
+    random = spec is not None and spec.random
+    for name, fixed in (("seed", None), ("draw", "once")):
+        if t[name] != fixed and not random and (spec is not None or kind == GRAPH_KIND):
+            what = "a graph object" if kind == GRAPH_KIND else f"kind {kind!r}"
+            raise ConfigError(
+                f"topology.{name}",
+                f"is only for random kinds; {what} has one graph, drawn from no seed",
+            )
+    if t["seed"] is not None and t["draw"] == "per-run":
+        raise ConfigError(
+            "topology.seed", 'holds one graph fixed: not with draw = "per-run" (each run\'s own)'
+        )
+    return TopologySettings(
+        kind=kind,
+        nodes=t["nodes"] if kind != GRAPH_KIND else graph.number_of_nodes(),
+        path=t["path"],
+        params=params,
+        seed=t["seed"],
+        draw=t["draw"],
+        graph=graph if kind == GRAPH_KIND else None,
+    )
+
+
 def _check_requests_can_arrive(
     requests: list[UnlearningSettings],
     run: RunSettings,
@@ -408,6 +595,7 @@ __all__ = [
     "TopologySettings",
     "UnlearningSettings",
     "Variant",
+    "GRAPH_KIND",
     "check_name",
     "check_structure",
     "load_scenario",

@@ -12,11 +12,15 @@ Models receive a :class:`ModelSpec` (their own sections), not the whole scenario
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, is_dataclass
 from typing import Any
 
+from .frozen import FrozenDict, freeze
 from .registry import import_object
 from .scheduling import SCHEDULER_KINDS
 from .schema import Key
@@ -43,6 +47,12 @@ TOPOLOGY_KEYS = (
         "table below)", minimum=2),
     Key("path", "string", None, "graph file of kind `edgelist` or `graphml`, relative to the "
         "scenario file's folder"),
+    Key("seed", "integer", None, "random kinds: draw the graph from this seed instead of "
+        "`scenario.seed` (the graph `scenario.seed = S` gives, held fixed while `scenario.seed` "
+        "varies; see [Seeds](#seeds))", minimum=0, default_text="`scenario.seed`"),
+    Key("draw", "choice", "once", "random kinds: `once`, one graph for every run of the variant; "
+        "`per-run`, each run draws its own graph from its run seed (event engine; no exact theory)",
+        choices=("once", "per-run")),
 )  # fmt: skip
 #: besides these, ``[topology]`` holds the kind's parameters (the topology registry states them)
 
@@ -154,20 +164,41 @@ class RunSettings:
     description: str = default("scenario", "description")
 
 
+def _freeze_fields(obj: Any, *names: str) -> None:
+    """Freeze the tables of a frozen dataclass (dicts become FrozenDicts, lists tuples)."""
+    for name in names:
+        object.__setattr__(obj, name, freeze(getattr(obj, name)))
+
+
 @dataclass(frozen=True)
 class TopologySettings:
+    """``[topology]``: the kind, its size, file and parameters, where its graph comes from.
+
+    ``graph`` is the checked, frozen NetworkX graph given from Python (kind ``networkx``), else
+    None; ``seed`` the graph's own seed (None: ``scenario.seed``); ``draw`` ``once`` or
+    ``per-run``."""
+
     kind: str
     nodes: int | None = None
     path: str | None = None
-    params: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=FrozenDict)
+    seed: int | None = None
+    draw: str = default("topology", "draw")
+    graph: Any = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        _freeze_fields(self, "params")
 
 
 @dataclass(frozen=True)
 class ModelSettings:
     kind: str
-    prior: dict[str, Any] = field(default_factory=dict)
+    prior: dict[str, Any] = field(default_factory=FrozenDict)
     temperature: float = default("model", "temperature")
-    options: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=FrozenDict)
+
+    def __post_init__(self) -> None:
+        _freeze_fields(self, "prior", "options")
 
 
 @dataclass(frozen=True)
@@ -175,8 +206,11 @@ class DataSettings:
     points_per_node: int | tuple[int, ...] = default("data", "points_per_node")
     path: str | None = None
     draw: str = default("data", "draw")
-    params: dict[str, Any] = field(default_factory=dict)
-    options: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=FrozenDict)
+    options: dict[str, Any] = field(default_factory=FrozenDict)
+
+    def __post_init__(self) -> None:
+        _freeze_fields(self, "params", "options")
 
 
 @dataclass(frozen=True)
@@ -259,7 +293,13 @@ class Scenario:
 
     def resolved(self) -> dict[str, Any]:
         """The scenario with every default filled in, as plain data (written to summary.json)."""
-        out = asdict(self)
+        graph = self.topology.graph
+        if graph is not None:  # the graph object is described (kind networkx), never copied
+            plain = dataclasses.replace(self.topology, graph=None)
+            out = asdict(dataclasses.replace(self, topology=plain))
+            out["topology"]["graph"] = describe_graph(graph)
+        else:
+            out = asdict(self)
         options = self.protocol.options  # the kind's own keys, beside the common ones
         out["protocol"] = {
             "kind": self.protocol.kind,
@@ -273,6 +313,27 @@ class Scenario:
         }
         out["links"]["rate_bps"] = jsonable_float(self.links.rate_bps)
         return out
+
+
+def describe_graph(graph: Any) -> str:
+    """A graph object as the scenario records it: node and edge counts and a content hash (node
+    labels in graph order with their attributes, edges with theirs), so that a results folder can
+    tell whether ``--resume`` gets the same graph."""
+    digest = hashlib.sha256()
+    for part in (
+        graph.graph,
+        list(graph.nodes(data=True)),
+        list(graph.edges(data=True)),
+    ):
+        try:
+            text = json.dumps(part, sort_keys=True, default=repr)
+        except TypeError:  # attribute names that do not sort (mixed types)
+            text = repr(part)
+        digest.update(text.encode())
+    return (
+        f"networkx graph: {graph.number_of_nodes()} nodes, {graph.number_of_edges()} edges, "
+        f"sha256 {digest.hexdigest()[:16]}"
+    )
 
 
 def jsonable_float(x: float) -> float | str:

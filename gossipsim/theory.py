@@ -44,7 +44,8 @@ def theory_for(world: Any) -> dict[str, Any]:
       ``expected_unlearning_latency_assumes`` says (the simulated holder at the request depends on
       the start and on when the request arrives);
 
-    plus :func:`target_summary`.
+    plus :func:`target_summary`. With ``[topology] draw = "per-run"`` every run walks its own
+    graph: no exact or theoretical figure of one graph applies, and ``graph_note`` says so instead.
     """
     sc = world.scenario
     kind = sc.scheduler.kind
@@ -54,6 +55,13 @@ def theory_for(world: Any) -> dict[str, Any]:
         "scheduler": kind,
         "start": world.indexed.labels[start] if isinstance(start, int) else start,
     }
+    if sc.topology.draw == "per-run":
+        out["graph_note"] = (
+            "topology.draw = per-run: each run draws its own graph, so the exact cover and "
+            "hitting times of one graph do not apply; the simulated figures average over graphs"
+        )
+        out.update(target_summary(world))
+        return out
     try:
         exact = ct.exact_cover_moves_with_method(world.indexed, kind, out["start"])
         out["exact_cover_moves"] = exact.moves

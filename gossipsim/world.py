@@ -2,8 +2,9 @@
 protocol from it: what both engines share before a run starts.
 
 Randomness (all explicit, no global state): random graphs and data drawn once come from the scenario
-seed alone (data: shared by every variant with the same data settings and node count); each run's
-streams come from its own seed (:mod:`gossipsim.streams`).
+seed alone (the graph from ``[topology] seed`` when given; data: shared by every variant with the
+same data settings and node count); each run's streams come from its own seed
+(:mod:`gossipsim.streams`), and so does its graph with ``[topology] draw = "per-run"``.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from .links import LinkModel
 from .models import Model, model_class
 from .protocols import BuildRequest, Protocol, StateTrace, WithRetrainBaseline, protocol_kind
 from .scheduling import IndexedGraph, stationary_distribution
-from .streams import DATA_TAG, TOPOLOGY_TAG
+from .streams import DATA_TAG, TOPOLOGY, TOPOLOGY_TAG, run_stream
 from .topology import build_indexed
 
 if TYPE_CHECKING:
@@ -76,17 +77,44 @@ class World:
         return self.model.node_sizes(self.model.fixed_data)
 
 
-def build_world(scenario: Scenario) -> World:
-    """Build and check the graph, the model and the data of one variant (all user errors raised here)."""
+def graph_seed(scenario: Scenario) -> np.random.SeedSequence:
+    """The seed of a variant's graph drawn once: ``SeedSequence([S, TOPOLOGY_TAG])`` with S the
+    ``[topology] seed`` when given, else the scenario seed (so ``topology.seed = S`` is exactly the
+    graph of ``scenario.seed = S``)."""
     topo = scenario.topology
-    indexed, graph = build_indexed(
-        topo.kind,
-        topo.nodes,
-        topo.params,
-        path=topo.path,
-        base_dir=scenario.base_dir,
-        seed=np.random.SeedSequence([scenario.run.seed, TOPOLOGY_TAG]),
+    root = topo.seed if topo.seed is not None else scenario.run.seed
+    return np.random.SeedSequence([root, TOPOLOGY_TAG])
+
+
+def _build_graph(
+    scenario: Scenario, seed: np.random.SeedSequence
+) -> tuple[IndexedGraph, nx.Graph | None]:
+    topo = scenario.topology
+    if topo.graph is not None:  # a graph object given from Python: checked and frozen already
+        return IndexedGraph.from_networkx(topo.graph), topo.graph
+    return build_indexed(
+        topo.kind, topo.nodes, topo.params, path=topo.path, base_dir=scenario.base_dir, seed=seed
     )
+
+
+def world_for_run(world: World, seed: int) -> World:
+    """The world run ``seed`` (its integer run seed) simulates: ``world`` itself, or, with
+    ``[topology] draw = "per-run"``, a copy on the run's own graph, drawn from the run's
+    :data:`~gossipsim.streams.TOPOLOGY` stream (the same whatever worker runs it). A random kind's
+    labels are 0..K-1 in every draw, so requests, the start node and the data keep their nodes."""
+    if world.scenario.topology.draw != "per-run":
+        return world
+    indexed, graph = _build_graph(world.scenario, run_stream(seed, TOPOLOGY))
+    if tuple(indexed.labels) != tuple(world.indexed.labels):  # pragma: no cover - random kinds
+        raise ConfigError("topology.draw", "a graph drawn per run changed the node labels")
+    return dataclasses.replace(world, indexed=indexed, built_graph=graph)
+
+
+def build_world(scenario: Scenario) -> World:
+    """Build and check the graph, the model and the data of one variant (all user errors raised
+    here). With ``[topology] draw = "per-run"`` the graph built here (from :func:`graph_seed`)
+    is the one the checks and the figures use; each run draws its own (:func:`world_for_run`)."""
+    indexed, graph = _build_graph(scenario, graph_seed(scenario))
     requests = []
     for i, req in enumerate(scenario.unlearning):
         node = indexed.index(req.node, f"unlearning[{i}].node")

@@ -19,7 +19,7 @@ FOUNDATION = tuple(
     G + m
     for m in (
         "errors", "schema", "streams", "capabilities", "messages", "channels", "links",
-        "protocol_api", "representations", "registry", "textfiles", "censoring",
+        "protocol_api", "representations", "registry", "textfiles", "censoring", "frozen",
     )
 )  # fmt: skip
 #: the layers above the simulation core: nothing below may reach them

@@ -33,7 +33,14 @@ from __future__ import annotations
 
 from . import kinds as _kinds  # noqa: F401  (registers the shipped kinds)
 from .build import ARRAY_KINDS, SeedLike, build_indexed, build_topology, planned_size
-from .checks import INT64_MAX, INT64_MIN, OutOfRange, check_graph, parse_label
+from .checks import (
+    INT64_MAX,
+    INT64_MIN,
+    OutOfRange,
+    check_graph,
+    check_graph_object,
+    parse_label,
+)
 from .files import shown_path
 from .registry import (
     TOPOLOGY_KINDS,
@@ -58,6 +65,7 @@ __all__ = [
     "build_indexed",
     "build_topology",
     "check_graph",
+    "check_graph_object",
     "parse_label",
     "planned_size",
     "reference_table",

@@ -28,6 +28,7 @@ __all__ = [
     "OutOfRange",
     "check_connected",
     "check_graph",
+    "check_graph_object",
     "finish",
     "parse_label",
 ]
@@ -124,6 +125,38 @@ def check_graph(graph: nx.Graph, key: str = "topology") -> nx.Graph:
     if not isinstance(graph, nx.Graph):
         raise ConfigError(key, f"expected a networkx graph, got {type(graph).__name__}")
     return finish(nx.Graph(graph), key)
+
+
+def check_graph_object(graph: object, key: str = "topology") -> nx.Graph:
+    """A graph given to a scenario from Python, checked and frozen: an undirected simple
+    ``networkx.Graph`` (not a DiGraph or MultiGraph: say how to convert it), connected, with at least
+    2 nodes whose labels are integers (64-bit, not bool) or strings, as requests and
+    ``scheduler.start`` name them. Returns a frozen copy (:func:`networkx.freeze`) keeping the node,
+    edge and graph attributes; self-loops are dropped with a warning, as for every graph.
+
+    >>> g = check_graph_object(nx.path_graph(["a", "b", "c"]))
+    >>> list(g.nodes), nx.is_frozen(g)
+    (['a', 'b', 'c'], True)
+    """
+    if not isinstance(graph, nx.Graph):
+        raise ConfigError(key, f"expected a networkx graph, got {type(graph).__name__}")
+    if graph.is_directed() or graph.is_multigraph():
+        raise ConfigError(
+            key,
+            f"must be an undirected simple graph, got a {type(graph).__name__}; convert it "
+            "with networkx.Graph(G) (a directed edge becomes an undirected one, parallel edges one)",
+        )
+    for label in graph.nodes:
+        if isinstance(label, bool) or not isinstance(label, int | str):
+            raise ConfigError(
+                key,
+                f"node labels must be integers or strings, got {label!r} "
+                f"({type(label).__name__}); relabel with networkx.convert_node_labels_to_integers(G)",
+            )
+        if isinstance(label, int) and not INT64_MIN <= label <= INT64_MAX:
+            raise ConfigError(key, f"node label {label} is outside the 64-bit integer range")
+    copy = graph.copy()  # attributes dicts copied: the caller's later edits do not reach the runs
+    return nx.freeze(finish(copy, key))
 
 
 def finish(graph: nx.Graph, key: str) -> nx.Graph:
