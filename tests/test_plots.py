@@ -163,6 +163,23 @@ def test_exact_zeros_go_past_a_break_labelled_zero():
         plt.close(fig)
 
 
+def test_a_diverged_kl_near_the_float_limit_still_draws(tmp_path):
+    """A KL of 1e285 (a REINFORCE step with baseline 1e300, found by the fuzz profile) put the log
+    ticks past the float range and matplotlib's formatter failed: the axis now stops at LOG_TOP."""
+    from gossipsim.plotting.axes import LOG_TOP
+
+    fig = plt.figure()
+    try:
+        lp = LogPanel()
+        lp.line([1, 2, 3], [0.02, 9.5e285, 9.5e285])
+        lp.hline(0.026)
+        lp.render(fig, fig.add_gridspec(1, 1)[0])
+        fig.savefig(tmp_path / "kl.png")
+        assert lp.main is not None and lp.main.get_ylim()[1] == LOG_TOP
+    finally:
+        plt.close(fig)
+
+
 def _requests(
     variants: list[str], runs: int = 5, slot: int = 10, **latencies: list[float]
 ) -> pd.DataFrame:

@@ -20,6 +20,8 @@ from matplotlib.ticker import NullFormatter, NullLocator
 from .style import BAND_ALPHA, REQUEST
 
 ZERO_LABEL = "0"
+#: highest value a log axis shows (lines above it leave the top of the axes)
+LOG_TOP = 1e200
 
 
 class LogPanel:
@@ -88,7 +90,9 @@ class LogPanel:
         else:
             self.main = fig.add_subplot(spec, sharex=sharex)
         span = self.positive_range() or (1e-3, 1.0)
-        lo, hi = span[0] / 2.0, span[1] * 2.0
+        # a diverged run's KL (1e285, finite) would put matplotlib's log ticks past the float range,
+        # where its tick formatter fails: the axis stops at LOG_TOP and such lines leave the top
+        lo, hi = min(span[0] / 2.0, LOG_TOP / 10.0), min(span[1] * 2.0, LOG_TOP)
         level = lo / 10.0  # where the zeros are drawn, inside the strip only
         for ax in self.axes:
             for kind, arrays, kw in self._ops:
