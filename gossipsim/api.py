@@ -23,6 +23,7 @@ from typing import Any
 
 from .errors import ConfigError
 from .executors import Executor, Outcome, Task, describe_error, start_executor, units
+from .graphfiles import MAX_SAVED_NODES
 from .results import METRIC_COLUMNS, RUN_COLUMNS, PostProcessingError, Results, collect
 from .runner import World, build_world
 from .scenario import Study, load_scenario, parse_study
@@ -168,6 +169,10 @@ def _finish(
     ordered = store.load() if store is not None else ((t[0], outcomes[t]) for t in sorted(outcomes))
     results = collect(study, ordered, node_labels=[w.indexed.labels for w in worlds])
     results.engines = {v.label: note for v, note in zip(study.variants, notes, strict=True)}
+    results.graphs = {  # big graphs are built straight into arrays: not kept (nor saved)
+        v.label: w.graph for v, w in zip(study.variants, worlds, strict=True)
+        if w.nodes <= MAX_SAVED_NODES
+    }  # fmt: skip
     failures = _attach_theory(results, study, worlds)
     folder = store.dir if store is not None else None
     if store is not None:

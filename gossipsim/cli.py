@@ -304,7 +304,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
         plot_results(
             res.metrics, res.runs, res.requests, res.visits, res.summary(), folder,
-            fmt=args.format, statistic=args.statistic, graphs=_graphs(res.study),
+            fmt=args.format, statistic=args.statistic, graphs=res.graphs,
         )  # fmt: skip
 
     try:
@@ -364,7 +364,7 @@ def _print_summary(results: Any, out: Path) -> None:
     )
     from .results import cover_summary, request_summaries
 
-    for label, part in runs.groupby("variant", sort=False):
+    for label, part in runs.groupby("variant", sort=False, observed=True):
         conv = part["convergence_iteration"].astype(float)
         line = f"  {label}: " + _censored_text("cover iteration", cover_summary(part), "runs")
         line += f"; converged in {conv.notna().sum()}/{len(part)} runs"
@@ -468,7 +468,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     frames, request_frames = [], []
     labels = []
     for folder in args.dirs:
-        metrics, _, requests, summary = load_results(folder)
+        res = load_results(folder)
+        metrics, requests = res.metrics, res.requests
         name = Path(folder).name
         metrics = metrics.assign(variant=name + ": " + metrics["variant"].astype(str))
         frames.append(metrics)
@@ -476,7 +477,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             request_frames.append(
                 requests.assign(variant=name + ": " + requests["variant"].astype(str))
             )
-        labels += [f"{name}: {v}" for v in summary.get("variants", {})]
+        labels += [f"{name}: {v}" for v in res.variants]
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         plot_kl_vs_iteration(
@@ -623,45 +624,25 @@ def _cmd_hitting(args: argparse.Namespace) -> int:
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
-    import pandas as pd
-
-    from .plots import plot_results
     from .results import load_results
-    from .scenario import parse_study
     from .store import check_output_folder
 
     folder = Path(args.dir)
-    metrics, runs, requests, summary = load_results(folder)
+    results = load_results(folder)
     check_output_folder(folder / "plots", "DIR")
-    visits_path = folder / "visits.csv"
+    if not results.graphs:  # a folder of an older gossipsim, without graphs/: build them again
+        try:
+            results.graphs = _graphs(results.study)
+        except (ConfigError, OSError) as exc:
+            print(f"gossipsim: note: graph drawing skipped ({exc})", file=sys.stderr)
     try:
-        visits = pd.read_csv(visits_path) if visits_path.is_file() else None
-    except (OSError, ValueError):
-        visits = None  # only the visits figure needs it
-    graphs: dict[str, Any] = {}
-    try:
-        study = parse_study(summary["scenario"], path=summary.get("scenario_file"))
-        graphs = _graphs(study)
-    except (ConfigError, KeyError, OSError, TypeError) as exc:
-        print(f"gossipsim: note: graph drawing skipped ({exc})", file=sys.stderr)
-    try:
-        written = plot_results(
-            metrics,
-            runs,
-            requests,
-            visits,
-            summary,
-            folder / "plots",
-            fmt=args.format,
-            statistic=args.statistic,
-            graphs=graphs,
-        )
+        written = results.plot(folder / "plots", fmt=args.format, statistic=args.statistic)
     except Exception as exc:  # one line, never a traceback; the tables stay
         from .executors import describe_error
 
         _error_line(f"plotting {folder}/ failed ({describe_error(exc)})")
         return EXIT_FAILED
-    for path in written:
+    for path in written.values():
         print(path)
     return 0
 

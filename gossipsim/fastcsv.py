@@ -15,9 +15,11 @@ converted to text once, exactly as pandas converts it, and the rows are assemble
 - text and object columns: the ``csv`` module's text of the value (quoted when it holds a comma,
   a quote or a line break, as pandas' writer quotes it), missing values empty. Object columns
   mixing types (node labels 3 and ``"a"``) are converted cell by cell, never by equality (1, 1.0
-  and True are equal keys but different text).
+  and True are equal keys but different text);
+- categorical columns (the ``variant`` column): their categories converted as a column of their
+  own type, each row pointed at its category's text by its code, missing values empty.
 
-A table with a column of any other kind (dates, categories, ...), or with fewer than two columns,
+A table with a column of any other kind (dates, intervals, ...), or with fewer than two columns,
 is written by pandas itself.
 """
 
@@ -115,6 +117,15 @@ def _column_cells(series: pd.Series) -> tuple[list[str], np.ndarray] | None:
         if dtype.kind == "O":
             return _objects(values)
         return None
+    if isinstance(dtype, pd.CategoricalDtype):  # each category's text once, rows by their codes
+        inner = _column_cells(pd.Series(dtype.categories))
+        if inner is None:
+            return None
+        texts, category_text = inner
+        codes = series.cat.codes.to_numpy()
+        missing = codes < 0
+        rows = category_text.take(np.where(missing, 0, codes)) if len(category_text) else codes
+        return _with_missing(texts, rows.astype(np.intp, copy=False), missing)
     if isinstance(dtype, pd.StringDtype):  # str values (hashed by pandas or pyarrow) or missing
         codes, distinct = pd.factorize(series.array, use_na_sentinel=True)
         cell = _CellWriter()

@@ -26,10 +26,11 @@ can call them on :class:`Results` directly; :func:`plot_results` writes all that
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import matplotlib
 
@@ -43,6 +44,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patheffects import withStroke  # noqa: E402
 from matplotlib.ticker import MaxNLocator, NullLocator  # noqa: E402
 
+from .graphfiles import layout  # noqa: E402
 from .plotting import style as S  # noqa: E402
 from .plotting.axes import (  # noqa: E402
     REQUEST_LABEL,
@@ -64,12 +66,17 @@ from .plotting.stats import (  # noqa: E402
     mean_and_half_width,
 )
 
+if TYPE_CHECKING:
+    from .results import Results
+
 __all__ = [
     "COLUMN_WIDTH_IN",
     "EVALUATION_LABELS",
+    "FIGURES",
     "FORMATS",
     "MAX_NODES_DRAWN",
     "STATISTICS",
+    "draw_figures",
     "plot_cover_time",
     "plot_evaluation",
     "plot_kl_vs_iteration",
@@ -81,6 +88,13 @@ __all__ = [
 ]
 
 FORMATS = ("png", "pdf", "svg")
+#: the standard figures, by the name of their file (what Results.plot(which=...) picks from)
+FIGURES = (
+    "kl_vs_iteration", "kl_vs_time", "unlearning_kl", "latency", "cover_time",
+    "kl_vs_local_iterations", "evaluation", "visits",
+)  # fmt: skip
+# while set, figures are kept (by file stem) instead of saved: Results.plot without a folder
+_KEPT: ContextVar[dict[str, Figure] | None] = ContextVar("kept_figures", default=None)
 COLUMN_WIDTH_IN = S.COLUMN_WIDTH_IN
 MAX_NODES_DRAWN = 500
 PANEL_HEIGHT_IN = 2.0
@@ -95,6 +109,11 @@ def _figure(width: float, height: float) -> Figure:
 
 
 def _save(fig: Figure, path: Path) -> Path:
+    kept = _KEPT.get()
+    if kept is not None:  # returned to the caller (a notebook shows it), not written
+        plt.close(fig)  # out of pyplot's list of open figures; the object stays usable
+        kept[path.stem] = fig
+        return path
     fig.savefig(path)
     plt.close(fig)
     return path
@@ -590,8 +609,12 @@ def _group_label(values: dict[str, Any], fallback: str) -> str:
 def _cover_rows(runs: pd.DataFrame, summary: dict[str, Any]) -> pd.DataFrame:
     rows = []
     for label, entry in summary.get("variants", {}).items():
-        column = runs.loc[runs["variant"] == label, "cover_iteration"]
-        all_runs = column.to_numpy(dtype=float, na_value=np.nan) - 1
+        part = runs.loc[runs["variant"] == label]
+        all_runs = (  # cover moves: the cover iteration − 1 (tables of older folders lack them)
+            part["cover_moves"].to_numpy(dtype=float, na_value=np.nan)
+            if "cover_moves" in part
+            else part["cover_iteration"].to_numpy(dtype=float, na_value=np.nan) - 1
+        )
         x = all_runs[np.isfinite(all_runs)]
         if x.size == 0:
             continue
@@ -665,7 +688,7 @@ def plot_cover_time(runs: pd.DataFrame, summary: dict[str, Any], path: Path) -> 
             if (table["exact"].notna() | table["matthews_hi"].notna()).any():
                 top = np.nanmax(table[["mean", "exact", "matthews_hi"]].to_numpy(dtype=float))
                 ax.set_ylim(0, top * 1.12)
-        ax.set_ylabel("cover time (moves)")
+        ax.set_ylabel("cover time (moves = cover iteration − 1)")
         ax.grid(True, alpha=0.3)
         fig.suptitle("Cover time of the token walk")
         for label, handle in styles.entries.items():  # the variants first, then what marks mean
@@ -841,11 +864,7 @@ def plot_visits(
             axes.append(ax)
             pi, dev = deviations[variant]
             deg = np.array([d for _, d in graph.degree()], dtype=float)
-            pos = (
-                nx.kamada_kawai_layout(graph)
-                if graph.number_of_nodes() <= 100
-                else nx.spring_layout(graph, seed=1)
-            )
+            pos = layout(graph)  # saved with the graph (graphs/*.graphml), else computed once
             nx.draw_networkx_edges(graph, pos, ax=ax, width=0.4, alpha=0.35)
             mappable = nx.draw_networkx_nodes(
                 graph, pos, ax=ax, node_size=size(deg), node_color=100 * dev, cmap="RdBu_r",
@@ -1047,67 +1066,98 @@ def plot_results(
     fmt: str = "png",
     statistic: str = "median",
     graphs: dict[str, nx.Graph] | None = None,
+    which: Sequence[str] | None = None,
 ) -> list[Path]:
-    """Write every standard figure that applies to ``out_dir``; returns the files written."""
+    """Write every standard figure that applies (or those of ``which``, names from
+    :data:`FIGURES`) to ``out_dir``; returns the files written."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    variants = list(summary.get("variants", {})) or sorted(metrics["variant"].unique())
+    jobs = _figure_jobs(metrics, runs, requests, visits, summary, statistic, graphs)
+    written = [job(out_dir / f"{name}.{fmt}") for name, job in jobs.items()
+               if which is None or name in which]  # fmt: skip
+    return [p for p in written if p is not None]
+
+
+def draw_figures(
+    results: Results,
+    out_dir: Path | None,
+    *,
+    which: Sequence[str] | None = None,
+    fmt: str = "png",
+    statistic: str = "median",
+) -> dict[str, Path] | dict[str, Figure]:
+    """The standard figures of ``results`` (:meth:`gossipsim.results.Results.plot`): written to
+    ``out_dir`` (name -> file), or, without a folder, returned as matplotlib Figures by name."""
+    args = (results.metrics, results.runs, results.requests, results.visits, results.summary())
+    if out_dir is not None:
+        written = plot_results(*args, out_dir, fmt=fmt, statistic=statistic,
+                               graphs=results.graphs, which=which)  # fmt: skip
+        return {p.stem: p for p in written}
+    kept: dict[str, Figure] = {}
+    token = _KEPT.set(kept)
+    try:
+        jobs = _figure_jobs(*args, statistic, results.graphs)
+        for name, job in jobs.items():
+            if which is None or name in which:
+                job(Path(f"{name}.{fmt}"))
+    finally:
+        _KEPT.reset(token)
+    return kept
+
+
+def _figure_jobs(
+    metrics: pd.DataFrame,
+    runs: pd.DataFrame,
+    requests: pd.DataFrame,
+    visits: pd.DataFrame | None,
+    summary: dict[str, Any],
+    statistic: str,
+    graphs: dict[str, nx.Graph] | None,
+) -> dict[str, Callable[[Path], Path | None]]:
+    """Each standard figure that may apply, by name: a function drawing it to a path."""
+    variants = list(summary.get("variants", {})) or list(
+        dict.fromkeys(metrics["variant"].astype(str))
+    )
     tolerance = _tolerance(summary)
     excess = _excess(summary)
     name = summary.get("name", "")
     common: dict[str, Any] = {"statistic": statistic, "tolerance": tolerance, "excess": excess}
-    written: list[Path | None] = [
-        plot_kl_vs_iteration(
-            metrics, variants, out_dir / f"kl_vs_iteration.{fmt}", **common,
+    jobs: dict[str, Callable[[Path], Path | None]] = {
+        "kl_vs_iteration": lambda path: plot_kl_vs_iteration(
+            metrics, variants, path, **common,
             title=f"{name}: KL divergence to the target", summary=summary, requests=requests,
         ),
-        plot_kl_vs_time(
-            metrics, variants, out_dir / f"kl_vs_time.{fmt}", **common,
+        "kl_vs_time": lambda path: plot_kl_vs_time(
+            metrics, variants, path, **common,
             title=f"{name}: KL divergence to the target against simulated time",
             summary=summary, requests=requests,
         ),
-        plot_unlearning_kl(
-            metrics, requests, variants, out_dir / f"unlearning_kl.{fmt}", **common, summary=summary
+        "unlearning_kl": lambda path: plot_unlearning_kl(
+            metrics, requests, variants, path, **common, summary=summary
         ),
-        plot_latency(requests, variants, out_dir / f"latency.{fmt}", summary),
-        plot_cover_time(runs, summary, out_dir / f"cover_time.{fmt}"),
-    ]  # fmt: skip
+        "latency": lambda path: plot_latency(requests, variants, path, summary),
+        "cover_time": lambda path: plot_cover_time(runs, summary, path),
+    }  # fmt: skip
     local = _local_iterations(summary)
     if any(v > 1 for v in local.values()):  # Fig. 4: against total local iterations L·i
-        written.append(
-            plot_kl_vs_iteration(
-                metrics,
-                variants,
-                out_dir / f"kl_vs_local_iterations.{fmt}",
-                **common,
-                x_scale=local,
-                xlabel="total local iterations L·i",
-                title=f"{name}: KL against total local iterations",
-                summary=summary,
-                requests=requests,
-            )  # fmt: skip
-        )
+        jobs["kl_vs_local_iterations"] = lambda path: plot_kl_vs_iteration(
+            metrics, variants, path, **common, x_scale=local,
+            xlabel="total local iterations L·i",
+            title=f"{name}: KL against total local iterations", summary=summary, requests=requests,
+        )  # fmt: skip
     evaluation = [c for c in EVALUATION_LABELS if c in metrics.columns]
     if evaluation:
         reference = {
             label: entry.get("theory", {}).get("target", {}).get("all", {})
             for label, entry in summary.get("variants", {}).items()
         }
-        written.append(
-            plot_evaluation(
-                metrics,
-                variants,
-                evaluation,
-                out_dir / f"evaluation.{fmt}",
-                statistic=statistic,
-                reference=reference,
-                title=f"{name}: held-out metrics and KL to the target",
-                summary=summary,
-                requests=requests,
-            )  # fmt: skip
-        )
+        jobs["evaluation"] = lambda path: plot_evaluation(
+            metrics, variants, evaluation, path, statistic=statistic, reference=reference,
+            title=f"{name}: held-out metrics and KL to the target", summary=summary,
+            requests=requests,
+        )  # fmt: skip
     if visits is not None and graphs:
-        written.append(plot_visits(visits, graphs, out_dir / f"visits.{fmt}", summary, requests))
-    return [p for p in written if p is not None]
+        jobs["visits"] = lambda path: plot_visits(visits, graphs, path, summary, requests)
+    return jobs
 
 
 def _local_iterations(summary: dict[str, Any]) -> dict[str, float]:

@@ -1,7 +1,8 @@
 """Results: tidy tables, a summary, and atomic writes of the results folder.
 
 A results folder holds ``metrics.csv``, ``runs.csv``, ``requests.csv``, ``visits.csv``,
-``failures.csv``, ``summary.json`` and ``plots/``. They are written into a staging folder and renamed
+``failures.csv``, ``summary.json``, ``graphs/`` and ``plots/``; :func:`load_results` reads it back
+into the :class:`Results` that :func:`gossipsim.run` returned. They are written into a staging folder and renamed
 into place one by one, so no file is ever half written (the runs themselves are committed as they
 finish by :mod:`gossipsim.store`). The tables and ``summary.json`` are committed first and the
 figures after them, so a failure while drawing cannot lose the tables. Missing values (a run that
@@ -20,7 +21,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -29,16 +30,23 @@ from .censoring import censored_summary
 from .errors import ConfigError
 from .executors import RunFailure
 from .fastcsv import write_csv
+from .graphfiles import MAX_SAVED_NODES, graph_files, read_graph, write_graphs
 from .measure import BatchOutput, RunOutput
 from .metrics import quantile_summary
-from .scenario import Study
+from .scenario import Study, parse_study
 from .store import STAGING_PREFIX  # stale staging folders are removed by the next run on the folder
+from .tidy import tidy, variant_dtype
+
+if TYPE_CHECKING:
+    import networkx as nx
+    from matplotlib.figure import Figure
 
 RUN_COLUMNS = [
     "variant",
     "run",
     "seed",
     "cover_iteration",
+    "cover_moves",
     "convergence_iteration",
     "convergence_time",
     "iterations",
@@ -63,7 +71,11 @@ METRIC_COLUMNS = [
 
 @dataclass
 class Results:
-    """The three tables of a study (pandas DataFrames) and its summary."""
+    """The tables of a study (pandas DataFrames), its summary and the graphs of its variants.
+
+    Every table's ``variant`` column is an ordered categorical in the sweep's order, followed by one
+    typed column per swept dotted key (:mod:`gossipsim.tidy`). ``graphs`` maps a variant's label to
+    its NetworkX graph (left out beyond :data:`~gossipsim.graphfiles.MAX_SAVED_NODES` nodes)."""
 
     study: Study
     metrics: pd.DataFrame
@@ -74,6 +86,7 @@ class Results:
     theory: dict[str, dict[str, Any]] = field(default_factory=dict)
     engines: dict[str, str] = field(default_factory=dict)
     theory_errors: dict[str, str] = field(default_factory=dict)  # variant -> why its theory failed
+    graphs: dict[str, nx.Graph] = field(default_factory=dict)
 
     @property
     def variants(self) -> list[str]:
@@ -89,6 +102,7 @@ class Results:
             "sweep": _jsonable(self.study.sweep),
             "variants": {},
         }
+        files = graph_files(self.variants, self.graphs)
         for variant in self.study.variants:
             label = variant.label
             entry: dict[str, Any] = {
@@ -103,7 +117,7 @@ class Results:
                 ),
             }
             runs = self.runs[self.runs["variant"] == label]
-            entry["cover"] = _jsonable(cover_summary(runs))
+            entry["cover"] = {"unit": COVER_UNIT, **_jsonable(cover_summary(runs))}
             entry["per_request"] = _jsonable(
                 request_summaries(
                     self.requests[self.requests["variant"] == label],
@@ -122,7 +136,17 @@ class Results:
                 entry["theory"] = _jsonable(self.theory[label])
             if label in self.theory_errors:
                 entry["theory_error"] = self.theory_errors[label]
+            entry["graph"] = files.get(label)
+            if label not in files:
+                entry["graph_note"] = (
+                    f"not saved (graphs of more than {MAX_SAVED_NODES:,} nodes are not written)"
+                )
             out["variants"][label] = entry
+        # each table's column types, so that load_results gives CSV tables the types gs.run gave
+        out["columns"] = {
+            stem: {name: str(dtype) for name, dtype in table.dtypes.items()}
+            for stem, table in self.tables().items()
+        }
         return out
 
     def nonfinite_runs(self, label: str) -> int:
@@ -180,16 +204,52 @@ class Results:
                 if parquet:
                     _parquet_ready(table).to_parquet(staging / f"{stem}.parquet", index=False)
                     names.append(f"{stem}.parquet")
+            graphs = write_graphs(staging, self.variants, self.graphs)
             (staging / "summary.json").write_text(
                 json.dumps(self.summary(), indent=2) + "\n", encoding="utf-8"
             )
             names.append("summary.json")
+            shutil.rmtree(dest / GRAPHS, ignore_errors=True)  # graphs of an earlier run
+            if graphs:
+                os.replace(staging / GRAPHS, dest / GRAPHS)
             for name in names:
                 os.replace(staging / name, dest / name)
             if not parquet:
                 for stem in self.tables():
                     (dest / f"{stem}.parquet").unlink(missing_ok=True)
         return dest
+
+    def plot(
+        self,
+        out_dir: str | os.PathLike[str] | None = None,
+        *,
+        which: Sequence[str] | None = None,
+        fmt: str = "png",
+        statistic: str = "median",
+    ) -> dict[str, Path] | dict[str, Figure]:
+        """Draw the standard figures (those ``gossipsim plot DIR`` draws; ``which`` picks some by
+        name, e.g. ``["kl_vs_iteration", "visits"]``). With ``out_dir`` they are written there as
+        ``<name>.<fmt>`` and their paths returned; without, the matplotlib Figures are returned
+        (shown by a notebook), by name. A figure that does not apply (no requests, no graph) is
+        left out."""
+        from .plots import FIGURES, FORMATS, STATISTICS, draw_figures
+
+        if which is not None:
+            unknown = [w for w in which if w not in FIGURES]
+            if isinstance(which, str) or unknown:
+                raise ConfigError(
+                    "which", f"unknown figure {unknown or which!r}; allowed: {', '.join(FIGURES)}"
+                )
+        if fmt not in FORMATS:
+            raise ConfigError("fmt", f"must be one of {', '.join(FORMATS)} (got {fmt!r})")
+        if statistic not in STATISTICS:
+            raise ConfigError(
+                "statistic", f"must be one of {', '.join(STATISTICS)} (got {statistic!r})"
+            )
+        return draw_figures(
+            self, None if out_dir is None else Path(out_dir), which=which, fmt=fmt,
+            statistic=statistic,
+        )  # fmt: skip
 
     def write_plots(
         self, out_dir: str | os.PathLike[str], make_plots: Callable[[Results, Path], None]
@@ -310,6 +370,7 @@ def collect(
     runs = runs.reindex(columns=RUN_COLUMNS + extra)
     for col in ("cover_iteration", "convergence_iteration"):
         runs[col] = runs[col].astype("Int64")
+    runs["cover_moves"] = runs["cover_iteration"] - 1  # moves between holders: one vocabulary
     if request_rows or not request_pieces:
         request_pieces.append(pd.DataFrame(request_rows, columns=REQUEST_COLUMNS))
     requests = (
@@ -320,7 +381,7 @@ def collect(
     for col in ("request_iteration", "removal_latency", "latency", "retrain_latency"):
         requests[col] = requests[col].astype("Int64")
     requests["settled_at_request"] = requests["settled_at_request"].astype("boolean")
-    metrics = _metrics_table(metric_parts)
+    metrics = _metrics_table(metric_parts, labels)
     index = {label: v for v, label in enumerate(labels)}
     if order != sorted(order):  # e.g. a sweep resumed with another engine: batches interleave
         runs = _sorted_by_run(runs, index)
@@ -346,6 +407,10 @@ def collect(
         else pd.DataFrame(columns=VISIT_COLUMNS)
     )
     failures = pd.DataFrame(failure_rows, columns=FAILURE_COLUMNS)
+    values = [v.values for v in study.variants]
+    metrics, runs, requests, visits_df, failures = (
+        tidy(t, labels, values) for t in (metrics, runs, requests, visits_df, failures)
+    )
     return Results(study, metrics, runs, requests, visits_df, failures)
 
 
@@ -353,9 +418,13 @@ def _sorted_by_run(table: pd.DataFrame, variant_index: dict[str, int]) -> pd.Dat
     """Rows in (variant, run) order, keeping the order of rows within a run."""
     if not len(table):
         return table
-    key = table["variant"].map(variant_index).to_numpy(dtype=np.int64) * (
-        int(table["run"].max()) + 1
-    ) + table["run"].to_numpy(dtype=np.int64)
+    variant = table["variant"]
+    codes = (
+        variant.cat.codes.to_numpy().astype(np.int64)  # the categories are in the sweep's order
+        if isinstance(variant.dtype, pd.CategoricalDtype)
+        else variant.map(variant_index).to_numpy(dtype=np.int64)
+    )
+    key = codes * (int(table["run"].max()) + 1) + table["run"].to_numpy(dtype=np.int64)
     return table.iloc[np.argsort(key, kind="stable")].reset_index(drop=True)
 
 
@@ -369,7 +438,7 @@ def _run_frame(rows: list[dict[str, Any]] | dict[str, Any]) -> pd.DataFrame:
 
 
 def _metrics_table(
-    parts: list[tuple[str, int | np.ndarray, dict[str, np.ndarray]]],
+    parts: list[tuple[str, int | np.ndarray, dict[str, np.ndarray]]], labels: Sequence[str]
 ) -> pd.DataFrame:
     """One table from the column arrays of every run (or batch of runs, whose run index is given
     per row), concatenated column by column (much faster than a DataFrame per run); a column a run
@@ -383,15 +452,12 @@ def _metrics_table(
         c for c in names if c not in METRIC_COLUMNS
     ]
     sizes = [len(next(iter(cols.values()))) for _, _, cols in parts]
-    # the variant column repeats a few labels: give pandas the distinct ones (it infers their dtype as
-    # for the whole column) and repeat them by position, much faster than converting every row
-    code_of: dict[str, int] = {}
-    for label, _, _ in parts:
-        code_of.setdefault(label, len(code_of))
-    codes = np.repeat([code_of[label] for label, _, _ in parts], sizes)
-    distinct = list(code_of)
+    # the variant column repeats a few labels: a categorical built from each part's code, repeated
+    # by position, never a label per row
+    code_of = {label: i for i, label in enumerate(labels)}
+    codes = np.repeat(np.array([code_of[label] for label, _, _ in parts], dtype=np.int64), sizes)
     data: dict[str, Any] = {
-        "variant": pd.Series(np.array(distinct, dtype=object)).array.take(codes),
+        "variant": pd.Categorical.from_codes(codes, dtype=variant_dtype(labels)),
         "run": np.concatenate(
             [
                 np.asarray(run, dtype=np.int64)
@@ -434,12 +500,59 @@ def _parquet_ready(table: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def load_results(
-    out_dir: str | os.PathLike[str],
-) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, dict[str, Any]]:
-    """Read a results folder back: (metrics, runs, requests, summary). A folder without these files,
-    or with a damaged one, is a ConfigError for ``DIR`` naming the file."""
+GRAPHS = "graphs"
+TABLES = ("metrics", "runs", "requests", "visits", "failures")
+#: column types of folders written before summary.json recorded them
+_OLD_TYPES = {
+    **dict.fromkeys(
+        ("cover_iteration", "cover_moves", "convergence_iteration", "request_iteration",
+         "removal_latency", "latency", "retrain_latency"), "Int64",
+    ),
+    "settled_at_request": "boolean",
+}  # fmt: skip
+
+
+def load_results(out_dir: str | os.PathLike[str]) -> Results:
+    """Read a results folder back into the :class:`Results` that :func:`gossipsim.run` returned:
+    the study rebuilt from summary.json's scenario, every table with the same column types (from
+    the Parquet copies when they are there, else from the CSV files, with the types summary.json
+    records), the graphs of ``graphs/``, and the theory, engines and theory errors of summary.json
+    (as JSON holds them: NaN as None, infinities as ``"inf"``).
+
+    The scenario's input files (a data CSV, an edge list) are not read again, so a folder whose
+    inputs have gone still loads. A folder without these files, with a damaged one, or whose
+    scenario this gossipsim cannot read, is a one-line ConfigError for ``DIR``; visits.csv and
+    failures.csv, missing in folders of older versions, are then empty tables."""
     d = Path(out_dir)
+    summary = _read_summary(d)
+    study = _rebuilt_study(summary, d)
+    labels = [v.label for v in study.variants]
+    values = [v.values for v in study.variants]
+    types = summary.get("columns") if isinstance(summary.get("columns"), dict) else None
+    empty = {"visits": VISIT_COLUMNS, "failures": FAILURE_COLUMNS}
+    tables = {}
+    for stem in TABLES:
+        table = _read_table(d, stem, labels, empty.get(stem))
+        table = _with_types(table, (types or {}).get(stem) or _OLD_TYPES, labels)
+        tables[stem] = tidy(table, labels, values)
+    entries = summary.get("variants", {})
+    results = Results(
+        study, tables["metrics"], tables["runs"], tables["requests"], tables["visits"],
+        tables["failures"],
+    )  # fmt: skip
+    for label in labels:
+        entry = entries.get(label) if isinstance(entries.get(label), dict) else {}
+        if isinstance(entry.get("theory"), dict):
+            results.theory[label] = entry["theory"]
+        if "engine" in entry:
+            results.engines[label] = str(entry["engine"])
+        if "theory_error" in entry:
+            results.theory_errors[label] = str(entry["theory_error"])
+    results.graphs = _read_graphs(d, {label: entries.get(label) for label in labels})
+    return results
+
+
+def _read_summary(d: Path) -> dict[str, Any]:
     if not d.is_dir():
         raise ConfigError("DIR", f"{str(d)!r} is not a folder")
     path = d / "summary.json"
@@ -453,27 +566,106 @@ def load_results(
         raise ConfigError(
             "DIR", f"{str(path)!r} cannot be read ({_reason(exc)}); run the scenario again"
         ) from None
-    if not isinstance(summary, dict) or not isinstance(summary.get("variants", {}), dict):
+    if (
+        not isinstance(summary, dict)
+        or not isinstance(summary.get("variants", {}), dict)
+        or not isinstance(summary.get("scenario"), dict)
+    ):
         raise ConfigError(
             "DIR", f"{str(path)!r} is not a gossipsim summary; run the scenario again"
         )
-    metrics, runs, requests = (
-        _read_table(d / f"{stem}.csv") for stem in ("metrics", "runs", "requests")
-    )
-    return metrics, runs, requests, summary
+    return summary
 
 
-def _read_table(path: Path) -> pd.DataFrame:
+def _rebuilt_study(summary: dict[str, Any], d: Path) -> Study:
+    """The study of summary.json's scenario, paths resolved against the original scenario file's
+    folder (nothing is read from them); infinities written as "inf" are tried as numbers too."""
+    raw = summary["scenario"]
+    path = summary.get("scenario_file")
+    path = path if isinstance(path, str) else None
     try:
-        return pd.read_csv(path)
-    except FileNotFoundError:
+        return parse_study(raw, path=path)
+    except ConfigError as first:
+        try:
+            return parse_study(_infinities(raw), path=path)
+        except ConfigError:
+            pass
+        raise ConfigError(
+            "DIR",
+            f"the scenario in {str(d / 'summary.json')!r} is not valid for this gossipsim "
+            f"({first}); read its CSV files with pandas",
+        ) from None
+
+
+def _infinities(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {k: _infinities(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_infinities(v) for v in x]
+    return {"inf": math.inf, "-inf": -math.inf}.get(x, x) if isinstance(x, str) else x
+
+
+def _read_table(
+    d: Path, stem: str, labels: Sequence[str], optional: Sequence[str] | None
+) -> pd.DataFrame:
+    """A table from its Parquet copy when there is one, else its CSV file (which must exist: the
+    CSV files are the folder's tables, the Parquet files copies)."""
+    path = d / f"{stem}.csv"
+    if not path.is_file():
+        if optional is not None and not path.exists():
+            return pd.DataFrame(columns=list(optional))
         raise ConfigError(
             "DIR", f"{str(path)!r} is missing: not a finished gossipsim results folder"
-        ) from None
+        )
+    copy = d / f"{stem}.parquet"
+    try:
+        if copy.is_file() and parquet_available():
+            return pd.read_parquet(copy)
+        return pd.read_csv(path, dtype={"variant": variant_dtype(labels)})
     except (OSError, ValueError, pd.errors.ParserError) as exc:
+        where = copy if copy.is_file() and parquet_available() else path
         raise ConfigError(
-            "DIR", f"{str(path)!r} cannot be read ({_reason(exc)}); run the scenario again"
+            "DIR", f"{str(where)!r} cannot be read ({_reason(exc)}); run the scenario again"
         ) from None
+    except Exception as exc:  # pyarrow's own errors on a damaged file
+        raise ConfigError(
+            "DIR", f"{str(copy)!r} cannot be read ({_reason(exc)}); run the scenario again"
+        ) from None
+
+
+def _with_types(table: pd.DataFrame, types: dict[str, Any], labels: Sequence[str]) -> pd.DataFrame:
+    """The columns converted to the types ``gs.run`` gave them (``types``: column -> dtype name)."""
+    for name, kind in types.items():
+        if name not in table.columns or not isinstance(kind, str):
+            continue
+        target: Any = variant_dtype(labels) if kind == "category" else kind
+        if str(table[name].dtype) == kind and kind != "category":
+            continue
+        try:
+            table[name] = table[name].astype(target)
+        except (TypeError, ValueError):
+            continue  # e.g. mixed node labels, written as text: they stay text
+    return table
+
+
+def _read_graphs(d: Path, entries: dict[str, Any]) -> dict[str, nx.Graph]:
+    """Each variant's graph from the file summary.json names (one read per file); a missing or
+    damaged file leaves the variant out (only the visit map needs it)."""
+    out: dict[str, nx.Graph] = {}
+    read: dict[str, nx.Graph | None] = {}
+    for label, entry in entries.items():
+        name = entry.get("graph") if isinstance(entry, dict) else None
+        if not isinstance(name, str) or not name.startswith(GRAPHS + "/"):
+            continue
+        if name not in read:
+            try:
+                read[name] = read_graph(d / name)
+            except Exception:  # noqa: BLE001 - a damaged graph file must not lose the tables
+                read[name] = None
+        graph = read[name]
+        if graph is not None:
+            out[label] = graph
+    return out
 
 
 def _reason(exc: BaseException) -> str:
@@ -482,6 +674,7 @@ def _reason(exc: BaseException) -> str:
 
 
 LATENCIES = ("removal_latency", "latency", "retrain_latency")
+COVER_UNIT = "cover_iteration (slots; cover_moves = cover_iteration - 1)"
 
 
 def cover_summary(runs: pd.DataFrame) -> dict[str, Any]:

@@ -70,8 +70,9 @@ def test_run_writes_the_results_folder(tmp_path, capsys):
     for name in ("metrics.csv", "runs.csv", "requests.csv", "summary.json", "visits.csv"):
         assert (out / name).is_file(), name
     metrics = pd.read_csv(out / "metrics.csv")
-    assert list(metrics.columns)[:7] == [
+    assert list(metrics.columns)[:8] == [
         "variant",
+        "topology.kind",  # the swept key, beside the variant label
         "run",
         "iteration",
         "time",
@@ -80,11 +81,13 @@ def test_run_writes_the_results_folder(tmp_path, capsys):
         "bits",
     ]
     runs = pd.read_csv(out / "runs.csv")
-    assert list(runs.columns)[:8] == [
+    assert list(runs.columns)[:10] == [
         "variant",
+        "topology.kind",
         "run",
         "seed",
         "cover_iteration",
+        "cover_moves",
         "convergence_iteration",
         "convergence_time",
         "iterations",
@@ -92,7 +95,8 @@ def test_run_writes_the_results_folder(tmp_path, capsys):
     ]
     assert len(runs) == 12 and set(runs["variant"]) == {"ring", "complete"}
     requests = pd.read_csv(out / "requests.csv")
-    assert list(requests.columns)[:3] == ["variant", "run", "request"]
+    assert list(requests.columns)[:4] == ["variant", "topology.kind", "run", "request"]
+    assert (runs["cover_moves"] == runs["cover_iteration"] - 1).all()
     assert {
         "node",
         "request_iteration",

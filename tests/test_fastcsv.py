@@ -59,6 +59,12 @@ def random_table(
             "mixed_labels": labels[rng.integers(0, labels.size, rows)],
             "float32": rng.normal(size=rows).astype(np.float32),
             "small_float": few * 1e-300,
+            # the variant column of a sweep: categories in sweep order (not sorted), some unused
+            "ordered_labels": pd.Categorical(
+                text_na, categories=["zz unused", *reversed(dict.fromkeys(words))], ordered=True
+            ),
+            "int_categories": pd.Categorical(pd.Series(small).mask(mask)),
+            "float_categories": pd.Categorical(pd.Series(few * 1e-300)),
         }
     )
 
@@ -98,7 +104,7 @@ def test_every_value_reads_back_exactly(tmp_path):
                     assert struct.pack("<d", float(cell)) == struct.pack("<d", value)
         elif name in ("run", "big_int", "uint"):
             assert [int(c) for c in cells] == [int(v) for v in column]
-        elif name in ("variant", "text_na", "object_text"):
+        elif name in ("variant", "text_na", "object_text", "ordered_labels"):
             assert cells == ["" if pd.isna(v) else v for v in column.tolist()]
         elif name == "nullable_int":
             assert cells == ["" if pd.isna(v) else str(int(v)) for v in column]
@@ -109,11 +115,24 @@ def test_every_value_reads_back_exactly(tmp_path):
 def test_tables_of_other_kinds_are_written_by_pandas(tmp_path):
     when = pd.date_range("2024-01-01", periods=4, freq="h")
     same_as_pandas(pd.DataFrame({"when": when, "x": [1.5, 2.0, math.nan, 3.0]}), tmp_path, "dates")
-    same_as_pandas(
-        pd.DataFrame({"c": pd.Categorical(["a", "b", "a", "a"]), "x": 1}), tmp_path, "categorical"
-    )
     same_as_pandas(pd.DataFrame({"only": ["", "a", None]}), tmp_path, "one-column")  # '""' rows
     same_as_pandas(pd.DataFrame({"z": [1 + 2j, 3j], "x": [1, 2]}), tmp_path, "complex")
+
+
+def test_categorical_columns_are_written_by_codes(tmp_path):
+    """Categorical columns are written here, not by pandas (the variant column of every table
+    is one), as pandas writes them: each row its category's text, missing empty."""
+    table = pd.DataFrame(
+        {
+            "c": pd.Categorical(["b", "a", None, "b"], categories=["b", "a", "x,y"], ordered=True),
+            "n": pd.Categorical([3, None, 1, 3]),
+            "x": 1,
+        }
+    )
+    assert all(fastcsv._column_cells(table[name]) is not None for name in table.columns)
+    assert same_as_pandas(table, tmp_path) == b"c,n,x\nb,3,1\na,,1\n,1,1\nb,3,1\n"
+    empty = table.iloc[:0]
+    assert same_as_pandas(empty, tmp_path, "empty") == b"c,n,x\n"
 
 
 def test_empty_and_header_only_tables(tmp_path):

@@ -27,7 +27,9 @@ def test_parquet_copies_hold_the_same_tables(tmp_path):
     res.write(tmp_path)
     for stem, table in res.tables().items():
         back = pd.read_parquet(tmp_path / f"{stem}.parquet")
-        pd.testing.assert_frame_equal(back, table.reset_index(drop=True), check_dtype=False)
+        pd.testing.assert_frame_equal(
+            back, table.reset_index(drop=True), check_dtype=False, check_categorical=False
+        )
         assert (tmp_path / f"{stem}.csv").is_file()
     runs = pd.read_parquet(tmp_path / "runs.parquet")
     assert str(runs["cover_iteration"].dtype) == "Int64"  # types kept, unlike CSV
@@ -55,12 +57,13 @@ def test_mixed_node_labels_become_strings_in_parquet():
     assert results._parquet_ready(same) is same
 
 
-def test_variant_column_has_the_dtype_pandas_infers_for_labels():
+def test_variant_column_is_categorical_in_the_sweep_order():
     res = _results()
-    inferred = pd.DataFrame({"variant": ["any label"]})["variant"].dtype
-    assert res.metrics["variant"].dtype == inferred
-    assert res.runs["variant"].dtype == inferred
-    assert res.metrics["variant"].tolist() == [res.variants[0]] * len(res.metrics)
+    for table in res.tables().values():
+        assert isinstance(table["variant"].dtype, pd.CategoricalDtype)
+        assert list(table["variant"].cat.categories) == res.variants
+    assert res.metrics["variant"].astype(str).tolist() == [res.variants[0]] * len(res.metrics)
+    assert list(res.runs.columns[:2]) == ["variant", "run"]  # no sweep: no swept columns
 
 
 def test_summaries_are_per_request_and_report_censoring(tmp_path, capsys):

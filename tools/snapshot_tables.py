@@ -140,6 +140,16 @@ def run_case(raw: dict[str, Any], engine: str) -> dict[str, pd.DataFrame]:
     return {name: getattr(res, name) for name in TABLES}
 
 
+def _comparable(frame: pd.DataFrame) -> pd.DataFrame:
+    """Categorical columns (the variant label, recorded as text before issue 11) as their labels,
+    so that values, not the column type, are compared."""
+    out = frame.copy()
+    for name in out.columns:
+        if isinstance(out[name].dtype, pd.CategoricalDtype):
+            out[name] = out[name].astype(object)
+    return out
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 2 or argv[0] not in ("record", "compare"):
         print(__doc__)
@@ -158,7 +168,7 @@ def main(argv: list[str]) -> int:
                 frame.to_pickle(path)
                 continue
             before = pd.read_pickle(path)
-            after = frame[[c for c in before.columns if c in frame.columns]]
+            after = _comparable(frame[[c for c in before.columns if c in frame.columns]])
             missing = [c for c in before.columns if c not in frame.columns]
             try:
                 pd.testing.assert_frame_equal(

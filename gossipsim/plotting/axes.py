@@ -175,7 +175,9 @@ def request_marks(
         return []
     out: list[RequestMark] = []
     part = requests.loc[requests["variant"].isin(list(variants))]
-    for (variant, _, node), rows in part.groupby(["variant", "request", "node"], sort=True):
+    for (variant, _, node), rows in part.groupby(
+        ["variant", "request", "node"], sort=True, observed=True
+    ):
         x = rows[column].to_numpy(dtype=float, na_value=np.nan)
         x = x[np.isfinite(x)] * (scale or {}).get(str(variant), 1.0)
         if x.size == 0:

@@ -1,0 +1,151 @@
+"""The graphs of a study in its results folder (``graphs/*.graphml``), with the layout the figures
+draw them in.
+
+Each distinct graph is written once, as ``graphs/<n>.graphml`` where ``n`` is the position (from 1)
+of the first variant in the sweep that uses it; summary.json names each variant's file
+(``variants.<label>.graph``). Graphs of more than :data:`MAX_SAVED_NODES` nodes are not written
+(they are built straight into arrays, and a file of them would dwarf the tables).
+
+GraphML holds text, integer, float and boolean attributes: node, edge and graph attributes of those
+types are kept, missing values (None) left out, and any other value (a tuple of coordinates, a
+list) stored as its text. Node labels are written as text; the graph attribute ``gossipsim_node_labels``
+(``int``, ``str`` or ``mixed``, with the node attribute ``gossipsim_int_label`` then) restores integer labels
+on reading; labels of other types come back as their text. Graphs of at most
+:data:`LAYOUT_NODES` nodes (those the visit map draws) carry their layout as the node attributes
+``layout_x`` and ``layout_y``: Kamada-Kawai up to 100 nodes, else a spring layout with seed 1,
+computed once, so a figure redrawn from the folder places every node where it was.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+MAX_SAVED_NODES = 20_000
+LAYOUT_NODES = 500  # the visit map draws graphs up to this size (plots.MAX_NODES_DRAWN)
+LAYOUT_SEED = 1
+FOLDER = "graphs"
+LAYOUT_KEYS = ("layout_x", "layout_y")
+_SCALARS = (str, bool, int, float)
+
+
+def layout(graph: nx.Graph) -> dict[Any, tuple[float, float]]:
+    """Each node's position for the figures: the saved ``layout_x``/``layout_y`` attributes when
+    every node has them, else computed (and stored on the graph's nodes, so it is computed once)."""
+    nodes = graph.nodes
+    if graph.number_of_nodes() and all(
+        "layout_x" in nodes[n] and "layout_y" in nodes[n] for n in graph
+    ):
+        return {n: (float(nodes[n]["layout_x"]), float(nodes[n]["layout_y"])) for n in graph}
+    pos = (
+        nx.kamada_kawai_layout(graph)
+        if graph.number_of_nodes() <= 100
+        else nx.spring_layout(graph, seed=LAYOUT_SEED)
+    )
+    out = {n: (float(p[0]), float(p[1])) for n, p in pos.items()}
+    for n, (x, y) in out.items():
+        nodes[n]["layout_x"] = x
+        nodes[n]["layout_y"] = y
+    return out
+
+
+def graph_files(labels: Sequence[str], graphs: Mapping[str, nx.Graph]) -> dict[str, str]:
+    """Variant label -> file (relative to the results folder) of its graph; variants with equal
+    graphs share the file of the first of them; a variant without a graph is left out."""
+    files: dict[str, str] = {}
+    written: list[tuple[nx.Graph, str]] = []
+    for i, label in enumerate(labels):
+        graph = graphs.get(label)
+        if graph is None:
+            continue
+        same = next((name for g, name in written if g is graph or _equal(g, graph)), None)
+        if same is None:
+            same = f"{FOLDER}/{i + 1}.graphml"
+            written.append((graph, same))
+        files[label] = same
+    return files
+
+
+def _equal(a: nx.Graph, b: nx.Graph) -> bool:
+    """Same nodes in the same order, edges and attributes (a layout already computed aside)."""
+    if a.number_of_nodes() != b.number_of_nodes() or a.number_of_edges() != b.number_of_edges():
+        return False
+    if list(a.nodes) != list(b.nodes) or a.graph != b.graph or a.adj != b.adj:
+        return False
+    return all(_without_layout(a.nodes[n]) == _without_layout(b.nodes[n]) for n in a)
+
+
+def _without_layout(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in attrs.items() if k not in LAYOUT_KEYS}
+
+
+def write_graphs(folder: Path, labels: Sequence[str], graphs: Mapping[str, nx.Graph]) -> list[str]:
+    """Write each distinct graph to ``folder/graphs/`` (with its layout when small enough); returns
+    the files written, relative to ``folder``."""
+    files = graph_files(labels, graphs)
+    names: dict[str, nx.Graph] = {}
+    for label, name in files.items():
+        graph = graphs[label]
+        if name in names:  # an equal graph: the same layout, not computed again
+            first = names[name]
+            if graph is not first and graph.number_of_nodes() <= LAYOUT_NODES:
+                for n in graph:
+                    graph.nodes[n].update({k: first.nodes[n][k] for k in LAYOUT_KEYS})
+            continue
+        names[name] = graph
+        if graph.number_of_nodes() <= LAYOUT_NODES:
+            layout(graph)
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        nx.write_graphml(_graphml_ready(graph), path)
+    return list(names)
+
+
+def read_graph(path: str | os.PathLike[str]) -> nx.Graph:
+    """A graph written by :func:`write_graphs`, with its node labels' types restored."""
+    graph = nx.read_graphml(path, node_type=str)
+    kind = graph.graph.pop("gossipsim_node_labels", "str")
+    for key in ("node_default", "edge_default"):  # added by the reader, not written by us
+        if graph.graph.get(key) == {}:
+            del graph.graph[key]
+    if kind == "int":
+        mapping = {n: int(n) for n in graph}
+    elif kind == "mixed":
+        mapping = {n: int(n) if graph.nodes[n].get("gossipsim_int_label") else n for n in graph}
+    else:
+        mapping = {}
+    for n in graph:
+        graph.nodes[n].pop("gossipsim_int_label", None)
+    return nx.relabel_nodes(graph, mapping, copy=True) if mapping else nx.Graph(graph)
+
+
+def _graphml_ready(graph: nx.Graph) -> nx.Graph:
+    """A copy of ``graph`` with labels as text and only attributes GraphML can hold."""
+    ints = [isinstance(n, int | np.integer) and not isinstance(n, bool) for n in graph]
+    kind = "int" if all(ints) else "str" if not any(ints) else "mixed"
+    out = nx.Graph()
+    out.graph.update(_attributes(graph.graph))
+    out.graph["gossipsim_node_labels"] = kind
+    for n, is_int in zip(graph, ints, strict=True):
+        attrs = _attributes(graph.nodes[n])
+        if kind == "mixed":
+            attrs["gossipsim_int_label"] = bool(is_int)
+        out.add_node(str(n), **attrs)
+    out.add_edges_from((str(u), str(v), _attributes(d)) for u, v, d in graph.edges(data=True))
+    return out
+
+
+def _attributes(attrs: Mapping[Any, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in attrs.items():
+        if value is None:
+            continue
+        if isinstance(value, np.generic):
+            value = value.item()
+        out[str(key)] = value if isinstance(value, _SCALARS) else str(value)
+    return out

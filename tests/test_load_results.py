@@ -1,0 +1,254 @@
+"""Tidy tables of a sweep (categorical variant in sweep order, typed swept columns), the results
+folder read back by ``gs.load_results``, its graphs (GraphML with the figures' layout) and
+``Results.plot``."""
+
+from __future__ import annotations
+
+import json
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.figure import Figure
+
+import gossipsim as gs
+from gossipsim import api, graphfiles, results
+from gossipsim.cli import main
+from gossipsim.tidy import sweep_columns
+from tests.helpers import base_scenario, to_toml
+
+SWEEP = {"topology.nodes": [8, 6], "scheduler.kind": ["simple-random-walk", "metropolis-hastings"]}
+
+
+def _sweep(**extra) -> dict:
+    return base_scenario(
+        scenario={"name": "s", "seed": 3, "runs": 4, "iterations": 80},
+        topology={"kind": "ring", "nodes": 6},
+        unlearning=[{"node": 2, "at_iteration": 30}],
+        sweep=SWEEP,
+        **extra,
+    )
+
+
+@pytest.fixture(scope="module")
+def swept():
+    return gs.run(_sweep())
+
+
+def test_variant_is_an_ordered_categorical_in_the_sweep_order(swept):
+    labels = [v.label for v in swept.study.variants]
+    assert labels == [
+        "nodes=8, kind=simple-random-walk", "nodes=8, kind=metropolis-hastings",
+        "nodes=6, kind=simple-random-walk", "nodes=6, kind=metropolis-hastings",
+    ]  # fmt: skip
+    for name, table in swept.tables().items():
+        dtype = table["variant"].dtype
+        assert isinstance(dtype, pd.CategoricalDtype) and dtype.ordered, name
+        assert list(dtype.categories) == labels, name  # not alphabetical
+    # a groupby lists the variants in the sweep's order
+    means = swept.runs.groupby("variant", observed=True)["cover_iteration"].mean()
+    assert list(means.index) == labels
+
+
+def test_one_typed_column_per_swept_key_beside_the_variant(swept):
+    values = {v.label: v.values for v in swept.study.variants}
+    for name, table in swept.tables().items():
+        if name == "failures":
+            assert len(table) == 0
+        assert list(table.columns[:3]) == ["variant", "topology.nodes", "scheduler.kind"], name
+        assert str(table["topology.nodes"].dtype) == "Int64"
+        assert table["scheduler.kind"].dtype == pd.Series(["x"]).dtype  # pandas' string type
+        labels = table["variant"].astype(str)
+        # each row's values, looked up independently from the study's variants
+        assert table["topology.nodes"].tolist() == [values[v]["topology.nodes"] for v in labels]
+        assert table["scheduler.kind"].tolist() == [values[v]["scheduler.kind"] for v in labels]
+    # the ring's visits table has as many rows per variant as that variant has nodes
+    counts = swept.visits.groupby("variant", observed=True).size()
+    assert counts.tolist() == [8, 8, 6, 6]
+
+
+def test_cover_moves_is_the_cover_iteration_minus_one(swept):
+    runs = swept.runs
+    assert str(runs["cover_moves"].dtype) == "Int64"
+    assert (
+        list(runs.columns).index("cover_moves") == list(runs.columns).index("cover_iteration") + 1
+    )
+    covered = runs["cover_iteration"].notna()
+    assert covered.any()
+    assert (runs.loc[covered, "cover_moves"] == runs.loc[covered, "cover_iteration"] - 1).all()
+    assert (runs["cover_moves"].isna() == ~covered).all()
+    cover = swept.summary()["variants"][swept.variants[0]]["cover"]
+    assert "cover_iteration" in cover["unit"]
+
+
+def test_whole_section_sweeps_and_cases_give_a_column_per_key():
+    raw = base_scenario(scenario={"name": "w", "seed": 1, "runs": 2, "iterations": 40})
+    raw["sweep"] = {
+        "topology": [{"kind": "ring", "nodes": 6}, {"kind": "random_regular", "degree": 3, "nodes": 8}],
+        "cases": [{"label": "a", "protocol.retrain_baseline": True}, {"label": "b", "data.theta": 0.5}],
+    }  # fmt: skip
+    res = gs.run(raw)
+    runs = res.runs
+    assert list(runs.columns[:6]) == [  # keys in the order the variants first set them
+        "variant", "protocol.retrain_baseline", "topology.kind", "topology.nodes",
+        "topology.degree", "data.theta",
+    ]  # fmt: skip
+    assert str(runs["topology.degree"].dtype) == "Int64"
+    assert str(runs["protocol.retrain_baseline"].dtype) == "boolean"
+    assert runs["data.theta"].dtype == np.float64
+    first = runs.drop_duplicates("variant")
+    assert first["topology.degree"].isna().tolist() == [True, False, True, False]
+    assert first["data.theta"].isna().tolist() == [True, True, False, False]
+    assert first["topology.kind"].tolist() == ["ring", "random_regular"] * 2
+
+
+def test_values_of_other_types_are_json_text_and_missing_values_stay_missing():
+    columns = sweep_columns([{"a.x": [1, 2], "a.y": 1}, {"a.x": "s", "a.y": 2.5}, {"a.z": True}])
+    assert list(columns["a.x"])[:2] == ["[1, 2]", "s"] and pd.isna(columns["a.x"][2])
+    assert pd.Series(columns["a.y"]).dtype == np.float64 and np.isnan(columns["a.y"][2])
+    assert str(columns["a.z"].dtype) == "boolean" and columns["a.z"][0] is pd.NA
+
+
+# ------------------------------------------------------------------------------- load_results
+
+
+def _assert_same(res: gs.Results, back: gs.Results) -> None:
+    assert back.variants == res.variants
+    for name, table in res.tables().items():
+        pd.testing.assert_frame_equal(back.tables()[name], table, obj=name)
+    assert back.engines == res.engines
+    assert set(back.theory) == set(res.theory)
+
+
+@pytest.mark.parametrize("copies", ["parquet", "csv"])
+@pytest.mark.parametrize("case", ["sweep", "florentine"])
+def test_load_results_gives_the_tables_gs_run_gave(tmp_path, copies, case):
+    if case == "sweep":
+        raw = _sweep()
+    else:  # node labels are names
+        raw = base_scenario(
+            scenario={"name": "f", "seed": 2, "runs": 3, "iterations": 60},
+            topology={"kind": "florentine"},
+            unlearning=[{"node": "Pazzi", "at_iteration": 20}],
+            sweep={"scheduler.start": ["Medici", "uniform"]},
+        )
+    if copies == "parquet":
+        pytest.importorskip("pyarrow")
+    res = gs.run(raw, out=tmp_path)
+    if copies == "csv":
+        for path in tmp_path.glob("*.parquet"):
+            path.unlink()
+    else:
+        assert (tmp_path / "metrics.parquet").is_file()
+    back = gs.load_results(tmp_path)
+    assert isinstance(back, gs.Results)
+    _assert_same(res, back)
+    assert set(back.graphs) == set(res.graphs) == set(res.variants)
+    for label, graph in res.graphs.items():
+        loaded = back.graphs[label]
+        assert list(loaded.nodes) == list(graph.nodes)
+        assert {frozenset(e) for e in loaded.edges} == {frozenset(e) for e in graph.edges}
+        assert graphfiles.layout(loaded) == graphfiles.layout(graph)
+
+
+def test_load_results_without_the_scenario_inputs(tmp_path):
+    """The scenario's data file and the scenario file itself are gone: the folder still loads."""
+    data = tmp_path / "obs.csv"
+    data.write_text(
+        "node,x\n" + "".join(f"{n},{(n + k) % 2}\n" for n in range(10) for k in range(4))
+    )
+    raw = base_scenario(scenario={"name": "d", "seed": 5, "runs": 3, "iterations": 40})
+    raw["data"] = {"path": "obs.csv"}
+    path = tmp_path / "d.toml"
+    path.write_text(to_toml(raw))
+    res = gs.run(path, out=tmp_path / "R")
+    data.unlink()
+    path.unlink()
+    back = gs.load_results(tmp_path / "R")
+    _assert_same(res, back)
+    assert back.study.variants[0].scenario.data.path == res.study.variants[0].scenario.data.path
+
+
+def test_load_results_bad_folders_are_one_line_errors(tmp_path):
+    with pytest.raises(gs.ConfigError, match="DIR"):
+        gs.load_results(tmp_path / "nowhere")
+    with pytest.raises(gs.ConfigError, match="no summary.json"):
+        gs.load_results(tmp_path)
+    gs.run(_sweep(), out=tmp_path, runs=2)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    summary["scenario"]["no_such_section"] = {}  # a scenario of another version
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    with pytest.raises(gs.ConfigError, match="DIR.*not valid for this gossipsim"):
+        gs.load_results(tmp_path)
+
+
+# ------------------------------------------------------------------------------- graphs
+
+
+def test_graphs_are_saved_once_per_distinct_graph_with_their_layout(tmp_path, monkeypatch):
+    res = gs.run(_sweep(), out=tmp_path, runs=2)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    files = [summary["variants"][label]["graph"] for label in res.variants]
+    assert files == ["graphs/1.graphml", "graphs/1.graphml", "graphs/3.graphml", "graphs/3.graphml"]
+    assert sorted(p.name for p in (tmp_path / "graphs").iterdir()) == ["1.graphml", "3.graphml"]
+    back = gs.load_results(tmp_path)
+    ring = back.graphs[res.variants[0]]
+    assert nx.is_isomorphic(ring, nx.cycle_graph(8)) and list(ring) == list(range(8))
+    # the saved layout is used, never computed again
+    monkeypatch.setattr(nx, "kamada_kawai_layout", lambda *a, **k: pytest.fail("recomputed"))
+    pos = graphfiles.layout(ring)
+    assert pos[0] == (ring.nodes[0]["layout_x"], ring.nodes[0]["layout_y"])
+    assert back.plot(which=["visits"])["visits"] is not None
+
+
+def test_graphml_keeps_scalar_attributes_and_label_types(tmp_path):
+    graph = nx.karate_club_graph()  # "club" text, "weight" integers, a graph name
+    graph.add_node("x", pos=(0.5, 1.0), note=None)
+    graph.add_edge("x", 0, flag=True)
+    graphfiles.write_graphs(tmp_path, ["k"], {"k": graph})
+    back = graphfiles.read_graph(tmp_path / "graphs" / "1.graphml")
+    assert list(back) == list(graph)  # 0..33 as integers, "x" as text
+    assert back.graph == {"name": "Zachary's Karate Club"}
+    assert back.nodes[5]["club"] == graph.nodes[5]["club"]
+    assert back.edges[0, 1]["weight"] == graph.edges[0, 1]["weight"] == 4
+    assert back.nodes["x"]["pos"] == "(0.5, 1.0)" and "note" not in back.nodes["x"]
+    assert back.edges["x", 0]["flag"] is True
+    assert back.nodes[3]["layout_x"] == graph.nodes[3]["layout_x"]  # the exact float
+
+
+def test_graphs_beyond_the_size_limit_are_not_saved(tmp_path, monkeypatch):
+    monkeypatch.setattr(api, "MAX_SAVED_NODES", 7)
+    res = gs.run(_sweep(), out=tmp_path, runs=2)
+    assert set(res.graphs) == set(res.variants[2:])  # the rings of 6 nodes
+    entry = json.loads((tmp_path / "summary.json").read_text())["variants"][res.variants[0]]
+    assert entry["graph"] is None and "not saved" in entry["graph_note"]
+    assert set(gs.load_results(tmp_path).graphs) == set(res.variants[2:])
+
+
+# ------------------------------------------------------------------------------- plot
+
+
+def test_plot_returns_figures_or_writes_files(tmp_path, swept):
+    figures = swept.plot()
+    assert {"kl_vs_iteration", "latency", "cover_time", "visits"} <= set(figures)
+    assert all(isinstance(f, Figure) for f in figures.values())
+    assert not list(tmp_path.iterdir())
+    written = swept.plot(tmp_path / "p", which=["cover_time", "visits"], fmt="svg")
+    assert sorted(written) == ["cover_time", "visits"]
+    assert sorted(p.name for p in (tmp_path / "p").iterdir()) == ["cover_time.svg", "visits.svg"]
+    with pytest.raises(gs.ConfigError, match="^which"):
+        swept.plot(which=["nope"])
+    with pytest.raises(gs.ConfigError, match="^fmt"):
+        swept.plot(tmp_path, fmt="gif")
+
+
+def test_the_plot_command_reads_the_folder_with_load_results(tmp_path, monkeypatch, capsys):
+    gs.run(_sweep(), out=tmp_path, runs=2)
+    monkeypatch.setattr(results, "parquet_available", lambda: False)  # the CSV files only
+    import gossipsim.cli as cli
+
+    monkeypatch.setattr(cli, "_graphs", lambda study: pytest.fail("graphs built again"))
+    assert main(["plot", str(tmp_path)]) == 0
+    assert (tmp_path / "plots" / "visits.png").is_file()
+    assert (tmp_path / "plots" / "cover_time.png").is_file()
