@@ -169,9 +169,10 @@ def _finish(
     ordered = store.load() if store is not None else ((t[0], outcomes[t]) for t in sorted(outcomes))
     results = collect(study, ordered, node_labels=[w.indexed.labels for w in worlds])
     results.engines = {v.label: note for v, note in zip(study.variants, notes, strict=True)}
-    results.graphs = {  # big graphs are built straight into arrays: not kept (nor saved)
+    results.graphs = {  # big graphs are built straight into arrays: not kept (nor saved); a
+        # graph drawn per run is not the graph of any run
         v.label: w.graph for v, w in zip(study.variants, worlds, strict=True)
-        if w.nodes <= MAX_SAVED_NODES
+        if w.nodes <= MAX_SAVED_NODES and v.scenario.topology.draw != "per-run"
     }  # fmt: skip
     failures = _attach_theory(results, study, worlds)
     folder = store.dir if store is not None else None

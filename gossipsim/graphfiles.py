@@ -13,7 +13,8 @@ list) stored as its text. Node labels are written as text; the graph attribute `
 on reading; labels of other types come back as their text. Graphs of at most
 :data:`LAYOUT_NODES` nodes (those the visit map draws) carry their layout as the node attributes
 ``layout_x`` and ``layout_y``: Kamada-Kawai up to 100 nodes, else a spring layout with seed 1,
-computed once, so a figure redrawn from the folder places every node where it was.
+computed once when the figures are drawn (a folder written without figures has the graphs without
+their layout), so a figure redrawn from the folder places every node where it was.
 """
 
 from __future__ import annotations
@@ -84,21 +85,29 @@ def _without_layout(attrs: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in attrs.items() if k not in LAYOUT_KEYS}
 
 
-def write_graphs(folder: Path, labels: Sequence[str], graphs: Mapping[str, nx.Graph]) -> list[str]:
-    """Write each distinct graph to ``folder/graphs/`` (with its layout when small enough); returns
-    the files written, relative to ``folder``."""
+def write_graphs(
+    folder: Path,
+    labels: Sequence[str],
+    graphs: Mapping[str, nx.Graph],
+    *,
+    layouts: bool = True,
+) -> list[str]:
+    """Write each distinct graph to ``folder/graphs/``, with its layout when small enough and
+    ``layouts`` is true (else only a layout already computed: the tables are written without
+    figures, and a layout costs SciPy's start-up); returns the files written, relative to
+    ``folder``."""
     files = graph_files(labels, graphs)
     names: dict[str, nx.Graph] = {}
     for label, name in files.items():
         graph = graphs[label]
         if name in names:  # an equal graph: the same layout, not computed again
             first = names[name]
-            if graph is not first and graph.number_of_nodes() <= LAYOUT_NODES:
+            if graph is not first and layouts and graph.number_of_nodes() <= LAYOUT_NODES:
                 for n in graph:
                     graph.nodes[n].update({k: first.nodes[n][k] for k in LAYOUT_KEYS})
             continue
         names[name] = graph
-        if graph.number_of_nodes() <= LAYOUT_NODES:
+        if layouts and graph.number_of_nodes() <= LAYOUT_NODES:
             layout(graph)
         path = folder / name
         path.parent.mkdir(parents=True, exist_ok=True)

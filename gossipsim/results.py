@@ -30,7 +30,7 @@ from .censoring import censored_summary
 from .errors import ConfigError
 from .executors import RunFailure
 from .fastcsv import write_csv
-from .graphfiles import MAX_SAVED_NODES, graph_files, read_graph, write_graphs
+from .graphfiles import LAYOUT_KEYS, MAX_SAVED_NODES, graph_files, read_graph, write_graphs
 from .measure import BatchOutput, RunOutput
 from .metrics import quantile_summary
 from .scenario import Study, parse_study
@@ -139,7 +139,9 @@ class Results:
             entry["graph"] = files.get(label)
             if label not in files:
                 entry["graph_note"] = (
-                    f"not saved (graphs of more than {MAX_SAVED_NODES:,} nodes are not written)"
+                    "not saved: each run drew its own graph (topology.draw = per-run)"
+                    if variant.scenario.topology.draw == "per-run"
+                    else f"not saved (graphs of more than {MAX_SAVED_NODES:,} nodes are not written)"
                 )
             out["variants"][label] = entry
         # each table's column types, so that load_results gives CSV tables the types gs.run gave
@@ -204,7 +206,7 @@ class Results:
                 if parquet:
                     _parquet_ready(table).to_parquet(staging / f"{stem}.parquet", index=False)
                     names.append(f"{stem}.parquet")
-            graphs = write_graphs(staging, self.variants, self.graphs)
+            graphs = write_graphs(staging, self.variants, self.graphs, layouts=False)
             (staging / "summary.json").write_text(
                 json.dumps(self.summary(), indent=2) + "\n", encoding="utf-8"
             )
@@ -261,6 +263,11 @@ class Results:
         with _staging(dest) as staging:
             (staging / "plots").mkdir()
             make_plots(self, staging / "plots")
+            # the graphs again, now with the layout the figures drew them in
+            graphs = write_graphs(staging, self.variants, self.graphs, layouts=True)
+            if graphs:
+                shutil.rmtree(dest / GRAPHS, ignore_errors=True)
+                os.replace(staging / GRAPHS, dest / GRAPHS)
             shutil.rmtree(dest / "plots", ignore_errors=True)
             os.replace(staging / "plots", dest / "plots")
         return dest / "plots"
@@ -580,7 +587,7 @@ def _read_summary(d: Path) -> dict[str, Any]:
 def _rebuilt_study(summary: dict[str, Any], d: Path) -> Study:
     """The study of summary.json's scenario, paths resolved against the original scenario file's
     folder (nothing is read from them); infinities written as "inf" are tried as numbers too."""
-    raw = summary["scenario"]
+    raw = _with_saved_graph(summary["scenario"], summary, d)
     path = summary.get("scenario_file")
     path = path if isinstance(path, str) else None
     try:
@@ -595,6 +602,31 @@ def _rebuilt_study(summary: dict[str, Any], d: Path) -> Study:
             f"the scenario in {str(d / 'summary.json')!r} is not valid for this gossipsim "
             f"({first}); read its CSV files with pandas",
         ) from None
+
+
+def _with_saved_graph(raw: dict[str, Any], summary: dict[str, Any], d: Path) -> dict[str, Any]:
+    """A scenario whose topology was a NetworkX graph given from Python (summary.json holds only its
+    description) with the graph read back from the folder's ``graphs/`` (its layout left out)."""
+    topology = raw.get("topology")
+    if not (isinstance(topology, dict) and topology.get("kind") == "networkx"):
+        return raw
+    entries = summary.get("variants", {})
+    names = [e.get("graph") for e in entries.values() if isinstance(e, dict)]
+    name = next((n for n in names if isinstance(n, str) and n.startswith(GRAPHS + "/")), None)
+    if name is None:
+        raise ConfigError(
+            "DIR", f"the study's graph was given from Python and {str(d / GRAPHS)!r} has no copy"
+        )
+    try:
+        graph = read_graph(d / name)
+    except Exception as exc:  # noqa: BLE001 - any damage to the file: one line
+        raise ConfigError(
+            "DIR", f"{str(d / name)!r} cannot be read ({_reason(exc)}); run the scenario again"
+        ) from None
+    for node in graph:
+        for key in LAYOUT_KEYS:
+            graph.nodes[node].pop(key, None)
+    return {**raw, "topology": {**topology, "graph": graph}}
 
 
 def _infinities(x: Any) -> Any:

@@ -187,11 +187,18 @@ def test_load_results_bad_folders_are_one_line_errors(tmp_path):
 
 
 def test_graphs_are_saved_once_per_distinct_graph_with_their_layout(tmp_path, monkeypatch):
+    def make_plots(r, folder):
+        r.plot(folder, which=["visits"])
+
     res = gs.run(_sweep(), out=tmp_path, runs=2)
     summary = json.loads((tmp_path / "summary.json").read_text())
     files = [summary["variants"][label]["graph"] for label in res.variants]
     assert files == ["graphs/1.graphml", "graphs/1.graphml", "graphs/3.graphml", "graphs/3.graphml"]
     assert sorted(p.name for p in (tmp_path / "graphs").iterdir()) == ["1.graphml", "3.graphml"]
+    # without figures no layout is computed (it would cost SciPy's start-up); drawing adds it
+    unplotted = gs.load_results(tmp_path).graphs[res.variants[0]]
+    assert "layout_x" not in unplotted.nodes[0]
+    res.write_plots(tmp_path, make_plots)
     back = gs.load_results(tmp_path)
     ring = back.graphs[res.variants[0]]
     assert nx.is_isomorphic(ring, nx.cycle_graph(8)) and list(ring) == list(range(8))
@@ -215,6 +222,35 @@ def test_graphml_keeps_scalar_attributes_and_label_types(tmp_path):
     assert back.nodes["x"]["pos"] == "(0.5, 1.0)" and "note" not in back.nodes["x"]
     assert back.edges["x", 0]["flag"] is True
     assert back.nodes[3]["layout_x"] == graph.nodes[3]["layout_x"]  # the exact float
+
+
+def test_a_graph_given_from_python_comes_back_with_the_folder(tmp_path):
+    """A study whose topology is a NetworkX graph object: summary.json describes it, graphs/ keeps
+    it, and load_results rebuilds the study from that copy (labels and attributes)."""
+    graph = nx.florentine_families_graph()
+    nx.set_edge_attributes(graph, 1e6, "rate_bps")
+    raw = base_scenario(scenario={"name": "g", "seed": 4, "runs": 3, "iterations": 60})
+    raw["topology"] = graph
+    raw["unlearning"] = [{"node": "Medici", "at_iteration": 20}]
+    res = gs.run(raw, out=tmp_path)
+    back = gs.load_results(tmp_path)
+    _assert_same(res, back)
+    rebuilt = back.study.graph
+    assert list(rebuilt.nodes) == list(graph.nodes)
+    assert rebuilt.edges["Medici", "Salviati"]["rate_bps"] == 1e6
+    assert back.study.variants[0].scenario.unlearning[0].node == "Medici"
+
+
+def test_graphs_drawn_per_run_are_not_saved(tmp_path):
+    raw = base_scenario(
+        scenario={"name": "p", "seed": 4, "runs": 3, "iterations": 40},
+        topology={"kind": "barabasi_albert", "nodes": 12, "m": 2, "draw": "per-run"},
+    )
+    res = gs.run(raw, out=tmp_path)
+    assert res.graphs == {} and not (tmp_path / "graphs").exists()
+    entry = json.loads((tmp_path / "summary.json").read_text())["variants"][res.variants[0]]
+    assert entry["graph"] is None and "per-run" in entry["graph_note"]
+    _assert_same(res, gs.load_results(tmp_path))
 
 
 def test_graphs_beyond_the_size_limit_are_not_saved(tmp_path, monkeypatch):
