@@ -14,6 +14,7 @@ from gossipsim.settings import SCHEMA, MetricsSettings, RunSettings, SchedulerSe
 from tests.helpers import base_scenario
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "scenarios.md"
+API_DOC = DOC.parent / "python-api.md"
 
 
 def test_every_key_table_of_the_reference_is_the_code_s():
@@ -59,3 +60,24 @@ def test_dataclass_defaults_are_the_schema_s():
     assert parsed.run == RunSettings(name="d")
     assert parsed.scheduler == SchedulerSettings()
     assert parsed.metrics == MetricsSettings()
+
+
+def test_the_notebook_session_of_the_python_api_docs_runs(tmp_path, monkeypatch):
+    """docs/python-api.md's notebook session, run as written (in a scratch folder, the shipped
+    scenarios reached through a link), and what it shows checked."""
+    text = API_DOC.read_text(encoding="utf-8")
+    block = text.split("<!-- notebook-example -->\n```python\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "scenarios").symlink_to(DOC.parent.parent / "scenarios")
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    exec(compile(block, "docs/python-api.md", "exec"), namespace)
+    res, served = namespace["res"], namespace["served"]["removal_latency"]
+    assert list(res.runs["topology.nodes"].unique()) == [15, 30]
+    assert 0 < served["observed"] < served["total"] == 40  # some runs end before node 0 holds
+    assert (
+        namespace["own"].graphs[namespace["own"].variants[0]].edges["Valjean", "Myriel"]["weight"]
+        == 5
+    )
+    assert "graph_note" in namespace["redrawn"].theory[namespace["redrawn"].variants[0]]
+    assert {"kl_vs_iteration", "latency", "visits"} <= set(namespace["figures"])
+    assert (tmp_path / "results" / "ba_notebook" / "plots" / "visits.png").is_file()
