@@ -143,6 +143,7 @@ def test_beta_exponential_takes_a_uniform_mean():
         ({"kind": "gamma-poisson"}, {"mean": {"lognormal": [50, 1]}}, "data.mean", "above the largest allowed value"),
         ({"kind": "dirichlet-categorical", "prior": {"alpha": [1, 1, 1]}}, {"probs": {"dirichlet": [1, 1]}}, "data.probs", "one concentration per category (3), got 2"),
         ({"kind": "beta-exponential", "prior": {"a": 2, "b": 2}}, {"theta": {"normal": [0.5, 1]}}, "data.theta", "allowed: { beta"),
+        ({"kind": "gamma-poisson", "prior": {"shape": {"gamma": [1, 1]}}}, {}, "model.prior.shape", "must be a number"),
     ],
 )  # fmt: skip
 def test_bad_distributions_are_one_line_errors(model, data, key, words):

@@ -42,11 +42,17 @@ class ModelParam:
     default: Any = None
 
 
+def _check_data_value(value: Any, param: ModelParam, key: str) -> Any:
+    """A generator parameter: a value as :func:`_check_value` checks it, or a distribution
+    (:mod:`.drawn`) to draw it from."""
+    if is_drawn(value):
+        upper = MAX_POISSON_RATE if param.domain == "poisson-rate" else math.inf
+        return parse_drawn(value, param.domain, key, upper)
+    return _check_value(value, param, key)
+
+
 def _check_value(value: Any, param: ModelParam, key: str) -> Any:
     domain = param.domain
-    if is_drawn(value):
-        upper = MAX_POISSON_RATE if domain == "poisson-rate" else math.inf
-        return parse_drawn(value, domain, key, upper)
     if domain in ("simplex", "positive-vector"):
         if not isinstance(value, list | tuple) or len(value) < 2:
             raise ConfigError(key, f"must be a list of at least 2 numbers ({param.description})")
@@ -175,9 +181,9 @@ class ConjugateModel(ABC):
                         f"a per-node list needs one value per node ({nodes}), got {len(value)}",
                     )
                 for i, v in enumerate(value):
-                    per_node[i][p.name] = _check_value(v, p, f"{key}.{p.name}[{i}]")
+                    per_node[i][p.name] = _check_data_value(v, p, f"{key}.{p.name}[{i}]")
             else:
-                checked = _check_value(value, p, f"{key}.{p.name}")
+                checked = _check_data_value(value, p, f"{key}.{p.name}")
                 for d in per_node:
                     d[p.name] = checked
         return per_node
