@@ -229,16 +229,18 @@ class Results:
         fmt: str = "png",
         statistic: str = "median",
     ) -> dict[str, Path] | dict[str, Figure]:
-        """Draw the standard figures (those ``gossipsim plot DIR`` draws; ``which`` picks some by
-        name, e.g. ``["kl_vs_iteration", "visits"]``). With ``out_dir`` they are written there as
+        """Draw the standard figures (those ``gossipsim plot DIR`` draws; ``which`` picks one or
+        some by name, e.g. ``"visits"`` or ``["kl_vs_iteration", "visits"]``). With ``out_dir`` they are written there as
         ``<name>.<fmt>`` and their paths returned; without, the matplotlib Figures are returned
         (shown by a notebook), by name. A figure that does not apply (no requests, no graph) is
         left out."""
         from .plots import FIGURES, FORMATS, STATISTICS, draw_figures
 
+        if isinstance(which, str):  # one figure by name
+            which = [which]
         if which is not None:
             unknown = [w for w in which if w not in FIGURES]
-            if isinstance(which, str) or unknown:
+            if unknown:
                 raise ConfigError(
                     "which", f"unknown figure {unknown or which!r}; allowed: {', '.join(FIGURES)}"
                 )

@@ -273,7 +273,8 @@ def test_plot_returns_figures_or_writes_files(tmp_path, swept):
     written = swept.plot(tmp_path / "p", which=["cover_time", "visits"], fmt="svg")
     assert sorted(written) == ["cover_time", "visits"]
     assert sorted(p.name for p in (tmp_path / "p").iterdir()) == ["cover_time.svg", "visits.svg"]
-    with pytest.raises(gs.ConfigError, match="^which"):
+    assert list(swept.plot(which="visits")) == ["visits"]  # one figure by its name
+    with pytest.raises(gs.ConfigError, match=r"^which: unknown figure \['nope'\]"):
         swept.plot(which=["nope"])
     with pytest.raises(gs.ConfigError, match="^fmt"):
         swept.plot(tmp_path, fmt="gif")
