@@ -242,7 +242,7 @@ class Results:
             unknown = [w for w in which if w not in FIGURES]
             if unknown:
                 raise ConfigError(
-                    "which", f"unknown figure {unknown or which!r}; allowed: {', '.join(FIGURES)}"
+                    "which", f"unknown figure {unknown!r}; allowed: {', '.join(FIGURES)}"
                 )
         if fmt not in FORMATS:
             raise ConfigError("fmt", f"must be one of {', '.join(FORMATS)} (got {fmt!r})")

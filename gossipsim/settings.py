@@ -165,7 +165,7 @@ class RunSettings:
 
 
 def _freeze_fields(obj: Any, *names: str) -> None:
-    """Freeze the tables of a frozen dataclass (dicts become FrozenDicts, lists tuples)."""
+    """Freeze the tables of a frozen dataclass (dicts become FrozenDicts, lists FrozenLists)."""
     for name in names:
         object.__setattr__(obj, name, freeze(getattr(obj, name)))
 

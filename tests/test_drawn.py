@@ -106,16 +106,29 @@ def test_per_run_data_redraw_the_parameters():
 
 
 def test_normal_normal_and_dirichlet_categorical_take_distributions():
+    """Both replayed by hand: per node, its parameters in order (mean, then sigma), then its data."""
     world = _world(
         {"kind": "normal-normal", "sigma": 1.0},
         {"points_per_node": 10, "mean": {"normal": [0, 5]}, "sigma": {"gamma": [4, 4]}},
     )
     assert np.all(np.isfinite(world.model.fixed_data))
+    rng = np.random.default_rng(np.random.SeedSequence([5, DATA_TAG]))
+    expected = []
+    for _ in range(4):
+        mean, sigma = rng.normal(0.0, 5.0), rng.gamma(4.0, 1 / 4.0)
+        expected.append(world.model.impl.statistics(rng.normal(mean, sigma, size=10)))
+    np.testing.assert_array_equal(world.model.fixed_data, np.array(expected))
     world = _world(
         {"kind": "dirichlet-categorical", "prior": {"alpha": [1, 1, 1]}},
         {"points_per_node": 10, "probs": {"dirichlet": [1, 1, 1]}},
     )
     assert world.model.fixed_data.sum() == pytest.approx(40.0)
+    rng = np.random.default_rng(np.random.SeedSequence([5, DATA_TAG]))
+    counts = []
+    for _ in range(4):
+        probs = rng.dirichlet(np.ones(3))
+        counts.append(np.bincount(rng.choice(3, size=10, p=probs), minlength=3))
+    np.testing.assert_array_equal(world.model.fixed_data, np.array(counts, dtype=float))
 
 
 def test_beta_exponential_takes_a_uniform_mean():

@@ -34,7 +34,8 @@ MAX_POISSON_RATE = 1e18
 @dataclass(frozen=True)
 class ModelParam:
     """One prior or data-generator parameter: its domain (``positive``, ``real``, ``probability``,
-    ``simplex``, ``positive-vector``, ``poisson-rate``) and default (``None`` = required)."""
+    ``simplex``, ``positive-vector``, ``poisson-rate``, ``unit-mean``: (0, 1]) and default
+    (``None`` = required)."""
 
     name: str
     domain: str

@@ -208,7 +208,7 @@ class BetaExponential(Model):
     data_params = (
         ModelParam(
             "theta",
-            "unit-or-beta",
+            "unit-mean",
             "mean of the observations in (0, 1], or a distribution ({ beta = [a, b] }, { uniform = [low, high] }) to draw it per node with the data",
             0.5,
         ),
@@ -362,7 +362,7 @@ def check_theta(value: Any, nodes: int, key: str = "data.theta") -> list[float |
     for i, v in enumerate(values):
         where = f"{key}[{i}]" if isinstance(value, list | tuple) else key
         if is_drawn(v):
-            out.append(parse_drawn(v, "unit-mean", where))
+            out.append(parse_drawn(v, BetaExponential.data_params[0].domain, where))
         elif isinstance(v, int | float) and not isinstance(v, bool) and 0 < v <= 1:
             out.append(float(v))
         else:
