@@ -106,3 +106,24 @@ def test_sampling_matches_mean_parameters(family, etas):
     se = s.std(axis=0) / np.sqrt(len(s))
     assert np.all(np.abs(s.mean(axis=0) - family.mean_params(eta)) < 5 * se)
     assert np.all(family.in_domain(etas))
+
+
+def test_trigamma_is_polygamma_of_order_one_bit_for_bit():
+    """The Fisher matrices' ψ₁ is ζ(2, x), which is what polygamma(1, x) computes: the same
+    floats (so no number changes), checked against polygamma and against the series
+    ψ₁(x) = Σₙ 1/(x + n)² summed by brute force."""
+    from scipy.special import polygamma
+
+    from gossipsim.families.expfam import trigamma
+
+    rng = np.random.default_rng(0)
+    x = np.concatenate(
+        [rng.lognormal(0.0, 3.0, 20_000), rng.uniform(1e-8, 1e3, 20_000), [1e-300, 0.5, 1.0, 1e300]]
+    )
+    assert np.array_equal(trigamma(x), polygamma(1, x))
+    assert float(trigamma(2.5)) == float(polygamma(1, 2.5))
+    n = np.arange(2_000_000, dtype=float)
+    for point in (0.3, 1.0, 7.5):
+        tail = 1.0 / (point + n[-1] + 0.5)  # the rest of the series, Σ beyond N ≈ 1/(x + N + ½)
+        assert trigamma(point) == pytest.approx(np.sum(1.0 / (point + n) ** 2) + tail, rel=1e-12)
+    assert trigamma(1.0) == pytest.approx(np.pi**2 / 6, rel=1e-15)

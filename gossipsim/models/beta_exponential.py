@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-from scipy.special import betaln, digamma, polygamma
+from scipy.special import betaln, digamma
 
 from .. import budget
 from ..capabilities import MEAN_GRADIENT, EstimatorSettings, MeanGradient
@@ -42,6 +42,7 @@ from ..data import points_per_node, read_observations
 from ..errors import ConfigError
 from ..families import Beta, ModelParam
 from ..families.drawn import Drawn, is_drawn, parse_drawn
+from ..families.expfam import trigamma
 from ..families.natgrad import reinforce_mean_gradient
 from ..optimum import variational_optimum
 from ..scheduling import IndexedGraph
@@ -330,8 +331,8 @@ class BetaExponential(Model):
 
         def exact(eta: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
             a, b = Beta.conventional(eta)
-            t_ab = polygamma(1, a + b)
-            grad_eta = counts[k] * np.array([polygamma(1, a) - t_ab, -t_ab]) + sums[k] * np.array(
+            t_ab = trigamma(a + b)
+            grad_eta = counts[k] * np.array([trigamma(a) - t_ab, -t_ab]) + sums[k] * np.array(
                 [-b / (a - 1) ** 2, 1.0 / (a - 1)]
             )
             return np.linalg.solve(family.fisher(eta), grad_eta)
