@@ -152,7 +152,13 @@ def test_removal_latency_mean_matches_the_exact_hitting_time():
     """Complete K = 10: E[removal latency] = 1/K + K − 1 = 9.1 from a stationary holder, for a
     non-conjugate model too (the removal is the node's next visit, whatever its factor)."""
     raw = {
-        "scenario": {"name": "t", "seed": 7, "runs": 300, "iterations": 150},
+        "scenario": {
+            "name": "t",
+            "seed": 7,
+            "runs": 300,
+            "iterations": 150,
+            "stop_when_done": True,  # a run ends once served: same latencies, a third of the slots
+        },
         "topology": {"kind": "complete", "nodes": 10},
         "model": {"kind": "beta-exponential", "prior": {"a": 2, "b": 2}},
         "data": {"points_per_node": 5, "theta": 0.5},
