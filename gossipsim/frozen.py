@@ -153,10 +153,19 @@ def freeze(value: Any) -> Any:
     if isinstance(value, Mapping):
         return FrozenDict((k, freeze(v)) for k, v in value.items())
     if isinstance(value, list):
+        if set(map(type, value)) <= _ATOMS:  # numbers and text (a long prior vector): as they are
+            return FrozenList(value)
         return FrozenList(freeze(v) for v in value)
     if isinstance(value, tuple) and type(value) is tuple:
+        if set(map(type, value)) <= _ATOMS:
+            return value
         return tuple(freeze(v) for v in value)
     return value
+
+
+#: values :func:`freeze` returns as they are, found by exact type (a list of a million of them is
+#: frozen in milliseconds, not item by item)
+_ATOMS = frozenset({int, float, str, bool, type(None)})
 
 
 def thaw(value: Any) -> Any:

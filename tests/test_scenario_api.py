@@ -283,6 +283,15 @@ def test_freeze_and_thaw():
     back["a"][1]["b"].append(4)  # plain and mutable again
     assert frozen["a"][1]["b"] == [2, 3]
     assert pickle.loads(pickle.dumps(frozen)) == frozen and copy.deepcopy(frozen) is frozen
+    # lists and tuples of plain values (a long prior vector) are frozen whole, others item by item
+    atoms = [1, 2.5, "x", True, None] * 1000
+    assert isinstance(freeze(atoms), FrozenList) and freeze(atoms) == atoms
+    assert freeze(tuple(atoms)) == tuple(atoms)
+    mixed = freeze([1.0, {"a": [2]}, (3, [4])])
+    assert isinstance(mixed[1], FrozenDict) and isinstance(mixed[1]["a"], FrozenList)
+    assert isinstance(mixed[2][1], FrozenList)
+    with pytest.raises(TypeError, match="immutable"):
+        freeze(atoms).append(1)
 
 
 # --- seeds ------------------------------------------------------------------------------------------
