@@ -47,6 +47,7 @@ from .settings import (
 from .sweeps import flatten_sweep, set_dotted, sweep_cases, variant_label
 from .textfiles import read_text
 from .topology import TOPOLOGY_KINDS, check_graph_object
+from .topology.registry import validate as validate_topology
 
 _MISSING: Any = object()
 
@@ -490,7 +491,8 @@ def _topology(t_raw: dict[str, Any], graph: Any) -> TopologySettings:
     own = {k.name for k in SCHEMA["topology"]}
     description = t_raw.pop("graph", None)
     t = read_keys(SCHEMA["topology"], {k: v for k, v in t_raw.items() if k in own}, "topology")
-    params = {k: v for k, v in t_raw.items() if k not in own}  # the kind's, checked when built
+    params = {k: v for k, v in t_raw.items() if k not in own}  # the kind's (ranges that depend on
+    # the node count are checked when the graph is built)
     kind = t["kind"]
     if kind == GRAPH_KIND or description is not None:
         if graph is None or kind != GRAPH_KIND:
@@ -509,6 +511,8 @@ def _topology(t_raw: dict[str, Any], graph: Any) -> TopologySettings:
                 "topology.nodes", f"nodes = {t['nodes']} but the graph object has {count} nodes"
             )
     spec = TOPOLOGY_KINDS.get(kind)
+    if spec is not None:  # the kind's keys, types and bounds now, not first when the graph is built
+        validate_topology(kind, t["nodes"], params, t["path"])
     random = spec is not None and spec.random
     for name, fixed in (("seed", None), ("draw", "once")):
         if t[name] != fixed and not random and (spec is not None or kind == GRAPH_KIND):

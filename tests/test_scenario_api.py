@@ -162,12 +162,16 @@ def test_replace_sets_keys_and_validates_them():
         ("toplogy.nodes", 3, "^toplogy: unknown section"),
         ("sweep.cases", [], "^sweep.cases: set a sweep dimension"),
         ("", 3, "must be a dotted key"),
+        # a kind's own parameters: their names, types and bounds when read, as a file's are
+        ("topology.nodez", 3, "^topology.nodez: unknown parameter 'nodez' for topology 'complete'"),
+        ("topology.p", 0.5, "^topology.p: unknown parameter 'p' for topology 'complete'"),
     ]:
         with pytest.raises(ConfigError, match=message):
             study.replace(key, value)
-    # a kind's parameters are checked when the graph is built, as for a file
-    with pytest.raises(ConfigError, match="^topology.nodez: unknown parameter"):
-        gs.check(study.replace("topology.nodez", 3))
+    er = study.replace("topology", {"kind": "erdos_renyi", "nodes": 10, "p": 0.5})
+    for value, message in [(1.5, "must be 0 <= p <= 1"), ("x", "must be a number")]:
+        with pytest.raises(ConfigError, match=f"^topology.p: {message}"):
+            er.replace("topology.p", value)
 
 
 def test_replace_of_a_swept_key_drops_the_dimension_and_sweeps_can_be_set():
