@@ -41,6 +41,8 @@ def test_fisher_is_hessian_of_log_partition(family, etas):
             ]
         )
         np.testing.assert_allclose(family.fisher(eta), hess, rtol=1e-5, atol=1e-6)
+    # one η at a time (a natural-gradient step) and a batch of them: the same floats
+    assert np.array_equal(family.fisher(etas), np.stack([family.fisher(eta) for eta in etas]))
 
 
 @pytest.mark.parametrize(("family", "etas"), FAMILIES, ids=lambda f: getattr(f, "name", ""))

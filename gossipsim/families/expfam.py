@@ -108,6 +108,8 @@ class Beta(ExponentialFamily):
     def fisher(self, eta: np.ndarray) -> np.ndarray:
         a, b = self.conventional(eta)
         t_ab = trigamma(a + b)
+        if np.ndim(t_ab) == 0:  # one η (a natural-gradient step): a third of the stacks' cost
+            return np.array([[trigamma(a) - t_ab, -t_ab], [-t_ab, trigamma(b) - t_ab]])
         row0 = np.stack([trigamma(a) - t_ab, -t_ab], axis=-1)
         row1 = np.stack([-t_ab, trigamma(b) - t_ab], axis=-1)
         return np.stack([row0, row1], axis=-2)
