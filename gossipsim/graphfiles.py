@@ -91,15 +91,19 @@ def write_graphs(
     graphs: Mapping[str, nx.Graph],
     *,
     layouts: bool = True,
+    laid_out_only: bool = False,
 ) -> list[str]:
     """Write each distinct graph to ``folder/graphs/``, with its layout when small enough and
     ``layouts`` is true (else only a layout already computed: the tables are written without
     figures, and a layout costs SciPy's start-up); returns the files written, relative to
-    ``folder``."""
+    ``folder``. With ``laid_out_only`` only the graphs small enough to carry a layout are written
+    (the figures' second pass: a larger graph's file is the one written with the tables)."""
     files = graph_files(labels, graphs)
     names: dict[str, nx.Graph] = {}
     for label, name in files.items():
         graph = graphs[label]
+        if laid_out_only and graph.number_of_nodes() > LAYOUT_NODES:
+            continue
         if name in names:  # an equal graph: the same layout, not computed again
             first = names[name]
             if graph is not first and layouts and graph.number_of_nodes() <= LAYOUT_NODES:

@@ -269,11 +269,14 @@ class Results:
         with _staging(dest) as staging:
             (staging / "plots").mkdir()
             make_plots(self, staging / "plots")
-            # the graphs again, now with the layout the figures drew them in
-            graphs = write_graphs(staging, self.variants, self.graphs, layouts=True)
+            # the graphs small enough for a layout again, now with the one the figures drew
+            graphs = write_graphs(
+                staging, self.variants, self.graphs, layouts=True, laid_out_only=True
+            )
             if graphs:
-                shutil.rmtree(dest / GRAPHS, ignore_errors=True)
-                os.replace(staging / GRAPHS, dest / GRAPHS)
+                (dest / GRAPHS).mkdir(exist_ok=True)
+            for name in graphs:
+                os.replace(staging / name, dest / name)
             shutil.rmtree(dest / "plots", ignore_errors=True)
             os.replace(staging / "plots", dest / "plots")
         return dest / "plots"

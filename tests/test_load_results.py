@@ -209,6 +209,22 @@ def test_graphs_are_saved_once_per_distinct_graph_with_their_layout(tmp_path, mo
     assert back.plot(which=["visits"])["visits"] is not None
 
 
+def test_the_figures_rewrite_only_graphs_that_carry_a_layout(tmp_path, monkeypatch):
+    """A graph too large for a layout is written once, with the tables (GraphML of a 10,000-node
+    graph costs about half a second); the figures' pass leaves its file as it was."""
+    res = gs.run(_sweep(), out=tmp_path, runs=2)
+    files = sorted((tmp_path / "graphs").iterdir())
+    before = {p.name: (p.stat().st_ino, p.read_bytes()) for p in files}
+    monkeypatch.setattr(graphfiles, "LAYOUT_NODES", 7)  # the 6-node ring gets one, not the 8
+    res.write_plots(tmp_path, lambda r, folder: r.plot(folder, which=["visits"]))
+    after = {p.name: (p.stat().st_ino, p.read_bytes()) for p in sorted(files)}
+    assert after["1.graphml"] == before["1.graphml"]  # 8 nodes: not rewritten
+    assert after["3.graphml"][0] != before["3.graphml"][0]  # rewritten, with its layout
+    back = gs.load_results(tmp_path).graphs
+    assert "layout_x" not in back[res.variants[0]].nodes[0]
+    assert "layout_x" in back[res.variants[2]].nodes[0]
+
+
 def test_graphml_keeps_scalar_attributes_and_label_types(tmp_path):
     graph = nx.karate_club_graph()  # "club" text, "weight" integers, a graph name
     graph.add_node("x", pos=(0.5, 1.0), note=None)
