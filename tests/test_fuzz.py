@@ -60,6 +60,10 @@ def _documented_keys() -> dict[str, dict[str, str]]:
 SECTIONS = _documented_keys()
 FAST_CASES = 300
 SLOW_CASES = 3000
+#: cases drawing their figures too (a case's figures cost twice its run): one in FAST_PLOTS_EVERY
+#: in the fast profile, one in SLOW_PLOTS_EVERY in the long one
+FAST_PLOTS_EVERY = 30
+SLOW_PLOTS_EVERY = 10
 TIME_LIMIT_S = 30
 SEED = 20261126
 
@@ -456,15 +460,16 @@ def check_case(case: Case, folder: Path, capsys: Any, *, plots: bool = False) ->
     return "accepted"
 
 
-def _fuzz(count: int, tmp_path: Path, capsys: Any) -> Counter[str]:
+def _fuzz(count: int, tmp_path: Path, capsys: Any, plots_every: int) -> Counter[str]:
     outcomes: Counter[str] = Counter()
-    for i, case in enumerate(generate(count)):  # every 10th case draws its figures too
-        outcomes[check_case(case, tmp_path / f"c{i:05d}", capsys, plots=i % 10 == 0)] += 1
+    for i, case in enumerate(generate(count)):
+        plots = i % plots_every == 0
+        outcomes[check_case(case, tmp_path / f"c{i:05d}", capsys, plots=plots)] += 1
     return outcomes
 
 
 def test_fuzz_fast_profile(tmp_path, capsys):
-    outcomes = _fuzz(FAST_CASES, tmp_path, capsys)
+    outcomes = _fuzz(FAST_CASES, tmp_path, capsys, FAST_PLOTS_EVERY)
     assert sum(outcomes.values()) == FAST_CASES
     # the generator must exercise both sides: clean rejections and accepted runs
     assert outcomes["rejected"] >= FAST_CASES // 4 and outcomes["accepted"] >= 10, outcomes
@@ -473,7 +478,7 @@ def test_fuzz_fast_profile(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_fuzz_long_profile(tmp_path, capsys):
-    outcomes = _fuzz(SLOW_CASES, tmp_path, capsys)
+    outcomes = _fuzz(SLOW_CASES, tmp_path, capsys, SLOW_PLOTS_EVERY)
     assert sum(outcomes.values()) == SLOW_CASES
     print(dict(outcomes))
 
