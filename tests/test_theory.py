@@ -192,11 +192,39 @@ def test_exact_cover_moves_follow_scheduler_and_start(
     if topology["kind"] == "star":  # the kind's formula is exact here, for this walk and start
         assert theory["theoretical_cover_moves"] == pytest.approx(reference, rel=1e-12)
         assert theory["theoretical_cover_method"] == "closed-form"
-    # the simulator: enough slots that every run covers (no censoring); the long Metropolis-Hastings
-    # star walks (≈ 245 moves, 12× as many slots) get fewer runs, still with 4·SE < 6% of the value
-    raw = raw_scenario(topology, kind, start, iterations=int(12 * reference) + 100)
-    runs = 2500 if reference > 200 else 4000
-    assert_within_4se(simulated_cover_moves(raw, runs=runs), theory["exact_cover_moves"])
+
+
+#: the simulated check on every scheduler, both graphs and every kind of start (uniform, stationary,
+#: a node) runs by default; the other cases are marked slow (``make test-slow``)
+SIMULATED_FAST = {
+    (STAR["kind"], MH, 0), (PATH["kind"], MH, "uniform"), (STAR["kind"], SRW, 3),
+    (PATH["kind"], SRW, "stationary"), (STAR["kind"], UNIFORM, "stationary"),
+    (PATH["kind"], UNIFORM, 2),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(
+            c,
+            id=case_id(c),
+            marks=() if (c[0]["kind"], c[1], c[2]) in SIMULATED_FAST else pytest.mark.slow,
+        )
+        for c in CASES
+    ],
+)
+def test_simulated_cover_moves_match_the_exact_value(
+    case: tuple[dict[str, Any], str, str | int],
+) -> None:
+    """The simulator: enough slots that every run covers (no censoring); the long
+    Metropolis-Hastings star walks (≈ 245 moves, 12× as many slots) get fewer runs, still with
+    4·SE < 6% of the value."""
+    topology, kind, start = case
+    exact = theory_for(make_world(raw_scenario(topology, kind, start)))["exact_cover_moves"]
+    raw = raw_scenario(topology, kind, start, iterations=int(12 * exact) + 100)
+    runs = 2500 if exact > 200 else 4000
+    assert_within_4se(simulated_cover_moves(raw, runs=runs), exact)
 
 
 def test_start_changes_the_value_where_it_should() -> None:
