@@ -204,9 +204,16 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--node", required=True, help="the node asking to be forgotten")
 
     pl = sub.add_parser("plot", help="(re)draw the figures of a results folder")
-    pl.add_argument("dir")
+    pl.add_argument("dir", help="a results folder (written by gossipsim run)")
     pl.add_argument("--format", choices=("png", "pdf", "svg"), default="png")
     pl.add_argument("--statistic", choices=("median", "mean"), default="median")
+    pl.add_argument(
+        "--figure",
+        action="append",
+        metavar="NAME",
+        help="draw only this figure (repeat for several; default: all that apply): kl_vs_iteration, "
+        "kl_vs_time, unlearning_kl, latency, cover_time, kl_vs_local_iterations, evaluation, visits",
+    )
 
     sub.add_parser(
         "list", help="topologies, models, schedulers and protocols with their parameters"
@@ -628,6 +635,14 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     from .store import check_output_folder
 
     folder = Path(args.dir)
+    if args.figure:
+        from .plots import FIGURES
+
+        unknown = [name for name in args.figure if name not in FIGURES]
+        if unknown:
+            raise ConfigError(
+                "--figure", f"unknown figure {unknown[0]!r}; allowed: {', '.join(FIGURES)}"
+            )
     results = load_results(folder)
     check_output_folder(folder / "plots", "DIR")
     if not results.graphs:  # a folder of an older gossipsim, without graphs/: build them again
@@ -636,7 +651,9 @@ def _cmd_plot(args: argparse.Namespace) -> int:
         except (ConfigError, OSError) as exc:
             print(f"gossipsim: note: graph drawing skipped ({exc})", file=sys.stderr)
     try:
-        written = results.plot(folder / "plots", fmt=args.format, statistic=args.statistic)
+        written = results.plot(
+            folder / "plots", which=args.figure, fmt=args.format, statistic=args.statistic
+        )
     except Exception as exc:  # one line, never a traceback; the tables stay
         from .executors import describe_error
 

@@ -302,6 +302,14 @@ def test_the_plot_command_reads_the_folder_with_load_results(tmp_path, monkeypat
     import gossipsim.cli as cli
 
     monkeypatch.setattr(cli, "_graphs", lambda study: pytest.fail("graphs built again"))
-    assert main(["plot", str(tmp_path)]) == 0
-    assert (tmp_path / "plots" / "visits.png").is_file()
-    assert (tmp_path / "plots" / "cover_time.png").is_file()
+    assert main(["plot", str(tmp_path), "--figure", "visits", "--figure", "cover_time"]) == 0
+    assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == [
+        "cover_time.png", "visits.png",
+    ]  # fmt: skip
+    assert main(["plot", str(tmp_path), "--figure", "latency"]) == 0  # one more, the others kept
+    assert len(list((tmp_path / "plots").iterdir())) == 3
+    capsys.readouterr()
+    assert main(["plot", str(tmp_path), "--figure", "visit"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("gossipsim: error: --figure: unknown figure 'visit'; allowed: ")
+    assert "\n" not in err
