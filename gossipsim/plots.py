@@ -64,6 +64,7 @@ from .plotting.stats import (  # noqa: E402
     band_matrix,
     ecdf,
     mean_and_half_width,
+    step_values_on_grid,
 )
 
 if TYPE_CHECKING:
@@ -338,13 +339,10 @@ def plot_kl_vs_time(
     curves = []
     for variant in variants:
         part = metrics.loc[metrics["variant"] == variant]
-        rows = []
-        for _, run in part.groupby("run", sort=True):
-            t = run["time"].to_numpy()
-            kl = run["kl"].to_numpy(dtype=float)
-            idx = np.searchsorted(t, grid_, side="right") - 1
-            rows.append(np.where(idx >= 0, kl[np.clip(idx, 0, None)], np.nan))
-        curves.append(_Curve(variant, grid_, np.asarray(rows).reshape(len(rows), points)))
+        rows = step_values_on_grid(
+            part["run"].to_numpy(), part["time"].to_numpy(), part["kl"].to_numpy(float), grid_
+        )
+        curves.append(_Curve(variant, grid_, rows))
     marks = (
         _marks_by_variant(requests, variants, "request_time")
         if requests is not None

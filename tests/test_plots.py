@@ -425,3 +425,33 @@ def test_per_variant_panels_of_a_sweep_put_its_facets_in_columns():
     assert where["nodes=10, kind=simple-random-walk"] == (0, 1)
     visit = plots._visit_cells(facets(summary, variants), variants)
     assert visit["nodes=30, kind=metropolis-hastings"] == (0, 2)  # graphs: one row per facet
+
+
+def test_step_values_on_grid_equal_a_per_run_searchsorted():
+    """The KL-vs-time curves of all runs at once equal the per-run loop they replaced, bit for bit:
+    times equal to grid points, repeated times, a run starting after the grid does, runs listed out
+    of order, -0.0 beside 0.0."""
+    from gossipsim.plotting.stats import step_values_on_grid
+
+    rng = np.random.default_rng(4)
+    grid = np.linspace(0.0, 10.0, 41)
+    runs, times, values = [], [], []
+    for run in rng.permutation(30):
+        t = np.sort(rng.choice(np.concatenate([grid, rng.uniform(0, 10, 50)]), size=25))
+        if run == 3:
+            t = t + 2.0  # starts late: NaN before its first row
+        if run == 4:
+            t[0] = -0.0
+        runs += [run] * t.size
+        times += t.tolist()
+        values += rng.normal(size=t.size).tolist()
+    runs, times, values = np.array(runs), np.array(times), np.array(values)
+    expected = []
+    for run in np.unique(runs):
+        t, v = times[runs == run], values[runs == run]
+        idx = np.searchsorted(t, grid, side="right") - 1
+        expected.append(np.where(idx >= 0, v[np.clip(idx, 0, None)], np.nan))
+    got = step_values_on_grid(runs, times, values, grid)
+    assert got.shape == (30, grid.size)
+    np.testing.assert_array_equal(got, np.array(expected))
+    assert np.isnan(got[3, 0]) and not np.isnan(got[3, -1])

@@ -45,6 +45,32 @@ def band_matrix(
     return grid, wide.to_numpy(dtype=float).T
 
 
+def step_values_on_grid(
+    runs: np.ndarray, times: np.ndarray, values: np.ndarray, grid: np.ndarray
+) -> np.ndarray:
+    """Runs × grid matrix of step functions: row r holds, at each grid time g, the value of run r's
+    last row with time ≤ g (NaN before its first row); rows are in ascending run order, and each
+    run's times are non-decreasing in table order.
+
+    All runs at once, with exact comparisons: times and grid points are replaced by their ranks on
+    one sorted scale (equal floats, equal ranks), and run r's ranks offset by r·R, so one
+    ``searchsorted`` over integers finds each run's ``searchsorted(t_r, grid, "right") − 1``."""
+    runs = np.asarray(runs)
+    order = np.argsort(runs, kind="stable")  # each run's rows together, in table order
+    times = np.asarray(times, dtype=float)[order]
+    values = np.asarray(values, dtype=float)[order]
+    _, first = np.unique(runs[order], return_index=True)
+    counts = np.diff(np.append(first, times.size))
+    _, rank = np.unique(np.concatenate([times, grid]), return_inverse=True)
+    scale = np.int64(rank.size + 1)
+    run_of_row = np.repeat(np.arange(first.size, dtype=np.int64), counts)
+    keys = run_of_row * scale + rank[: times.size]
+    queries = np.arange(first.size, dtype=np.int64)[:, None] * scale + rank[times.size :][None, :]
+    last = np.searchsorted(keys, queries, side="right") - 1  # a row of this run or an earlier one
+    started = last >= first[:, None]
+    return np.where(started, values[np.clip(last, 0, None)], np.nan)
+
+
 def across_runs(values: np.ndarray, statistic: str = "median") -> Band:
     """``statistic`` of a runs × points matrix at each point and its band: the 12.5th-87.5th
     percentiles around a median, the 95% confidence interval (Student t) around a mean. NaN entries
