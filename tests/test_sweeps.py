@@ -81,18 +81,16 @@ sys.exit(main(sys.argv[3:]))
 
 
 @pytest.mark.parametrize("engine", ["event", "vectorized"])
-def test_resume_after_sigkill_gives_the_uninterrupted_tables(tmp_path, engine):
+def test_resume_after_sigkill_gives_the_uninterrupted_tables(tmp_path, capsys, engine):
     """Kill the process (SIGKILL) mid-sweep, between commits of several runs, resume, and the
-    tables equal an uninterrupted sweep's (committed in one part per variant or batch)."""
+    tables equal an uninterrupted sweep's (committed in one part per variant or batch). Only the
+    killed run is a process of its own; the others run here, as ``main`` of the CLI."""
     from gossipsim.store import status
 
     path = _scenario(tmp_path, runs=30, iterations=3000)
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     args = ["run", str(path), "--no-plots", "--progress", "off", "--engine", engine]
-    subprocess.run(
-        [sys.executable, "-m", "gossipsim.cli", *args, "--out", str(tmp_path / "full")],
-        check=True, env=env, stdout=subprocess.DEVNULL,
-    )  # fmt: skip
+    assert main([*args, "--out", str(tmp_path / "full")]) == 0
     cut = tmp_path / "cut"
     proc = subprocess.Popen(
         [sys.executable, "-c", KILLABLE, "4", "4", *args, "--out", str(cut)],
@@ -109,18 +107,12 @@ def test_resume_after_sigkill_gives_the_uninterrupted_tables(tmp_path, engine):
     finished = status(cut)["done"]
     assert 0 < finished < 60 and len(parts) < finished, (finished, len(parts))  # several a part
     assert not (cut / "runs.csv").exists()
-    info = json.loads(
-        subprocess.run(
-            [sys.executable, "-m", "gossipsim.cli", "status", str(cut), "--json"],
-            check=True, env=env, capture_output=True, text=True,
-        ).stdout
-    )  # fmt: skip
+    capsys.readouterr()
+    assert main(["status", str(cut), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
     assert info["complete"] is False and info["done"] == finished
     assert info["remaining"] == 60 - finished
-    subprocess.run(
-        [sys.executable, "-m", "gossipsim.cli", *args, "--out", str(cut), "--resume"],
-        check=True, env=env, stdout=subprocess.DEVNULL,
-    )  # fmt: skip
+    assert main([*args, "--out", str(cut), "--resume"]) == 0
     _same_tables(tmp_path / "full", cut)
     runs = pd.read_csv(cut / "runs.csv")
     assert len(runs) == 60 and not runs.duplicated(["variant", "run"]).any()
