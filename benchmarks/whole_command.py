@@ -13,7 +13,9 @@ the ``gossipsim`` console script does) on the checkout this file belongs to; the
 tables are compared byte for byte. Then each command runs once more with phase timers (wrapping
 gossipsim's functions in the child process, so every figure comes from the same code path) to show
 where the time goes; the *serial part* is everything but the simulation of the runs (start-up,
-world building, commits, merging, tables): what caps a sweep's speed-up with more workers.
+world building, commits, merging, tables): what caps a sweep's speed-up with more workers. A last
+line says how small that rest would have to be for the target ratio, given the two engines'
+simulation and measurement times.
 
     python benchmarks/whole_command.py [--scenario unlearning fig3] [--repeat 3] [--no-phases]
 
@@ -219,6 +221,24 @@ def phases(scenario: Path, out: Path, engine: str) -> dict[str, float]:
     return out_phases
 
 
+def print_budget(table: dict[str, dict[str, float]], target: float) -> None:
+    """What the target asks of the serial part. With the simulation (and measurement) times S_e and
+    S_v of the two engines and a serial part F common to both, the ratio is (F + S_e) / (F + S_v):
+    it reaches ``target`` only when F <= (S_e - target * S_v) / (target - 1)."""
+    work = {
+        engine: phases["simulation (walks, protocols)"] + phases["measurement"]
+        for engine, phases in table.items()
+    }
+    serial = {engine: phases["wall"] - work[engine] for engine, phases in table.items()}
+    allowed = (work["event"] - target * work["vectorized"]) / (target - 1)
+    print(
+        f"  simulation and measurement: event {work['event']:.2f} s, vectorized "
+        f"{work['vectorized']:.2f} s (ratio {work['event'] / work['vectorized']:.1f}x without "
+        f"anything else); the rest: event {serial['event']:.2f} s, vectorized "
+        f"{serial['vectorized']:.2f} s; {target:g}x needs the rest <= {allowed:.2f} s"
+    )
+
+
 def same_tables(a: Path, b: Path) -> bool:
     return all(
         (a / name).read_bytes() == (b / name).read_bytes()
@@ -271,6 +291,7 @@ def main() -> None:
                     f"    {phase:<40}{table['event'][phase]:10.2f}"
                     f"{table['vectorized'][phase]:12.2f}"
                 )
+            print_budget(table, target)
             print(flush=True)
 
 
