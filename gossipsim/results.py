@@ -202,8 +202,16 @@ class Results:
         tables = self.tables()
         with _staging(dest) as staging, ThreadPoolExecutor(max_workers=1) as pool:
             # the Parquet copies are written beside the CSVs, on a thread of their own: pyarrow's
-            # writer releases the GIL, so on two cores they cost the command next to nothing
-            parquet_done = pool.submit(_write_parquet, tables, staging) if parquet else None
+            # writer releases the GIL, so on two cores they cost the command next to nothing. The
+            # thread gets shallow copies (the same arrays, DataFrame objects of its own): pandas
+            # does not promise that two threads may use one DataFrame, even only to read it
+            parquet_done = (
+                pool.submit(
+                    _write_parquet, {k: t.copy(deep=False) for k, t in tables.items()}, staging
+                )
+                if parquet
+                else None
+            )
             names = []
             for stem, table in tables.items():
                 write_csv(table, staging / f"{stem}.csv")  # what to_csv(index=False) writes
