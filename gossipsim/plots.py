@@ -1070,8 +1070,7 @@ def plot_results(
     :data:`FIGURES`) to ``out_dir``; returns the files written."""
     out_dir.mkdir(parents=True, exist_ok=True)
     jobs = _figure_jobs(metrics, runs, requests, visits, summary, statistic, graphs)
-    written = [job(out_dir / f"{name}.{fmt}") for name, job in jobs.items()
-               if which is None or name in which]  # fmt: skip
+    written = _draw(jobs, which, lambda name: out_dir / f"{name}.{fmt}")
     return [p for p in written if p is not None]
 
 
@@ -1093,13 +1092,19 @@ def draw_figures(
     kept: dict[str, Figure] = {}
     token = _KEPT.set(kept)
     try:
-        jobs = _figure_jobs(*args, statistic, results.graphs)
-        for name, job in jobs.items():
-            if which is None or name in which:
-                job(Path(f"{name}.{fmt}"))
+        _draw(_figure_jobs(*args, statistic, results.graphs), which, lambda n: Path(f"{n}.{fmt}"))
     finally:
         _KEPT.reset(token)
     return kept
+
+
+def _draw(
+    jobs: dict[str, Callable[[Path], Path | None]],
+    which: Sequence[str] | None,
+    path_of: Callable[[str], Path],
+) -> list[Path | None]:
+    """Run the jobs of the figures ``which`` names (all when None), each to ``path_of(name)``."""
+    return [job(path_of(name)) for name, job in jobs.items() if which is None or name in which]
 
 
 def _figure_jobs(
