@@ -240,6 +240,52 @@ def test_graphml_keeps_scalar_attributes_and_label_types(tmp_path):
     assert back.nodes[3]["layout_x"] == graph.nodes[3]["layout_x"]  # the exact float
 
 
+def _bare_graphs() -> dict[str, nx.Graph]:
+    """Graphs without node or edge attributes, which write_graphml writes without NetworkX's
+    element tree: integer labels in any order, text labels that need escaping, graph attributes,
+    a self-loop, no edges, no nodes."""
+    shuffled = nx.Graph()
+    edges = list(nx.gnp_random_graph(60, 0.1, seed=5).edges())
+    np.random.default_rng(0).shuffle(edges)
+    shuffled.add_edges_from((int(u) * 7 + 3, int(v) * 7 + 3) for u, v in edges)
+    text = nx.relabel_nodes(nx.path_graph(5), {0: 'a&<b>"\n\t\r', 1: "b", 2: "3", 3: "é", 4: " "})
+    text.add_edge("b", "b")
+    return {
+        "regular": nx.random_regular_graph(3, 200, seed=1),
+        "shuffled": shuffled,
+        "text": text,
+        "attributes": nx.Graph(nx.path_graph(3), name="p", k=3, ratio=0.5, pair=(1, 2)),
+        "no edges": nx.empty_graph(4),
+        "no nodes": nx.Graph(),
+    }
+
+
+@pytest.mark.parametrize("name", list(_bare_graphs()))
+def test_graphml_of_a_bare_graph_is_networkx_s_bytes(tmp_path, name):
+    graph = _bare_graphs()[name]
+    ours, theirs = tmp_path / "ours.graphml", tmp_path / "theirs.graphml"
+    graphfiles.write_graphml(graph, ours)
+    nx.write_graphml(graphfiles._graphml_ready(graph), theirs)  # NetworkX's element tree
+    assert ours.read_bytes() == theirs.read_bytes()
+    back = graphfiles.read_graph(ours)
+    assert list(back) == list(graph) and set(map(frozenset, back.edges)) == set(
+        map(frozenset, graph.edges)
+    )
+
+
+def test_graphml_of_mixed_labels_or_attributes_goes_through_networkx(tmp_path):
+    mixed = nx.relabel_nodes(nx.path_graph(3), {0: "a"})  # "a", 1, 2: a node attribute each
+    weighted = nx.Graph([(0, 1, {"weight": 2.5})])
+    for graph in (mixed, weighted):
+        theirs = tmp_path / "theirs.graphml"
+        nx.write_graphml(graphfiles._graphml_ready(graph), theirs)
+        graphfiles.write_graphml(graph, tmp_path / "g.graphml")
+        assert (tmp_path / "g.graphml").read_bytes() == theirs.read_bytes()
+        back = graphfiles.read_graph(tmp_path / "g.graphml")
+        assert list(back) == list(graph)
+    assert back.edges[0, 1]["weight"] == 2.5
+
+
 def test_a_graph_given_from_python_comes_back_with_the_folder(tmp_path):
     """A study whose topology is a NetworkX graph object: summary.json describes it, graphs/ keeps
     it, and load_results rebuilds the study from that copy (labels and attributes)."""
