@@ -27,9 +27,9 @@ test-slow: venv
 	$(BIN)/python -m pytest -q -n auto -m "slow or not slow"
 
 lint: venv
-	$(BIN)/ruff check gossipsim tests benchmarks
-	$(BIN)/ruff format --check gossipsim tests benchmarks
-	$(BIN)/mypy gossipsim
+	$(BIN)/ruff check gossipsim tests benchmarks examples
+	$(BIN)/ruff format --check gossipsim tests benchmarks examples
+	$(BIN)/mypy gossipsim examples
 
 clean:
 	rm -rf $(VENV) results

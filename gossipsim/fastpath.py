@@ -73,10 +73,7 @@ def unavailable(world: World) -> str | None:
         return "the graph is drawn per run (topology.draw = per-run)"
     kernel = protocol_kind(sc.protocol.kind).kernel(world.model)
     if kernel not in KERNELS:  # only what declares a kernel this engine has is vectorised
-        return (
-            f"protocol {sc.protocol.kind!r} declares no vectorised kernel for model "
-            f"{sc.model.kind!r} (it takes steps at every visit)"
-        )
+        return f"protocol {sc.protocol.kind!r} declares no vectorised kernel for model {sc.model.kind!r}"
     scheduler = scheduler_for(sc.scheduler.kind)
     if scheduler.kernel not in SCHEDULER_KERNELS:
         return f"scheduler {sc.scheduler.kind!r} declares no vectorised kernel"

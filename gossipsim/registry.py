@@ -24,7 +24,12 @@ def import_object(path: str, key: str) -> Any:
         raise ConfigError(key, f"an import path is written module:attribute (got {path!r})")
     try:
         module = importlib.import_module(module_name)
-    except Exception as exc:  # an ImportError, or an error inside the plug-in's module
+    except ModuleNotFoundError as exc:
+        hint = ""
+        if exc.name is not None and module_name.split(".")[0] == exc.name.split(".")[0]:
+            hint = " (install it, or put the folder that holds it on PYTHONPATH)"
+        raise ConfigError(key, f"cannot import {module_name!r}: {exc}{hint}") from None
+    except Exception as exc:  # an error inside the plug-in's module
         raise ConfigError(key, f"cannot import {module_name!r}: {exc}") from None
     try:
         return getattr(module, attribute)

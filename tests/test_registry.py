@@ -39,7 +39,17 @@ def test_the_scenario_chooses_the_protocol_kind_and_gfvl_is_registered():
     "path, message",
     [
         ("tests.plugins:Missing", "has no 'Missing'"),
-        ("no_such_module_xyz:Kind", "cannot import 'no_such_module_xyz'"),
+        (
+            "no_such_module_xyz:Kind",
+            "cannot import 'no_such_module_xyz': No module named 'no_such_module_xyz' (install "
+            "it, or put the folder that holds it on PYTHONPATH)",
+        ),
+        # the plug-in is found but needs a missing package: named, and no hint about the path
+        (
+            "tests.plugin_needs_missing:Kind",
+            "cannot import 'tests.plugin_needs_missing': No module named "
+            "'no_such_dependency_xyz'\n",
+        ),
         ("tests.plugins:CoinModel", "is not a gossipsim ProtocolKind"),
         (":Kind", "written module:attribute"),
     ],
@@ -48,8 +58,8 @@ def test_a_bad_plugin_path_is_one_line(tmp_path, capsys, path, message):
     file = tmp_path / "s.toml"
     file.write_text(to_toml(base_scenario(protocol={"kind": path})))
     assert main(["validate", str(file)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "protocol.kind" in err and message in err
+    err = capsys.readouterr().err
+    assert err.strip().count("\n") == 0 and "protocol.kind" in err and message in err
 
 
 def test_plugin_protocol_and_model_run_identically_in_workers_and_on_dask(tmp_path, capsys):

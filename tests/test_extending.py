@@ -1,0 +1,136 @@
+"""The worked example of docs/extending.md: a protocol of one's own (examples/partial_participation.py),
+named by import path in a scenario, checked against G-FVL and against closed forms."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import gossipsim as gs
+from gossipsim.cli import main
+from tests.helpers import base_scenario, to_toml
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+KIND = "partial_participation:PartialGFVL"
+NODES = 10
+
+
+@pytest.fixture(autouse=True)
+def _examples_importable(monkeypatch):
+    """The example module importable, here and in worker processes (as PYTHONPATH=examples)."""
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    monkeypatch.setenv("PYTHONPATH", str(EXAMPLES))
+
+
+def _scenario(participation: float | None, *, runs: int, requests: bool = True, **protocol):
+    raw = base_scenario(
+        scenario={"name": "pp", "seed": 5, "runs": runs, "iterations": 400},
+        topology={"kind": "ring", "nodes": NODES},
+        protocol={
+            "kind": KIND,
+            **({} if participation is None else {"participation": participation}),
+            **protocol,
+        },
+    )
+    if requests:
+        raw["unlearning"] = [{"node": 0, "at_iteration": 200}]
+    return raw
+
+
+def test_full_participation_is_gfvl_slot_for_slot():
+    """participation = 1: every table of G-FVL (event engine), value for value; the example adds
+    its skipped_updates column (all zero)."""
+    ours = gs.run(_scenario(1.0, runs=40), progress=None)
+    raw = _scenario(None, runs=40)
+    raw["protocol"] = {"kind": "gfvl"}
+    theirs = gs.run(raw, engine="event", progress=None)
+    assert ours.engines[ours.variants[0]].startswith("event (protocol")  # no kernel: event engine
+    assert theirs.engines == {ours.variants[0]: "event"}
+    assert (ours.runs["skipped_updates"] == 0).all()
+    pd.testing.assert_frame_equal(ours.runs.drop(columns="skipped_updates"), theirs.runs)
+    for name in ("metrics", "requests", "visits"):
+        pd.testing.assert_frame_equal(getattr(ours, name), getattr(theirs, name))
+
+
+def test_skipped_updates_follow_the_geometric_law():
+    """Before its factor goes in, a node skips a Geometric(p) number of visits (failures before the
+    first success), independently of the walk: over K nodes the mean is K(1-p)/p, the variance
+    K(1-p)/p². With 400 slots on a ring of 10 every node has joined in every run (checked), so the
+    mean of 300 runs lies within 4 standard errors of K(1-p)/p."""
+    p, runs = 0.5, 300
+    res = gs.run(_scenario(p, runs=runs, requests=False), progress=None)
+    assert res.runs["convergence_iteration"].notna().all()  # every factor went in: the full count
+    skipped = res.runs["skipped_updates"].to_numpy()
+    mean, variance = NODES * (1 - p) / p, NODES * (1 - p) / p**2
+    assert abs(skipped.mean() - mean) <= 4 * math.sqrt(variance / runs)
+    # and skipping is what slows convergence: later than G-FVL's (which is the cover iteration)
+    assert (res.runs["convergence_iteration"] >= res.runs["cover_iteration"]).all()
+    assert res.runs["convergence_iteration"].mean() > res.runs["cover_iteration"].mean()
+
+
+def test_unlearning_ends_at_the_exact_posterior_without_the_node():
+    """Once node 0's factor is out, the state is the exact conjugate posterior of the other nodes'
+    data: the KL against it is zero (to rounding), and the removal slot is in requests.csv."""
+    raw = _scenario(0.3, runs=30)
+    raw["scenario"]["iterations"] = 1500  # every other node has joined by the end (P > 1 - 1e-20)
+    res = gs.run(raw, progress=None)
+    assert res.requests["removal_latency"].notna().all()
+    last = res.metrics.sort_values("iteration").groupby("run").tail(1)
+    assert (last["kl"].abs() <= 1e-12).all()
+
+
+def test_the_command_line_runs_it_in_workers_with_one_line_errors(tmp_path, capsys):
+    raw = _scenario(0.5, runs=12)
+    path = tmp_path / "pp.toml"
+    path.write_text(to_toml(raw))
+    tables = []
+    for flags in ([], ["--workers", "2"]):
+        out = tmp_path / f"out{len(tables)}"
+        assert main(["run", str(path), "--out", str(out), "--no-plots", *flags]) == 0
+        tables.append({n: (out / f"{n}.csv").read_bytes() for n in ("metrics", "runs", "requests")})
+    assert tables[0] == tables[1]
+    assert f"protocol {KIND!r} declares no vectorised kernel" in capsys.readouterr().out
+    for protocol, model, key in (
+        ({"participation": 0}, None, "protocol.participation"),
+        ({"participation": 1.5}, None, "protocol.participation"),
+        ({"rounds": 3}, None, "protocol.rounds"),
+        ({}, {"kind": "beta-exponential", "prior": {"a": 2, "b": 2}}, "protocol.kind"),
+    ):
+        bad = _scenario(None, runs=2)
+        bad["protocol"].update(protocol)
+        if model is not None:
+            bad["model"] = model
+            bad["data"] = {"points_per_node": 10, "theta": 0.5}
+        path.write_text(to_toml(bad))
+        assert main(["validate", str(path)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and key in err, err
+
+
+def test_the_docs_show_the_example_as_it_is():
+    """Every python block of docs/extending.md that quotes the example module is a verbatim piece of
+    it (the page cannot drift from the code the tests run)."""
+    doc = (ROOT / "docs" / "extending.md").read_text(encoding="utf-8")
+    source = (EXAMPLES / "partial_participation.py").read_text(encoding="utf-8")
+    quoted = re.findall(
+        r"<!-- from examples/partial_participation.py -->\n```python\n(.*?)```", doc, re.S
+    )
+    assert len(quoted) >= 2
+    for block in quoted:
+        assert block in source, block[:200]
+    scenario = (EXAMPLES / "partial_participation.toml").read_text(encoding="utf-8")
+    assert re.findall(
+        r"<!-- examples/partial_participation.toml -->\n```toml\n(.*?)```", doc, re.S
+    ) == [scenario]
+
+
+def test_the_shipped_example_scenario_is_valid():
+    study = gs.load_scenario(EXAMPLES / "partial_participation.toml")
+    assert [v.values["protocol.participation"] for v in study.variants] == [1.0, 0.5, 0.2]
+    assert np.all([v.scenario.protocol.kind == KIND for v in study.variants])
