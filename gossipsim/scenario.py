@@ -26,6 +26,7 @@ from .errors import ConfigError
 from .frozen import freeze, thaw
 from .links import LinkModel, check_horizon
 from .registry import MODEL_KINDS, PROTOCOL_KINDS
+from .scheduling import check_scheduler
 from .schema import read_keys
 from .settings import (
     SCHEMA,
@@ -422,7 +423,9 @@ def parse_scenario(
     )
 
     sc = read_keys(SCHEMA["scheduler"], _table(raw, "scheduler"), "scheduler")
-    scheduler = SchedulerSettings(kind=sc["kind"], start=sc["start"])
+    scheduler = SchedulerSettings(
+        kind=check_scheduler(sc["kind"], "scheduler.kind"), start=sc["start"]
+    )
     compute = read_keys(SCHEMA["compute"], _table(raw, "compute"), "compute")
     ln = read_keys(SCHEMA["links"], _table(raw, "links"), "links")
     links = LinkSettings(rate_bps=ln["rate_bps"], latency_s=ln["latency_s"])

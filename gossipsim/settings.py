@@ -22,7 +22,6 @@ from typing import Any
 
 from .frozen import FrozenDict, freeze
 from .registry import import_object
-from .scheduling import SCHEDULER_KINDS
 from .schema import Key
 
 _LIMITS = "see [Limits](#limits-memory-and-simulated-time)"
@@ -86,7 +85,8 @@ PROTOCOL_KEYS = (
 #: besides these, ``[protocol]`` holds the kind's own keys (``ProtocolKind.keys``)
 
 SCHEDULER_KEYS = (
-    Key("kind", "choice", "metropolis-hastings", "the walk rule (below)", choices=SCHEDULER_KINDS),
+    Key("kind", "string", "metropolis-hastings", "the walk rule (below), or an import path "
+        "`module:Class` to a Scheduler of your own"),
     Key("start", "node", "uniform", "the first holder: drawn uniformly, from the walk's stationary "
         "distribution, or a fixed node", words=("uniform", "stationary")),
 )  # fmt: skip

@@ -33,11 +33,14 @@ from .base import (
     _BLOCK,
     SCHEDULER_KINDS,
     SCHEDULERS,
+    UNIFORM_BLOCK,
     NodeView,
     Scheduler,
     check_scheduler,
+    machine_csr,
     register,
     scheduler_for,
+    uniform_blocks,
     unregister,
 )
 from .graph import CSR, IndexedGraph, RangeIndex
@@ -49,6 +52,7 @@ __all__ = [
     "CSR",
     "SCHEDULERS",
     "SCHEDULER_KINDS",
+    "UNIFORM_BLOCK",
     "IndexedGraph",
     "JumpChain",
     "MetropolisHastings",
@@ -60,10 +64,12 @@ __all__ = [
     "Walker",
     "_BLOCK",
     "check_scheduler",
+    "machine_csr",
     "register",
     "scheduler_for",
     "stationary_distribution",
     "transition_matrix",
+    "uniform_blocks",
     "unregister",
 ]
 

@@ -38,6 +38,8 @@ from .graph import CSR, IndexedGraph
 from .jump import JumpChain
 
 _BLOCK = 8192  # uniforms drawn per refill; fixed so the stream does not depend on the run length
+#: the same, under the name a scheduler of one's own reads it by (with :func:`uniform_blocks`)
+UNIFORM_BLOCK = _BLOCK
 
 #: kind -> one line saying what it does (the allowed values of ``scheduler.kind``)
 SCHEDULER_KINDS: dict[str, str] = {}
@@ -170,9 +172,34 @@ def unregister(kind: str) -> None:
 
 
 def check_scheduler(kind: str, key: str = "scheduler.kind") -> str:
+    """``kind`` if it names a scheduler: a registered kind, or an import path ``module:Class`` to a
+    :class:`Scheduler` subclass of one's own (imported and registered under that path on first use,
+    in every process that reads it: worker processes and Dask workers import it again); else a
+    one-line :class:`ConfigError` naming ``key``."""
+    if kind not in SCHEDULER_KINDS and ":" in kind:
+        _import_scheduler(kind, key)
     if kind not in SCHEDULER_KINDS:
-        raise ConfigError(key, f"unknown scheduler {kind!r}; allowed: {', '.join(SCHEDULER_KINDS)}")
+        raise ConfigError(
+            key,
+            f"unknown scheduler {kind!r}; allowed: {', '.join(SCHEDULER_KINDS)}, "
+            "or an import path module:Class",
+        )
     return kind
+
+
+def _import_scheduler(path: str, key: str) -> None:
+    """Register the :class:`Scheduler` subclass at import path ``path`` under that path."""
+    from ..registry import import_object
+
+    cls = import_object(path, key)
+    if not (isinstance(cls, type) and issubclass(cls, Scheduler)):
+        raise ConfigError(key, f"{path!r} is not a gossipsim Scheduler subclass")
+    if getattr(cls, "kind", None) != path:  # the theory looks the walk up again by its kind
+        raise ConfigError(
+            key, f"{path!r} must set kind = {path!r} (got {getattr(cls, 'kind', None)!r})"
+        )
+    SCHEDULERS[path] = cls
+    SCHEDULER_KINDS[path] = getattr(cls, "description", "")
 
 
 def scheduler_for(kind: str, key: str = "scheduler.kind") -> Scheduler:

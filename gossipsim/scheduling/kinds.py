@@ -15,7 +15,8 @@ Hop arithmetic, the same in the one-step and the batched sampler: the proposed n
 :class:`~.base.NodeView`.
 
 A new kind is a class like these (here or in a module imported by ``gossipsim/scheduling/__init__.py``)
-with ``@register`` above it.
+with ``@register`` above it, or a class in a module of one's own named by import path in the scenario
+(``kind = "mypackage.module:MyWalk"``, with ``kind`` set to that path; ``examples/lazy_walk.py``).
 """
 
 from __future__ import annotations
