@@ -33,3 +33,12 @@ class PlainWalk(MetropolisHastings):
     kind = "test-plain-walk"
     description = "Metropolis-Hastings without a fast-path kernel (tests only)"
     kernel = None
+
+
+class PathWalk(MetropolisHastings):
+    """A scheduler named by import path in a scenario (its kind is that path): Metropolis-Hastings
+    under another name, with no kernel (so it runs on the event engine)."""
+
+    kind = "tests.plugins:PathWalk"
+    description = "Metropolis-Hastings named by import path (tests only)"
+    kernel = None

@@ -20,6 +20,7 @@ from tests.plugins import PlainWalk
 
 PLUGIN_PROTOCOL = "tests.plugins:PlainGFVL"
 PLUGIN_MODEL = "tests.plugins:CoinModel"
+PLUGIN_SCHEDULER = "tests.plugins:PathWalk"
 
 
 def _tables(res) -> dict[str, pd.DataFrame]:
@@ -62,13 +63,24 @@ def test_a_bad_plugin_path_is_one_line(tmp_path, capsys, path, message):
     assert err.strip().count("\n") == 0 and "protocol.kind" in err and message in err
 
 
-def test_plugin_protocol_and_model_run_identically_in_workers_and_on_dask(tmp_path, capsys):
-    """A protocol kind and a model named by import path: the same tables in this process, in a pool
-    of 2 worker processes and on a 2-worker Dask cluster (which import the plug-in again)."""
+@pytest.fixture
+def _forget_path_walk():
+    """The scheduler named by import path is registered under it on first use: removed after."""
+    yield
+    unregister(PLUGIN_SCHEDULER)
+
+
+def test_plugin_protocol_model_and_scheduler_run_identically_in_workers_and_on_dask(
+    tmp_path, capsys, _forget_path_walk
+):
+    """A protocol kind, a model and a scheduler named by import path: the same tables in this
+    process, in a pool of 2 worker processes and on a 2-worker Dask cluster (which import the
+    plug-ins again)."""
     raw = base_scenario(
         scenario={"name": "plug", "seed": 3, "runs": 6, "iterations": 80},
         model={"kind": PLUGIN_MODEL, "prior": {"a": 2, "b": 2}},
         protocol={"kind": PLUGIN_PROTOCOL},
+        scheduler={"kind": PLUGIN_SCHEDULER},
         unlearning=[{"node": 2, "at_iteration": 40}],
     )
     path = tmp_path / "s.toml"
@@ -84,11 +96,19 @@ def test_plugin_protocol_and_model_run_identically_in_workers_and_on_dask(tmp_pa
     for out in outs[1:]:
         for name, table in first.items():
             pd.testing.assert_frame_equal(table, pd.read_csv(out / f"{name}.csv"))
-    # the plug-in model is beta–Bernoulli under another name: the numbers are the built-in's
+    # the plug-ins are beta–Bernoulli and Metropolis-Hastings under other names: the built-ins'
+    # numbers
     raw["model"]["kind"] = "beta-bernoulli"
     raw["protocol"] = {"kind": "gfvl"}
+    raw["scheduler"] = {"kind": "metropolis-hastings"}
     builtin = gs.run(raw, engine="event")
-    plugin = gs.run({**raw, "model": {"kind": PLUGIN_MODEL, "prior": {"a": 2, "b": 2}}})
+    plugin = gs.run(
+        {
+            **raw,
+            "model": {"kind": PLUGIN_MODEL, "prior": {"a": 2, "b": 2}},
+            "scheduler": {"kind": PLUGIN_SCHEDULER},
+        }
+    )
     for name, table in _tables(builtin).items():
         pd.testing.assert_frame_equal(table, _tables(plugin)[name])
 
