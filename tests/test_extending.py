@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 KIND = "partial_participation:PartialGFVL"
 LAZY = "lazy_walk:LazyMetropolisHastings"
+MODEL = "gamma_exponential:GammaExponential"
 NODES = 10
 
 
@@ -123,11 +124,19 @@ def test_the_docs_show_the_examples_as_they_are():
     tests run)."""
     doc = (ROOT / "docs" / "extending.md").read_text(encoding="utf-8")
     quoted = re.findall(r"<!-- from examples/(\w+\.py) -->\n```python\n(.*?)```", doc, re.S)
-    assert {name for name, _ in quoted} == {"partial_participation.py", "lazy_walk.py"}
+    assert {name for name, _ in quoted} == {
+        "partial_participation.py",
+        "lazy_walk.py",
+        "gamma_exponential.py",
+    }
     for name, block in quoted:
         assert block in (EXAMPLES / name).read_text(encoding="utf-8"), (name, block[:200])
     scenarios = re.findall(r"<!-- examples/(\w+\.toml) -->\n```toml\n(.*?)```", doc, re.S)
-    assert {name for name, _ in scenarios} == {"partial_participation.toml", "lazy_walk.toml"}
+    assert {name for name, _ in scenarios} == {
+        "partial_participation.toml",
+        "lazy_walk.toml",
+        "gamma_exponential.toml",
+    }
     for name, block in scenarios:
         assert block == (EXAMPLES / name).read_text(encoding="utf-8"), name
 
@@ -136,6 +145,10 @@ def test_the_shipped_example_scenarios_are_valid():
     study = gs.load_scenario(EXAMPLES / "partial_participation.toml")
     assert [v.values["protocol.participation"] for v in study.variants] == [1.0, 0.5, 0.2]
     assert np.all([v.scenario.protocol.kind == KIND for v in study.variants])
+    assert (
+        gs.load_scenario(EXAMPLES / "gamma_exponential.toml").variants[0].scenario.model.kind
+        == MODEL
+    )
     study = gs.load_scenario(EXAMPLES / "lazy_walk.toml")
     assert [v.scenario.scheduler.kind for v in study.variants] == ["metropolis-hastings", LAZY]
 
@@ -208,3 +221,85 @@ def test_a_bad_scheduler_is_one_line(tmp_path, capsys, path, message):
     assert main(["validate", str(file)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "scheduler.kind" in err and message in err, err
+
+
+# --------------------------------------------------------------------------- a model of one's own
+
+
+def _gamma_exponential(tmp_path, observations: dict[int, np.ndarray], **scenario):
+    rows = ["node,x"] + [f"{k},{x!r}" for k, xs in observations.items() for x in xs.tolist()]
+    (tmp_path / "obs.csv").write_text("\n".join(rows) + "\n")
+    raw = base_scenario(
+        scenario={"name": "ge", "seed": 2, "runs": 30, "iterations": 300, **scenario},
+        topology={"kind": "ring", "nodes": NODES},
+        model={"kind": MODEL, "prior": {"shape": 2.0, "rate": 1.0}},
+        data={"path": str(tmp_path / "obs.csv")},
+        unlearning=[{"node": 3, "at_iteration": 150}],
+    )
+    return raw
+
+
+def test_the_gamma_exponential_target_is_the_closed_form_and_a_grid_posterior(tmp_path):
+    """The exact posterior gossipsim computes for the plug-in model from a CSV of waiting times is
+    Gamma(shape + N, rate + Σx) (closed form), with and without node 3; and its mean is that of the
+    posterior computed on a grid of θ from the prior density and the likelihood directly."""
+    from gossipsim.families import Gamma
+
+    rng = np.random.default_rng(4)
+    observations = {k: rng.exponential(2.0, size=5 + k) for k in range(NODES)}
+    world = gs.build_world(
+        gs.parse_study(_gamma_exponential(tmp_path, observations)).variants[0].scenario
+    )
+    model = world.model
+    everything = np.concatenate(list(observations.values()))
+    without = np.concatenate([x for k, x in observations.items() if k != 3])
+    for forgotten, xs in ((frozenset(), everything), (frozenset({3}), without)):
+        eta = model.target(model.fixed_data, forgotten).eta
+        np.testing.assert_allclose(eta, Gamma.natural(2.0 + xs.size, 1.0 + xs.sum()), rtol=1e-12)
+        # brute force: log prior + log likelihood on a grid of θ, normalised by the trapezoid rule
+        theta = np.linspace(1e-6, 3.0, 300_001)
+        log_density = (2.0 - 1.0) * np.log(theta) - 1.0 * theta
+        log_density += xs.size * np.log(theta) - theta * xs.sum()
+        density = np.exp(log_density - log_density.max())
+        grid_mean = np.trapezoid(theta * density, theta) / np.trapezoid(density, theta)
+        assert grid_mean == pytest.approx((2.0 + xs.size) / (1.0 + xs.sum()), rel=1e-6)
+
+
+def test_the_gamma_exponential_model_learns_and_unlearns_exactly_on_both_engines(tmp_path):
+    rng = np.random.default_rng(5)
+    observations = {k: rng.exponential(2.0, size=8) for k in range(NODES)}
+    raw = _gamma_exponential(tmp_path, observations, iterations=600)
+    fast = gs.run(raw, engine="vectorized", progress=None)
+    event = gs.run(raw, engine="event", progress=None)
+    for name in ("metrics", "runs", "requests"):
+        pd.testing.assert_frame_equal(getattr(fast, name), getattr(event, name))
+    last = fast.metrics.sort_values("iteration").groupby("run").tail(1)
+    assert (last["kl"].abs() <= 1e-12).all()  # the exact posterior without node 3, in every run
+    assert fast.requests["removal_latency"].notna().all()
+
+
+@pytest.mark.parametrize(
+    "change, key",
+    [
+        ({"model": {"kind": MODEL, "prior": {"shape": -1.0, "rate": 1.0}}}, "model.prior.shape"),
+        ({"model": {"kind": MODEL, "prior": {"shape": 2.0, "scale": 1.0}}}, "model.prior"),
+        ({"data": {"points_per_node": 10, "rate": 0.0}}, "data.rate"),
+    ],
+)
+def test_bad_model_settings_are_one_line(tmp_path, capsys, change, key):
+    raw = _gamma_exponential(tmp_path, {0: np.array([1.0])})
+    raw.update(change)
+    path = tmp_path / "s.toml"
+    path.write_text(to_toml(raw))
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and key in err, err
+
+
+def test_a_waiting_time_that_is_not_positive_names_the_file_row(tmp_path, capsys):
+    raw = _gamma_exponential(tmp_path, {0: np.array([1.0, -2.0])})
+    path = tmp_path / "s.toml"
+    path.write_text(to_toml(raw))
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "data.path" in err and "row 3" in err, err
