@@ -698,6 +698,10 @@ def _cmd_list(args: argparse.Namespace) -> int:
     for name, kind in PROTOCOL_KINDS.items():
         text = kind.describe()
         print(f"  {name:<6} {text}")
+    print(
+        'models, schedulers and protocols of your own: kind = "module:Class" (an import path; '
+        "see docs/extending.md)"
+    )
     return 0
 
 

@@ -182,6 +182,7 @@ def test_validate_list_covertime_hitting_plot(tmp_path, capsys):
         and "barabasi_albert" in out
         and "dirichlet-categorical" in out
         and "metropolis-hastings" in out
+        and 'kind = "module:Class"' in out
     )
     code, out, _ = _run(
         [
