@@ -17,29 +17,17 @@ from typing import Any
 import numpy as np
 
 from gossipsim.errors import ConfigError
-from gossipsim.families import ConjugateModel
-from gossipsim.families.conjugate import ModelParam
-from gossipsim.families.expfam import ExponentialFamily, Gamma
+from gossipsim.families.conjugate import GammaPrior, ModelParam
 from gossipsim.models.conjugate import ConjugateExpFam
 
 
-class GammaExponentialMath(ConjugateModel):
-    """The conjugate pair itself: prior family, sufficient statistics and a data generator."""
+class GammaExponentialMath(GammaPrior):
+    """The conjugate pair itself: the Gamma prior (its keys, family and natural parameters come
+    from :class:`GammaPrior`, as gamma–Poisson's do), sufficient statistics and a data generator."""
 
     description = "exponential waiting times x > 0, Gamma(shape, rate) prior on their rate θ"
-    prior_params = (
-        ModelParam("shape", "positive", "Gamma prior shape > 0", 1.0),
-        ModelParam("rate", "positive", "Gamma prior rate > 0", 1.0),
-    )
     data_params = (ModelParam("rate", "positive", "rate θ of the synthetic waiting times", 1.0),)
     observation = "a waiting time x > 0"
-
-    @property
-    def family(self) -> ExponentialFamily:
-        return Gamma()
-
-    def prior_natural(self, prior: Mapping[str, Any]) -> np.ndarray:
-        return Gamma.natural(prior["shape"], prior["rate"])
 
     def statistics(self, x: np.ndarray) -> np.ndarray:
         return np.array([float(len(x)), -float(np.sum(x))])  # Σ [1, −x]

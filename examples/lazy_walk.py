@@ -20,30 +20,25 @@ from gossipsim.scheduling import (
     CSR,
     UNIFORM_BLOCK,
     IndexedGraph,
+    MetropolisHastings,
     NodeView,
-    Scheduler,
     machine_csr,
     uniform_blocks,
 )
 
 
-class LazyMetropolisHastings(Scheduler):
+class LazyMetropolisHastings(MetropolisHastings):
     """``scheduler.kind = "lazy_walk:LazyMetropolisHastings"``. Every hop reads two uniforms u, v:
     u < 1/2 keeps the token; else 2u - 1 (uniform on [0, 1), and exact in floating point) picks
-    the proposed neighbour and v accepts it."""
+    the proposed neighbour and v accepts it, as in Metropolis-Hastings (whose uniform stationary
+    distribution it keeps, inherited with the rest)."""
 
     kind = "lazy_walk:LazyMetropolisHastings"  # a scheduler named by import path has it as kind
     description = "keep the token with probability 1/2, else a Metropolis-Hastings move"
-    uniform_stationary = True  # (I + P)/2 keeps the uniform stationary distribution of P
     kernel = "batched-step"  # step() moves a batch exactly as sampler() moves one walk
 
     def edge_weights(self, g: IndexedGraph, view: NodeView | None = None) -> np.ndarray:
-        deg = g.degree.astype(float)
-        rows = np.repeat(np.arange(g.size), g.degree)
-        return 0.5 * np.minimum(1.0, deg[rows] / deg[g.indices]) / deg[rows]
-
-    def stationary(self, g: IndexedGraph, view: NodeView | None = None) -> np.ndarray:
-        return np.full(g.size, 1.0 / g.size)
+        return 0.5 * super().edge_weights(g, view)  # (I + P)/2: half of every move; the rest stays
 
     def sampler(
         self, g: IndexedGraph, rng: np.random.Generator, view: NodeView | None = None
@@ -73,8 +68,7 @@ class LazyMetropolisHastings(Scheduler):
         csr: CSR,
         view: NodeView | None = None,
     ) -> np.ndarray:
-        d = csr.degree[positions]
         moving = u >= 0.5
-        proposal = np.where(moving, 2.0 * u - 1.0, 0.0)  # 0.0: any valid entry, not taken
-        j = csr.indices[csr.indptr[positions] + (proposal * d).astype(np.int64)]
-        return np.where(moving & (v * csr.degree[j] < d), j, positions)
+        # the Metropolis-Hastings move on the rescaled u (0.0 for the walks that stay: not taken)
+        moved = super().step(positions, np.where(moving, 2.0 * u - 1.0, 0.0), v, csr, view)
+        return np.where(moving, moved, positions)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 
@@ -50,3 +51,16 @@ def to_toml(raw: dict[str, Any]) -> str:
         else:
             lines.append(f'"{section}" = {value(table)}')
     return "\n".join(lines) + "\n"
+
+
+def validate_error(raw: dict[str, Any], folder: Path, capsys: Any) -> str:
+    """``gossipsim validate`` of the scenario ``raw`` (written to ``folder/s.toml``): checks exit
+    status 2 and a single line on stderr, and returns that line."""
+    from gossipsim.cli import main
+
+    path = folder / "s.toml"
+    path.write_text(to_toml(raw))
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0, err
+    return err

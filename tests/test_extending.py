@@ -14,7 +14,7 @@ import pytest
 import gossipsim as gs
 from gossipsim.cli import main
 from gossipsim.scheduling import unregister
-from tests.helpers import base_scenario, to_toml
+from tests.helpers import base_scenario, to_toml, validate_error
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -112,10 +112,8 @@ def test_the_command_line_runs_it_in_workers_with_one_line_errors(tmp_path, caps
         if model is not None:
             bad["model"] = model
             bad["data"] = {"points_per_node": 10, "theta": 0.5}
-        path.write_text(to_toml(bad))
-        assert main(["validate", str(path)]) == 2
-        err = capsys.readouterr().err.strip()
-        assert err.count("\n") == 0 and key in err, err
+        err = validate_error(bad, tmp_path, capsys)
+        assert key in err, err
 
 
 def test_the_docs_show_the_examples_as_they_are():
@@ -216,11 +214,8 @@ def test_the_lazy_walk_runs_vectorised_by_declaration_and_matches_its_exact_late
     ],
 )
 def test_a_bad_scheduler_is_one_line(tmp_path, capsys, path, message):
-    file = tmp_path / "s.toml"
-    file.write_text(to_toml(base_scenario(scheduler={"kind": path})))
-    assert main(["validate", str(file)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "scheduler.kind" in err and message in err, err
+    err = validate_error(base_scenario(scheduler={"kind": path}), tmp_path, capsys)
+    assert "scheduler.kind" in err and message in err, err
 
 
 # --------------------------------------------------------------------------- a model of one's own
@@ -289,17 +284,10 @@ def test_the_gamma_exponential_model_learns_and_unlearns_exactly_on_both_engines
 def test_bad_model_settings_are_one_line(tmp_path, capsys, change, key):
     raw = _gamma_exponential(tmp_path, {0: np.array([1.0])})
     raw.update(change)
-    path = tmp_path / "s.toml"
-    path.write_text(to_toml(raw))
-    assert main(["validate", str(path)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and key in err, err
+    err = validate_error(raw, tmp_path, capsys)
+    assert key in err, err
 
 
 def test_a_waiting_time_that_is_not_positive_names_the_file_row(tmp_path, capsys):
-    raw = _gamma_exponential(tmp_path, {0: np.array([1.0, -2.0])})
-    path = tmp_path / "s.toml"
-    path.write_text(to_toml(raw))
-    assert main(["validate", str(path)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "data.path" in err and "row 3" in err, err
+    err = validate_error(_gamma_exponential(tmp_path, {0: np.array([1.0, -2.0])}), tmp_path, capsys)
+    assert "data.path" in err and "row 3" in err, err

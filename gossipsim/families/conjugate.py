@@ -247,13 +247,27 @@ class BetaBernoulli(ConjugateModel):
         return x in (0.0, 1.0)
 
 
-class GammaPoisson(ConjugateModel):
-    kind = "gamma-poisson"
-    description = "Poisson counts x ∈ {0, 1, ...}, Gamma(shape, rate) prior on the Poisson mean θ"
+class GammaPrior(ConjugateModel):
+    """A conjugate model whose prior on a positive θ is Gamma(shape, rate): natural parameters
+    [shape − 1, −rate], the coefficients of log θ and θ. A likelihood in θ adds its own
+    coefficients of log θ and θ (:meth:`statistics`)."""
+
     prior_params = (
         ModelParam("shape", "positive", "Gamma prior shape > 0", 1.0),
         ModelParam("rate", "positive", "Gamma prior rate > 0", 1.0),
     )
+
+    @property
+    def family(self) -> ExponentialFamily:
+        return Gamma()
+
+    def prior_natural(self, prior: Mapping[str, Any]) -> np.ndarray:
+        return Gamma.natural(prior["shape"], prior["rate"])
+
+
+class GammaPoisson(GammaPrior):
+    kind = "gamma-poisson"
+    description = "Poisson counts x ∈ {0, 1, ...}, Gamma(shape, rate) prior on the Poisson mean θ"
     data_params = (
         ModelParam("mean", "poisson-rate", f"Poisson mean λ in (0, {MAX_POISSON_RATE:g}]", 1.0),
     )
@@ -264,13 +278,6 @@ class GammaPoisson(ConjugateModel):
         }
     )
     observation = f"a count: an integer 0 <= x <= 2^53 ({MAX_COUNT})"
-
-    @property
-    def family(self) -> ExponentialFamily:
-        return Gamma()
-
-    def prior_natural(self, prior: Mapping[str, Any]) -> np.ndarray:
-        return Gamma.natural(prior["shape"], prior["rate"])
 
     def statistics(self, x: np.ndarray) -> np.ndarray:
         return np.array([float(np.sum(x)), -float(len(x))])
