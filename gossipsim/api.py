@@ -19,15 +19,17 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError
 from .executors import Executor, Outcome, Task, describe_error, start_executor, units
 from .graphfiles import MAX_SAVED_NODES
-from .results import METRIC_COLUMNS, RUN_COLUMNS, PostProcessingError, Results, collect
 from .runner import World, build_world
 from .scenario import Study, load_scenario, parse_study
 from .store import RunStore
+
+if TYPE_CHECKING:  # the tables need pandas: imported by run() alone, not by check() (validate)
+    from .results import Results
 
 # Python objects collect() keeps per run besides its table cells (a row dict, a part entry): a rough
 # lower bound, used only to refuse sweeps that cannot fit in memory
@@ -166,6 +168,8 @@ def _finish(
 ) -> Results:
     """Merge the outcomes into tables, commit them, then run the steps that may fail (theory is
     recorded per variant, figures drawn last); raise PostProcessingError if any did."""
+    from .results import PostProcessingError, collect
+
     ordered = store.load() if store is not None else ((t[0], outcomes[t]) for t in sorted(outcomes))
     results = collect(study, ordered, node_labels=[w.indexed.labels for w in worlds])
     results.engines = {v.label: note for v, note in zip(study.variants, notes, strict=True)}
@@ -239,6 +243,8 @@ def check_memory(study: Study, worlds: list[World], key: str) -> None:
 
 def _table_bytes(world: World) -> int:
     """A lower bound of the bytes one run of ``world`` adds to the tables held in memory."""
+    from .results import METRIC_COLUMNS, RUN_COLUMNS
+
     sc = world.scenario
     slots = 2 if sc.run.stop_when_done else math.ceil(sc.run.iterations / sc.metrics.record_every)
     columns = len(METRIC_COLUMNS) - 2  # retrain_kl and best_family_kl only where they apply

@@ -304,7 +304,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.set:
         study = study.replace(dict(parse_set(text) for text in args.set))
     out = Path(args.out) if args.out else Path("results") / study.name
-    progress = {"auto": None, "on": True, "off": False}[args.progress]
+    # auto: a bar when stderr is a terminal (decided here, so that a piped run never imports tqdm)
+    progress = {"auto": sys.stderr.isatty(), "on": True, "off": False}[args.progress]
 
     def make_plots(res: Results, folder: Path) -> None:
         from .plots import plot_results

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -170,6 +172,26 @@ def test_missing_values_are_empty_cells(tmp_path, capsys):
     assert any(",," in line for line in lines[1:])  # never-converged runs leave empty cells
     runs = pd.read_csv(out / "runs.csv")
     assert runs["convergence_iteration"].isna().any()
+
+
+def test_validate_loads_no_pandas_and_a_piped_run_no_progress_bar(tmp_path):
+    """What a command does not need, it does not import (measured: pandas is a quarter of a second
+    of `validate`'s start-up): checked in a fresh interpreter, stderr a pipe."""
+    scenario = _write(tmp_path, SMALL.format(record_every=1))
+    code = f"""
+import sys
+from gossipsim.cli import main
+assert main(["validate", {str(scenario)!r}]) == 0
+assert "pandas" not in sys.modules, "validate imported pandas"
+assert main(["run", {str(scenario)!r}, "--out", {str(tmp_path / "out")!r}, "--no-plots"]) == 0
+assert "pandas" in sys.modules  # the tables
+assert "tqdm" not in sys.modules, "a run piped to a file imported tqdm"
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "out" / "metrics.csv").exists()
 
 
 def test_validate_list_covertime_hitting_plot(tmp_path, capsys):
