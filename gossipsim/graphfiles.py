@@ -15,6 +15,11 @@ on reading; labels of other types come back as their text. Graphs of at most
 ``layout_x`` and ``layout_y``: Kamada-Kawai up to 100 nodes, else a spring layout with seed 1,
 computed once when the figures are drawn (a folder written without figures has the graphs without
 their layout), so a figure redrawn from the folder places every node where it was.
+
+Large generated graphs carry no attributes at all; :func:`write_graphml` writes their node and edge
+lines itself and :func:`read_graph` reads them back by a regular expression (the same bytes, and the
+same graph NetworkX's reader gives, several times faster: a 20,000-node folder loads in about 1.5 s
+instead of 2.5-3 s).
 """
 
 from __future__ import annotations
@@ -36,6 +41,18 @@ FOLDER = "graphs"
 LAYOUT_KEYS = ("layout_x", "layout_y")
 _SCALARS = (str, bool, int, float)
 _ESCAPED = re.compile('[&<>"\r\n\t]')  # characters ElementTree escapes in an attribute value
+_ENTITIES = {
+    "amp": "&", "lt": "<", "gt": ">", "quot": '"', "apos": "'",
+    "#9": "\t", "#09": "\t", "#10": "\n", "#13": "\r",
+}  # fmt: skip
+_ENTITY = re.compile("&(" + "|".join(_ENTITIES) + ");")
+_ID = '"((?:[^"<&\t\n\r]|' + _ENTITY.pattern + ')*)"'
+#: the node and edge lines of :func:`write_graphml`'s attribute-free graphs, in a row
+_BARE_BODY = re.compile(
+    f"(?P<nodes>(?:    <node id={_ID} />\n)*)(?P<edges>(?:    <edge source={_ID} target={_ID} />\n)*)"
+)
+_BARE_NODE = re.compile(f"    <node id={_ID} />\n")
+_BARE_EDGE = re.compile(f"    <edge source={_ID} target={_ID} />\n")
 
 
 def layout(graph: nx.Graph) -> dict[Any, tuple[float, float]]:
@@ -181,7 +198,9 @@ def _label_kind(ints: Sequence[bool]) -> str:
 
 def read_graph(path: str | os.PathLike[str]) -> nx.Graph:
     """A graph written by :func:`write_graphs`, with its node labels' types restored."""
-    graph = nx.read_graphml(path, node_type=str)
+    graph = _read_bare(Path(path))
+    if graph is None:
+        graph = nx.read_graphml(path, node_type=str)
     kind = graph.graph.pop("gossipsim_node_labels", "str")
     for key in ("node_default", "edge_default"):  # added by the reader, not written by us
         if graph.graph.get(key) == {}:
@@ -195,6 +214,48 @@ def read_graph(path: str | os.PathLike[str]) -> nx.Graph:
     for n in graph:
         graph.nodes[n].pop("gossipsim_int_label", None)
     return nx.relabel_nodes(graph, mapping, copy=True) if mapping else nx.Graph(graph)
+
+
+def _read_bare(path: Path) -> nx.Graph | None:
+    """The graph of a file whose nodes and edges carry no attributes (as :func:`write_graphml`
+    writes large generated graphs), as ``nx.read_graphml(path, node_type=str)`` returns it, several
+    times faster: its node and edge lines are read by a regular expression and only the rest of
+    the document (keys and graph attributes) by NetworkX. ``None`` for any other file, which NetworkX
+    then reads whole: lines of another shape, an entity other than those ElementTree writes, a
+    parallel edge (NetworkX returns a multigraph)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    opening = '<graph edgedefault="undirected">\n'
+    start = text.find(opening)
+    if start < 0 or text.count(opening) != 1:
+        return None
+    cut = start + len(opening)
+    body = _BARE_BODY.match(text, cut)
+    if body is None or body.end() == cut:
+        return None
+    rest = text[body.end() :]
+    if "<node" in rest or "<edge" in rest:
+        return None
+    nodes = [_xml_text(m) for m in _BARE_NODE.findall(body["nodes"])]
+    edges = [(_xml_text(u), _xml_text(v)) for u, _, v, _ in _BARE_EDGE.findall(body["edges"])]
+    head = nx.read_graphml(io.BytesIO((text[:cut] + rest).encode("utf-8")), node_type=str)
+    graph = nx.Graph()
+    graph.graph.update(head.graph)
+    graph.add_nodes_from(nodes)
+    graph.add_edges_from(edges)
+    if graph.number_of_edges() != len(edges):  # a parallel edge: NetworkX's multigraph
+        return None
+    return graph
+
+
+def _xml_text(value: str | tuple[str, str]) -> str:
+    """An attribute value as the XML parser gives it (the entities ElementTree writes decoded)."""
+    text = value if isinstance(value, str) else value[0]
+    if "&" in text:
+        text = _ENTITY.sub(lambda m: _ENTITIES[m.group(1)], text)
+    return text
 
 
 def _graphml_ready(graph: nx.Graph) -> nx.Graph:

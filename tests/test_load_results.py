@@ -5,6 +5,7 @@ folder read back by ``gs.load_results``, its graphs (GraphML with the figures' l
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import networkx as nx
 import numpy as np
@@ -271,6 +272,61 @@ def test_graphml_of_a_bare_graph_is_networkx_s_bytes(tmp_path, name):
     assert list(back) == list(graph) and set(map(frozenset, back.edges)) == set(
         map(frozenset, graph.edges)
     )
+
+
+def _same_graph(a: nx.Graph, b: nx.Graph) -> bool:
+    """The same class, nodes (labels and their types, in order), adjacency in order, attributes."""
+    return (
+        type(a) is type(b)
+        and [(type(n), n, d) for n, d in a.nodes(data=True)]
+        == [(type(n), n, d) for n, d in b.nodes(data=True)]
+        and [list(a.adj[n].items()) for n in a] == [list(b.adj[n].items()) for n in b]
+        and a.graph == b.graph
+    )
+
+
+def _read_by_networkx(path: Path, monkeypatch) -> nx.Graph:
+    with monkeypatch.context() as m:
+        m.setattr(graphfiles, "_read_bare", lambda path: None)
+        return graphfiles.read_graph(path)
+
+
+@pytest.mark.parametrize("name", list(_bare_graphs()))
+def test_a_bare_graph_is_read_as_networkx_reads_it(tmp_path, monkeypatch, name):
+    """The node and edge lines read by a regular expression: the graph NetworkX's reader gives,
+    adjacency order included (the reader is used: not None), for every graph of the writer's test."""
+    graph = _bare_graphs()[name]
+    path = tmp_path / "g.graphml"
+    graphfiles.write_graphml(graph, path)
+    assert (graphfiles._read_bare(path) is not None) == (graph.number_of_nodes() > 0)
+    assert graphfiles._read_bare(path) is None or _same_graph(
+        graphfiles._read_bare(path), nx.read_graphml(path, node_type=str)
+    )
+    assert _same_graph(graphfiles.read_graph(path), _read_by_networkx(path, monkeypatch))
+
+
+def test_other_graphml_is_left_to_networkx(tmp_path, monkeypatch):
+    """Files the fast reader does not take whole: attributes, a parallel edge (NetworkX gives a
+    multigraph), an entity ElementTree does not write, a directed graph, a node after the edges."""
+    path = tmp_path / "g.graphml"
+    graphfiles.write_graphml(nx.path_graph(4), path)
+    bare = path.read_text()
+    edge = '    <edge source="0" target="1" />\n'
+    variants = {
+        "parallel edge": bare.replace(edge, edge + '    <edge source="1" target="0" />\n'),
+        "character reference": bare.replace('<node id="3" />', '<node id="&#51;" />'),
+        "directed": bare.replace('edgedefault="undirected"', 'edgedefault="directed"'),
+        "node after the edges": bare.replace('    <node id="3" />\n', "").replace(
+            "    <data", '    <node id="3" />\n    <data'
+        ),
+    }
+    for name, text in variants.items():
+        path.write_text(text)
+        assert graphfiles._read_bare(path) is None, name
+        assert _same_graph(graphfiles.read_graph(path), _read_by_networkx(path, monkeypatch))
+    graphfiles.write_graphml(nx.Graph([(0, 1, {"weight": 2.5})]), path)
+    assert graphfiles._read_bare(path) is None
+    assert isinstance(graphfiles.read_graph(tmp_path / "g.graphml"), nx.Graph)
 
 
 def test_graphml_of_mixed_labels_or_attributes_goes_through_networkx(tmp_path):
