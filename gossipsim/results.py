@@ -582,7 +582,40 @@ def load_results(out_dir: str | os.PathLike[str]) -> Results:
         if "theory_error" in entry:
             results.theory_errors[label] = str(entry["theory_error"])
     results.graphs = _read_graphs(d, {label: entries.get(label) for label in labels})
+    _restore_node_labels(results.tables(), results.graphs.values())
     return results
+
+
+#: the columns whose cells are node labels
+NODE_COLUMNS = {"metrics": ("holder",), "requests": ("node",), "visits": ("node",)}
+
+
+def _restore_node_labels(tables: dict[str, pd.DataFrame], graphs: Iterable[nx.Graph]) -> None:
+    """Node labels of mixed types (3 and "a"), which the CSV and Parquet files hold as text, turned
+    back into the graphs' labels (in place), so that the tables equal those ``gs.run`` returned.
+    Left as text where no saved graph has mixed labels, or where two labels share a text (3 and
+    "3")."""
+    texts: dict[str, Any] = {}
+    for graph in graphs:
+        for node in graph:
+            known = texts.setdefault(str(node), node)
+            if type(known) is not type(node) or known != node:
+                return  # two labels, one text: which one a cell means is not known
+    if all(isinstance(label, str) for label in texts.values()):
+        return  # text labels (or none saved): the tables hold them as they are
+    for stem, names in NODE_COLUMNS.items():
+        table = tables[stem]
+        for name in names:
+            if name not in table.columns or table[name].dtype != object:
+                continue
+            codes, uniques = pd.factorize(table[name], use_na_sentinel=True)
+            labels = np.array(
+                [None, *(texts.get(u, u) if isinstance(u, str) else u for u in uniques)],
+                dtype=object,
+            )
+            column = labels[codes + 1]
+            column[codes < 0] = table[name].to_numpy(dtype=object)[codes < 0]  # missing as read
+            table[name] = column
 
 
 def _read_summary(d: Path) -> dict[str, Any]:
@@ -702,7 +735,7 @@ def _with_types(table: pd.DataFrame, types: dict[str, Any], labels: Sequence[str
         try:
             table[name] = table[name].astype(target)
         except (TypeError, ValueError):
-            continue  # e.g. mixed node labels, written as text: they stay text
+            continue  # e.g. mixed node labels, written as text (see _restore_node_labels)
     return table
 
 

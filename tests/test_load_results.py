@@ -342,6 +342,37 @@ def test_graphml_of_mixed_labels_or_attributes_goes_through_networkx(tmp_path):
     assert back.edges[0, 1]["weight"] == 2.5
 
 
+@pytest.mark.parametrize("parquet", [True, False])
+def test_mixed_node_labels_come_back_as_the_graph_s_labels(tmp_path, parquet):
+    """A graph labelled 0..5 with two nodes renamed "a" and "hub": the node columns hold 2 and "a"
+    side by side, text in the files; load_results gives back the labels themselves, from the CSV
+    files and from the Parquet copies, and the tables equal those gs.run returned."""
+    graph = nx.relabel_nodes(nx.cycle_graph(6), {0: "a", 3: "hub"})
+    raw = base_scenario(scenario={"name": "m", "seed": 4, "runs": 3, "iterations": 60})
+    raw["topology"] = graph
+    raw["unlearning"] = [{"node": "a", "at_iteration": 20}, {"node": 2, "at_iteration": 30}]
+    res = gs.run(raw)
+    res.write(tmp_path, parquet=parquet)
+    assert (tmp_path / "metrics.parquet").exists() == parquet
+    back = gs.load_results(tmp_path)
+    assert set(map(type, back.visits["node"])) == {int, str}
+    assert list(back.requests["node"][:2]) == ["a", 2]
+    _assert_same(res, back)
+
+
+def test_node_labels_that_share_a_text_stay_text(tmp_path):
+    """3 and "3" in one graph: which one a cell "3" means is not known, so the cells stay text."""
+    res = gs.run(base_scenario(scenario={"name": "t", "seed": 1, "runs": 2, "iterations": 30}))
+    res.write(tmp_path)
+    graphs = [nx.Graph([(3, "3")])]
+    tables = {name: table.copy() for name, table in res.tables().items()}
+    tables["visits"]["node"] = tables["visits"]["node"].astype(str).astype(object)
+    results._restore_node_labels(tables, graphs)
+    assert set(map(type, tables["visits"]["node"])) == {str}
+    results._restore_node_labels(tables, [nx.Graph([(3, "a")]), nx.path_graph(50)])
+    assert set(map(type, tables["visits"]["node"])) == {int}
+
+
 def test_a_graph_given_from_python_comes_back_with_the_folder(tmp_path):
     """A study whose topology is a NetworkX graph object: summary.json describes it, graphs/ keeps
     it, and load_results rebuilds the study from that copy (labels and attributes)."""
