@@ -13,9 +13,12 @@ the ``gossipsim`` console script does) on the checkout this file belongs to; the
 tables are compared byte for byte. Then each command runs once more with phase timers (wrapping
 gossipsim's functions in the child process, so every figure comes from the same code path) to show
 where the time goes; the *serial part* is everything but the simulation of the runs (start-up,
-world building, commits, merging, tables): what caps a sweep's speed-up with more workers. A last
-line says how small that rest would have to be for the target ratio, given the two engines'
-simulation and measurement times.
+world building, commits, merging, tables): what caps a sweep's speed-up with more workers. A line
+says how small that rest would have to be for the target ratio, given the two engines' simulation
+and measurement times, and a last one gives the ratio of what gossipsim controls: each timed
+command without the interpreter's start and exit and without third-party imports (NumPy, SciPy,
+NetworkX, pandas, ...: the outermost of them, from ``python -X importtime``, which the timed run
+uses and which makes its imports a little slower).
 
     python benchmarks/whole_command.py [--scenario unlearning fig3] [--repeat 3] [--no-phases]
 
@@ -181,7 +184,7 @@ def phases(scenario: Path, out: Path, engine: str) -> dict[str, float]:
     """Where one whole command spends its time (seconds by phase, from timers in the child)."""
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-c", PHASES, *command(scenario, out, engine)],
+        [sys.executable, "-X", "importtime", "-c", PHASES, *command(scenario, out, engine)],
         check=True,
         env=child_env(),
         capture_output=True,
@@ -189,6 +192,7 @@ def phases(scenario: Path, out: Path, engine: str) -> dict[str, float]:
     )
     wall = time.perf_counter() - start
     data = json.loads(done.stdout.strip().splitlines()[-1])
+    third_party = third_party_imports(done.stderr)
     t = data["totals"]
     simulation = t.get("simulation", 0.0)
     measurement = t.get("measurement", 0.0)
@@ -199,6 +203,7 @@ def phases(scenario: Path, out: Path, engine: str) -> dict[str, float]:
         "wall": wall,
         "interpreter start and exit": wall - data["child"],
         "imports (the modules a run needs)": data["imports"],
+        "third-party imports (start-up and later)": third_party,
         "world building and checks": t.get("world building", 0.0),
         "simulation (walks, protocols)": simulation - measurement,
         "measurement": measurement,
@@ -221,6 +226,34 @@ def phases(scenario: Path, out: Path, engine: str) -> dict[str, float]:
     return out_phases
 
 
+def third_party_imports(importtime: str) -> float:
+    """Seconds spent importing packages other than gossipsim and the standard library, from the
+    ``-X importtime`` lines of a child: the cumulative time of each outermost such import (one made
+    by gossipsim or the standard library, not by another third-party package)."""
+    entries = []  # (depth, name, cumulative seconds), in the order Python reports them (post-order)
+    for line in importtime.splitlines():
+        if not line.startswith("import time:") or "|" not in line:
+            continue
+        _, cumulative, name = line.split("|", 2)
+        if not cumulative.strip().isdigit():
+            continue  # the header line
+        depth = (len(name) - len(name.lstrip(" "))) // 2
+        entries.append((depth, name.strip(), int(cumulative) / 1e6))
+    total = 0.0
+    outer: list[tuple[int, bool]] = []  # enclosing imports: (depth, third-party)
+    for depth, name, seconds in reversed(entries):  # parents come before their children
+        while outer and outer[-1][0] >= depth:
+            outer.pop()
+        top = name.split(".")[0]
+        third = (
+            top != "gossipsim" and top not in sys.stdlib_module_names and top != "_distutils_hack"
+        )
+        if third and not any(t for _, t in outer):
+            total += seconds
+        outer.append((depth, third))
+    return total
+
+
 def print_budget(table: dict[str, dict[str, float]], target: float) -> None:
     """What the target asks of the serial part. With the simulation (and measurement) times S_e and
     S_v of the two engines and a serial part F common to both, the ratio is (F + S_e) / (F + S_v):
@@ -231,11 +264,21 @@ def print_budget(table: dict[str, dict[str, float]], target: float) -> None:
     }
     serial = {engine: phases["wall"] - work[engine] for engine, phases in table.items()}
     allowed = (work["event"] - target * work["vectorized"]) / (target - 1)
+    own = {  # what gossipsim controls: the wall without the interpreter and third-party imports
+        engine: phases["wall"]
+        - phases["interpreter start and exit"]
+        - phases["third-party imports (start-up and later)"]
+        for engine, phases in table.items()
+    }
     print(
         f"  simulation and measurement: event {work['event']:.2f} s, vectorized "
         f"{work['vectorized']:.2f} s (ratio {work['event'] / work['vectorized']:.1f}x without "
         f"anything else); the rest: event {serial['event']:.2f} s, vectorized "
         f"{serial['vectorized']:.2f} s; {target:g}x needs the rest <= {allowed:.2f} s"
+    )
+    print(
+        f"  without interpreter start and third-party imports: event {own['event']:.2f} s, "
+        f"vectorized {own['vectorized']:.2f} s, ratio {own['event'] / own['vectorized']:.1f}x"
     )
 
 
