@@ -43,7 +43,7 @@ from .engine import Arrival, RunRecord
 from .measure import BatchOutput, BatchRecord, RunOutput, batches_of, measure, measure_batch
 from .metrics import recorded_slots
 from .protocols import WithRetrainBaseline, protocol_kind
-from .scheduling import _BLOCK, scheduler_for
+from .scheduling import UNIFORM_BLOCK, scheduler_for
 from .streams import DATA, PROTOCOL, START, WALK, WalkStreams, run_seeds, run_stream
 from .world import World, make_protocol, node_labels, start_node
 
@@ -595,7 +595,7 @@ def _batch(world: World, runs: list[int]) -> list[RunOutput]:
 
 
 def _walks(
-    world: World, streams: WalkStreams, starts: np.ndarray, chunk: int = _BLOCK
+    world: World, streams: WalkStreams, starts: np.ndarray, chunk: int = UNIFORM_BLOCK
 ) -> Iterator[tuple[int, np.ndarray]]:
     """Every run's holders, ``chunk`` slots at a time: ``(first slot, runs × slots array)``.
 
@@ -619,12 +619,12 @@ def _walks(
         for i in range(length):
             draw = slot0 - 1 + i
             block[:, i] = position
-            if draw % _BLOCK == 0:
-                need = min(_BLOCK, total - draw)
+            if draw % UNIFORM_BLOCK == 0:
+                need = min(UNIFORM_BLOCK, total - draw)
                 u = streams.block(2 * draw, need)
                 if reads_v:  # a scheduler that never reads v (uniform) does not draw it
-                    v = streams.block(2 * draw + _BLOCK, need)
-            j = draw % _BLOCK
+                    v = streams.block(2 * draw + UNIFORM_BLOCK, need)
+            j = draw % UNIFORM_BLOCK
             position = step(position, u[:, j], v[:, j] if reads_v else u[:, j], csr)
         yield slot0, block
         slot0 += length

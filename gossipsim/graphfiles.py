@@ -47,12 +47,12 @@ _ENTITIES = {
 }  # fmt: skip
 _ENTITY = re.compile("&(" + "|".join(_ENTITIES) + ");")
 _ID = '"((?:[^"<&\t\n\r]|' + _ENTITY.pattern + ')*)"'
-#: the node and edge lines of :func:`write_graphml`'s attribute-free graphs, in a row
-_BARE_BODY = re.compile(
-    f"(?P<nodes>(?:    <node id={_ID} />\n)*)(?P<edges>(?:    <edge source={_ID} target={_ID} />\n)*)"
-)
+#: where NetworkX's document opens the graph (the node and edge lines follow)
+_GRAPH_OPENING = '<graph edgedefault="undirected">\n'
+#: the node and edge lines of :func:`write_graphml`'s attribute-free graphs, and all of them in a row
 _BARE_NODE = re.compile(f"    <node id={_ID} />\n")
 _BARE_EDGE = re.compile(f"    <edge source={_ID} target={_ID} />\n")
+_BARE_BODY = re.compile(f"(?P<nodes>(?:{_BARE_NODE.pattern})*)(?P<edges>(?:{_BARE_EDGE.pattern})*)")
 
 
 def layout(graph: nx.Graph) -> dict[Any, tuple[float, float]]:
@@ -147,10 +147,10 @@ def write_graphml(graph: nx.Graph, path: str | os.PathLike[str]) -> None:
     generated topology of more than :data:`LAYOUT_NODES` nodes) is written by joining its node and
     edge lines into the document NetworkX writes for its graph attributes alone: NetworkX builds an
     XML element per node and edge, about 0.2-0.4 s for a graph of 10,000 nodes."""
-    ints = [isinstance(n, int | np.integer) and not isinstance(n, bool) for n in graph]
+    ints = _integer_labels(graph)
     kind = _label_kind(ints)
     if kind == "mixed" or not _bare(graph):  # attributes: NetworkX writes them
-        nx.write_graphml(_graphml_ready(graph), path)
+        nx.write_graphml(_graphml_ready(graph, ints), path)
         return
     head = nx.Graph()
     head.graph.update(_attributes(graph.graph))
@@ -158,8 +158,7 @@ def write_graphml(graph: nx.Graph, path: str | os.PathLike[str]) -> None:
     buffer = io.BytesIO()
     nx.write_graphml(head, buffer)
     document = buffer.getvalue().decode("utf-8")
-    opening = '<graph edgedefault="undirected">\n'
-    cut = document.index(opening) + len(opening)
+    cut = document.index(_GRAPH_OPENING) + len(_GRAPH_OPENING)
     ids = {n: _xml_attribute(str(n)) for n in graph}
     lines = [f'    <node id="{ids[n]}" />\n' for n in graph]
     lines.extend(f'    <edge source="{ids[u]}" target="{ids[v]}" />\n' for u, v in graph.edges())
@@ -189,6 +188,11 @@ def _xml_attribute(text: str) -> str:
             .replace("\t", "&#09;")
         )
     return text
+
+
+def _integer_labels(graph: nx.Graph) -> list[bool]:
+    """For each node (in order), whether its label is an integer (``bool`` is not)."""
+    return [isinstance(n, int | np.integer) and not isinstance(n, bool) for n in graph]
 
 
 def _label_kind(ints: Sequence[bool]) -> str:
@@ -227,11 +231,10 @@ def _read_bare(path: Path) -> nx.Graph | None:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return None
-    opening = '<graph edgedefault="undirected">\n'
-    start = text.find(opening)
-    if start < 0 or text.count(opening) != 1:
+    start = text.find(_GRAPH_OPENING)
+    if start < 0 or text.count(_GRAPH_OPENING) != 1:
         return None
-    cut = start + len(opening)
+    cut = start + len(_GRAPH_OPENING)
     body = _BARE_BODY.match(text, cut)
     if body is None or body.end() == cut:
         return None
@@ -258,9 +261,10 @@ def _xml_text(value: str | tuple[str, str]) -> str:
     return text
 
 
-def _graphml_ready(graph: nx.Graph) -> nx.Graph:
-    """A copy of ``graph`` with labels as text and only attributes GraphML can hold."""
-    ints = [isinstance(n, int | np.integer) and not isinstance(n, bool) for n in graph]
+def _graphml_ready(graph: nx.Graph, ints: Sequence[bool] | None = None) -> nx.Graph:
+    """A copy of ``graph`` with labels as text and only attributes GraphML can hold (``ints``:
+    :func:`_integer_labels` of it, when the caller has them)."""
+    ints = _integer_labels(graph) if ints is None else ints
     kind = _label_kind(ints)
     out = nx.Graph()
     out.graph.update(_attributes(graph.graph))

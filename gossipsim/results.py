@@ -203,8 +203,9 @@ class Results:
         with _staging(dest) as staging, ThreadPoolExecutor(max_workers=1) as pool:
             # the Parquet copies are written beside the CSVs, on a thread of their own: pyarrow's
             # writer releases the GIL, so most of it overlaps the CSV writing (measured on two
-            # cores: 0 to 0.3 s of the Fig. 3 command, within that machine's noise). The thread gets shallow copies (the same arrays, DataFrame objects of its own): pandas
-            # does not promise that two threads may use one DataFrame, even only to read it
+            # cores: 0 to 0.3 s of the Fig. 3 command, within that machine's noise). The thread
+            # gets shallow copies (the same arrays, DataFrame objects of its own): pandas does not
+            # promise that two threads may use one DataFrame, even only to read it
             parquet_done = (
                 pool.submit(
                     _write_parquet, {k: t.copy(deep=False) for k, t in tables.items()}, staging
@@ -595,6 +596,14 @@ def _restore_node_labels(tables: dict[str, pd.DataFrame], graphs: Iterable[nx.Gr
     back into the graphs' labels (in place), so that the tables equal those ``gs.run`` returned.
     Left as text where no saved graph has mixed labels, or where two labels share a text (3 and
     "3")."""
+    columns = [
+        (tables[stem], name)
+        for stem, names in NODE_COLUMNS.items()
+        for name in names
+        if name in tables[stem].columns and tables[stem][name].dtype == object
+    ]
+    if not columns:  # integer labels come back as integers: nothing to restore
+        return
     texts: dict[str, Any] = {}
     for graph in graphs:
         for node in graph:
@@ -603,19 +612,14 @@ def _restore_node_labels(tables: dict[str, pd.DataFrame], graphs: Iterable[nx.Gr
                 return  # two labels, one text: which one a cell means is not known
     if all(isinstance(label, str) for label in texts.values()):
         return  # text labels (or none saved): the tables hold them as they are
-    for stem, names in NODE_COLUMNS.items():
-        table = tables[stem]
-        for name in names:
-            if name not in table.columns or table[name].dtype != object:
-                continue
-            codes, uniques = pd.factorize(table[name], use_na_sentinel=True)
-            labels = np.array(
-                [None, *(texts.get(u, u) if isinstance(u, str) else u for u in uniques)],
-                dtype=object,
-            )
-            column = labels[codes + 1]
-            column[codes < 0] = table[name].to_numpy(dtype=object)[codes < 0]  # missing as read
-            table[name] = column
+    for table, name in columns:
+        codes, uniques = pd.factorize(table[name], use_na_sentinel=True)
+        labels = np.array(
+            [None, *(texts.get(u, u) if isinstance(u, str) else u for u in uniques)], dtype=object
+        )
+        column = labels[codes + 1]
+        column[codes < 0] = table[name].to_numpy(dtype=object)[codes < 0]  # missing as read
+        table[name] = column
 
 
 def _read_summary(d: Path) -> dict[str, Any]:

@@ -22,10 +22,10 @@ from gossipsim.engine import run_token
 from gossipsim.errors import ConfigError
 from gossipsim.families import Beta
 from gossipsim.scheduling import (
-    _BLOCK,
     CSR,
     SCHEDULER_KINDS,
     SCHEDULERS,
+    UNIFORM_BLOCK,
     IndexedGraph,
     MetropolisHastings,
     NodeView,
@@ -66,7 +66,7 @@ class AvoidDown(Scheduler):
         up = view.up if view is not None and view.up is not None else np.ones(g.size, dtype=bool)
 
         def avoid_down(k: int) -> int:
-            if pos[0] >= _BLOCK:
+            if pos[0] >= UNIFORM_BLOCK:
                 refill()
             i = pos[0]
             pos[0] = i + 1
@@ -186,12 +186,12 @@ def test_batched_sampler_equals_one_step_sampler(kind: str, name: str) -> None:
     g = GRAPHS_EXACT[name]()
     sched = scheduler_for(kind)
     view = down(g.size, 2, 5) if kind == AVOID else None
-    hops = 2 * _BLOCK + 1000  # three blocks
+    hops = 2 * UNIFORM_BLOCK + 1000  # three blocks
     positions = np.random.default_rng(9).integers(0, g.size, size=hops)
     step = sched.sampler(g, np.random.default_rng(4), view)
     one = np.array([step(k) for k in positions.tolist()])
     rng = np.random.default_rng(4)
-    blocks = [(rng.random(_BLOCK), rng.random(_BLOCK)) for _ in range(3)]
+    blocks = [(rng.random(UNIFORM_BLOCK), rng.random(UNIFORM_BLOCK)) for _ in range(3)]
     u = np.concatenate([b[0] for b in blocks])[:hops]
     v = np.concatenate([b[1] for b in blocks])[:hops]
     batched = sched.step(positions, u, v, g.csr, view)

@@ -30,7 +30,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from .base import (
-    _BLOCK,
     SCHEDULER_KINDS,
     SCHEDULERS,
     UNIFORM_BLOCK,
@@ -52,7 +51,6 @@ __all__ = [
     "CSR",
     "SCHEDULERS",
     "SCHEDULER_KINDS",
-    "UNIFORM_BLOCK",
     "IndexedGraph",
     "JumpChain",
     "MetropolisHastings",
@@ -62,7 +60,7 @@ __all__ = [
     "SimpleRandomWalk",
     "Uniform",
     "Walker",
-    "_BLOCK",
+    "UNIFORM_BLOCK",
     "check_scheduler",
     "machine_csr",
     "register",

@@ -12,8 +12,8 @@ A scheduler kind is one subclass of :class:`Scheduler`, registered with :func:`r
 * :meth:`Scheduler.jump_chain` for the cover-time Monte Carlo.
 
 **The uniforms.** Every hop reads two uniforms ``u`` and ``v`` (whatever the kind; a kind may ignore
-``v``). The one-step sampler draws them from the run's Generator in blocks of :data:`_BLOCK`: 8,192
-``u`` then 8,192 ``v``; the batched sampler is given hop i's ``u[i]`` and ``v[i]``. Both must compute
+``v``). The one-step sampler draws them from the run's Generator in blocks of
+:data:`UNIFORM_BLOCK`: 8,192 ``u`` then 8,192 ``v``; the batched sampler is given hop i's ``u[i]`` and ``v[i]``. Both must compute
 the next holder from ``(k, u, v)`` with the same floating-point arithmetic, so that a seed realises the
 same walk in both engines (tested for every registered kind).
 
@@ -37,9 +37,9 @@ from ..errors import ConfigError
 from .graph import CSR, IndexedGraph
 from .jump import JumpChain
 
-_BLOCK = 8192  # uniforms drawn per refill; fixed so the stream does not depend on the run length
-#: the same, under the name a scheduler of one's own reads it by (with :func:`uniform_blocks`)
-UNIFORM_BLOCK = _BLOCK
+#: uniforms drawn per refill (:func:`uniform_blocks`, also in a scheduler of one's own); fixed so the
+#: stream does not depend on the run length
+UNIFORM_BLOCK = 8192
 
 #: kind -> one line saying what it does (the allowed values of ``scheduler.kind``)
 SCHEDULER_KINDS: dict[str, str] = {}
@@ -233,21 +233,21 @@ def uniform_blocks(
     rng: np.random.Generator,
 ) -> tuple[list[list[float]], list[int], Callable[[], None]]:
     """The per-run uniform buffer of a one-step sampler: ``buf[0]`` (u) and ``buf[1]`` (v) hold the
-    current block, ``pos[0]`` the next hop's index in it (:data:`_BLOCK` when a refill is due), and
-    ``refill()`` draws the next block, 8,192 u then 8,192 v. A sampler's closure reads them as::
+    current block, ``pos[0]`` the next hop's index in it (:data:`UNIFORM_BLOCK` when a refill is
+    due), and ``refill()`` draws the next block, 8,192 u then 8,192 v. A sampler's closure reads them as::
 
-        if pos[0] >= _BLOCK:
+        if pos[0] >= UNIFORM_BLOCK:
             refill()
         i = pos[0]
         pos[0] = i + 1
         ...  # buf[0][i] is the hop's u, buf[1][i] its v
     """
     buf: list[list[float]] = [[], []]
-    pos = [_BLOCK]
+    pos = [UNIFORM_BLOCK]
 
     def refill() -> None:
-        buf[0] = rng.random(_BLOCK).tolist()
-        buf[1] = rng.random(_BLOCK).tolist()
+        buf[0] = rng.random(UNIFORM_BLOCK).tolist()
+        buf[1] = rng.random(UNIFORM_BLOCK).tolist()
         pos[0] = 0
 
     return buf, pos, refill

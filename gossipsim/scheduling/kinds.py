@@ -26,7 +26,7 @@ from collections.abc import Callable
 import numpy as np
 import scipy.sparse as sp
 
-from .base import _BLOCK, NodeView, Scheduler, machine_csr, register, uniform_blocks
+from .base import UNIFORM_BLOCK, NodeView, Scheduler, machine_csr, register, uniform_blocks
 from .graph import CSR, IndexedGraph
 from .jump import JumpChain
 
@@ -56,7 +56,7 @@ class MetropolisHastings(Scheduler):
         buf, pos, refill = uniform_blocks(rng)
 
         def metropolis_hastings(k: int) -> int:
-            if pos[0] >= _BLOCK:
+            if pos[0] >= UNIFORM_BLOCK:
                 refill()
             i = pos[0]
             pos[0] = i + 1
@@ -107,7 +107,7 @@ class SimpleRandomWalk(Scheduler):
         buf, pos, refill = uniform_blocks(rng)
 
         def simple_random_walk(k: int) -> int:
-            if pos[0] >= _BLOCK:
+            if pos[0] >= UNIFORM_BLOCK:
                 refill()
             i = pos[0]
             pos[0] = i + 1
@@ -152,7 +152,7 @@ class Uniform(Scheduler):
         buf, pos, refill = uniform_blocks(rng)
 
         def uniform(k: int) -> int:
-            if pos[0] >= _BLOCK:
+            if pos[0] >= UNIFORM_BLOCK:
                 refill()
             i = pos[0]
             pos[0] = i + 1
