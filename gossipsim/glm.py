@@ -15,6 +15,7 @@ Functions taking posterior moments accept leading batch axes: means (…, d), co
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 
 import numpy as np
 from scipy.special import expit, ndtr
@@ -47,13 +48,27 @@ def _projections(
     return loc, np.sqrt(np.maximum(var, 0.0))
 
 
+@lru_cache(maxsize=8)
+def _hermite_rule(points: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gauss–Hermite nodes t_k and probability weights w_k / √π of ``points`` nodes, read-only.
+
+    Computed once per number of nodes: NumPy's ``hermgauss`` solves an eigenproblem each call
+    (0.6 ms at 32 nodes), which was a fifth of finding a logistic target and a cost of every
+    exact-expectation step and every evaluation of held-out metrics."""
+    t, w = np.polynomial.hermite.hermgauss(points)
+    w = w / np.sqrt(np.pi)
+    t.setflags(write=False)
+    w.setflags(write=False)
+    return t, w
+
+
 def _gauss_hermite(
     loc: np.ndarray, scale: np.ndarray, points: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """Nodes (…, K) of N(loc, scale²) and their probability weights (K,) (summing to 1)."""
-    t, w = np.polynomial.hermite.hermgauss(points)
+    t, w = _hermite_rule(points)
     nodes = loc[..., None] + np.sqrt(2.0) * scale[..., None] * t
-    return nodes, w / np.sqrt(np.pi)
+    return nodes, w
 
 
 # --------------------------------------------------------------------------- logistic regression
@@ -144,8 +159,7 @@ def logistic_projection_expectations(
     narrow = scale <= _HERMITE_MAX_SCALE
     if np.any(narrow):
         m, s = loc[narrow], scale[narrow]
-        t, w = np.polynomial.hermite.hermgauss(points)
-        w = w / np.sqrt(np.pi)
+        t, w = _hermite_rule(points)
         nodes = m[:, None] + np.sqrt(2.0) * s[:, None] * t
         p = expit(nodes)
         e_soft[narrow] = _softplus(nodes) @ w
@@ -173,6 +187,39 @@ def logistic_projection_expectations(
     return e_soft, e_sig, e_slope
 
 
+class LogisticExpectations:
+    """The projections' means ``loc`` (…, N) and E[log(1 + eᵃ)], E[σ(a)], E[σ'(a)] (…, N) under
+    q = N(m, Σ) (:func:`logistic_projection_expectations`): what the expected loss and its
+    derivatives are built from, so that both can share one integration of the same q."""
+
+    __slots__ = ("loc", "softplus", "sigmoid", "slope", "diagonal")
+
+    def __init__(self, mean: np.ndarray, cov: np.ndarray, X: np.ndarray, points: int = 32) -> None:
+        self.loc, scale = _projections(mean, cov, X)
+        self.softplus, self.sigmoid, self.slope = logistic_projection_expectations(
+            self.loc, scale, points
+        )
+        #: a diagonal covariance given by its diagonal: E_q[∇²f] is then only its diagonal
+        self.diagonal = np.ndim(cov) == np.ndim(mean)
+
+    def loss(self, y: np.ndarray) -> np.ndarray:
+        """E_q[Σ_n logistic_loss], shape (…)."""
+        return np.sum(self.softplus - np.asarray(y, dtype=float) * self.loc, axis=-1)
+
+    def grad_hess(self, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """E_q[∇f] (…, d) and E_q[∇²f] (…, d, d), or its diagonal (…, d) for a diagonal q."""
+        X = np.asarray(X, dtype=float)
+        grad = (self.sigmoid - np.asarray(y, dtype=float)) @ X
+        slope = self.slope
+        if self.diagonal:
+            return grad, slope @ (X * X)
+        if slope.ndim == 1:
+            hess = (X * slope[:, None]).T @ X
+        else:
+            hess = np.einsum("...n,ni,nj->...ij", slope, X, X)
+        return grad, hess
+
+
 def expected_logistic_grad_hess(
     mean: np.ndarray, cov: np.ndarray, X: np.ndarray, y: np.ndarray, points: int = 32
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -185,16 +232,7 @@ def expected_logistic_grad_hess(
     is then only its diagonal (…, d), which is all a mean-field family needs.
     """
     X = np.asarray(X, dtype=float)
-    loc, scale = _projections(mean, cov, X)
-    _, e_sig, slope = logistic_projection_expectations(loc, scale, points)
-    grad = (e_sig - np.asarray(y, dtype=float)) @ X
-    if np.ndim(cov) == np.ndim(mean):
-        return grad, slope @ (X * X)
-    if slope.ndim == 1:
-        hess = (X * slope[:, None]).T @ X
-    else:
-        hess = np.einsum("...n,ni,nj->...ij", slope, X, X)
-    return grad, hess
+    return LogisticExpectations(mean, cov, X, points).grad_hess(X, y)
 
 
 def expected_logistic_loss(
@@ -202,9 +240,7 @@ def expected_logistic_loss(
 ) -> np.ndarray:
     """E_q[Σ_n logistic_loss] under q = N(m, Σ), shape (…), each projection integrated by
     :func:`logistic_projection_expectations` (a diagonal covariance may be given as (…, d))."""
-    loc, scale = _projections(mean, cov, X)
-    e_soft = logistic_projection_expectations(loc, scale, points)[0]
-    return np.sum(e_soft - np.asarray(y, dtype=float) * loc, axis=-1)
+    return LogisticExpectations(mean, cov, X, points).loss(y)
 
 
 # --------------------------------------------------------------------------- linear regression

@@ -506,15 +506,24 @@ class LogisticRegression(GaussianRegression):
         reached)."""
         X, y = data.pooled(self.included(forgotten))
         family = self.family
+        # the search asks for the free energy at a candidate and then, if it takes it, for the
+        # gradient there: both from one integration of that q (the last one is kept)
+        last: dict[bytes, glm.LogisticExpectations] = {}
+
+        def expectations(eta: np.ndarray) -> glm.LogisticExpectations:
+            key = np.ascontiguousarray(eta, dtype=float).tobytes()
+            if key not in last:
+                last.clear()
+                mean, cov = self._projection_moments(eta)
+                last[key] = glm.LogisticExpectations(mean, cov, X, QUADRATURE_POINTS)
+            return last[key]
 
         def mean_gradient(eta: np.ndarray) -> np.ndarray:
-            mean, cov = self._projection_moments(eta)
-            g, h = glm.expected_logistic_grad_hess(mean, cov, X, y, QUADRATURE_POINTS)
+            g, h = expectations(eta).grad_hess(X, y)
             return gaussian_mean_gradient(family, eta, g, h)
 
         def free_energy(eta: np.ndarray) -> float:
-            mean, cov = self._projection_moments(eta)
-            loss = glm.expected_logistic_loss(mean, cov, X, y, QUADRATURE_POINTS)
+            loss = expectations(eta).loss(y)
             return float(loss) / self.temperature + float(family.kl(eta, self.prior))
 
         forgot = ",".join(str(self.graph.labels[n]) for n in sorted(forgotten))
