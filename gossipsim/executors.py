@@ -25,17 +25,21 @@ import threading
 import time
 import traceback
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, islice
 from typing import Any
 
 from .errors import ConfigError
+from .representations import Target
 from .runner import BatchOutput, RunOutput, World, build_world, run_seed, simulate_run
 from .scenario import Study
 
 Task = tuple[int, int]  # (variant index, run index)
 Unit = tuple[int, tuple[int, ...], str]  # (variant, runs, engine): the unit of work
+#: each variant's targets as the checking process found them (by forgotten set), handed to the
+#: workers with the study so that they do not search for them again
+Targets = Sequence[Mapping[frozenset[int], Target]]
 
 CLUSTER_TIMEOUT_S = 10.0
 ABORT_TIMEOUT_S = 10.0  # how long an interrupted sweep waits for a Dask cluster to close
@@ -63,27 +67,35 @@ Outcome = RunOutput | BatchOutput | RunFailure
 _CACHE: dict[str, Any] = {"key": None, "worlds": {}}
 
 
-def _world(study: Study, variant: int) -> World:
+def _world(study: Study, variant: int, targets: Targets | None) -> World:
     key = (study.name, study.path, repr(study.raw))
     if _CACHE["key"] != key:
         _CACHE["key"] = key
         _CACHE["worlds"] = {}
     worlds: dict[int, World] = _CACHE["worlds"]
     if variant not in worlds:
-        worlds[variant] = build_world(study.variants[variant].scenario)
+        known = targets[variant] if targets is not None else None
+        worlds[variant] = build_world(study.variants[variant].scenario, targets=known)
     return worlds[variant]
 
 
-def run_unit(study: Study, unit: Unit) -> list[tuple[int, Outcome]]:
+def known_targets(worlds: Sequence[World] | None) -> list[dict[frozenset[int], Target]] | None:
+    """The targets each checked world's model has found (:data:`Targets`), None without worlds."""
+    return None if worlds is None else [world.model.known_targets() for world in worlds]
+
+
+def run_unit(study: Study, unit: Unit, targets: Targets | None = None) -> list[tuple[int, Outcome]]:
     """Run one unit of work: a single run on the event engine, or a batch of runs of one variant
-    on the vectorised engine. Exceptions become :class:`RunFailure` records."""
+    on the vectorised engine. Exceptions become :class:`RunFailure` records. A worker building
+    the variant's world takes its ``targets`` from the caller (:data:`Targets`) when given."""
     variant, runs, engine = unit
     base = study.variants[variant].scenario.run.seed
     if engine == "vectorized":
         from .fastpath import simulate_runs
 
         try:
-            return [(variant, out) for out in simulate_runs(_world(study, variant), runs)]
+            world = _world(study, variant, targets)
+            return [(variant, out) for out in simulate_runs(world, runs)]
         except Exception as exc:  # the whole batch is recorded as failed
             message = describe_error(exc)
             return [(variant, RunFailure(r, run_seed(base, r), message)) for r in runs]
@@ -91,7 +103,7 @@ def run_unit(study: Study, unit: Unit) -> list[tuple[int, Outcome]]:
     for run in runs:
         seed = run_seed(base, run)
         try:
-            out.append((variant, simulate_run(_world(study, variant), run, seed)))
+            out.append((variant, simulate_run(_world(study, variant, targets), run, seed)))
         except Exception as exc:  # a failed run is recorded, the sweep continues
             out.append((variant, RunFailure(run, seed, describe_error(exc))))
     return out
@@ -182,7 +194,10 @@ class LocalPool(Executor):
                 return retry.pop()
             return next(units_left, None)
 
-        self.pool = [_Worker(self.context, study) for _ in range(self.workers)]
+        targets = known_targets(worlds)
+        if worlds is not None:  # a forked worker starts with the worlds (spawned ones: targets)
+            prime(study, worlds)
+        self.pool = [_Worker(self.context, study, targets) for _ in range(self.workers)]
         for worker in self.pool:
             worker.feed(next_unit)
         while any(worker.pending for worker in self.pool):
@@ -191,11 +206,11 @@ class LocalPool(Executor):
             for worker in busy:
                 if worker.conn in ready or worker.sentinel in ready:
                     index = self.pool.index(worker)
-                    yield from self._collect(worker, study, retry)
+                    yield from self._collect(worker, study, targets, retry)
                     self.pool[index].feed(next_unit)  # the same worker, or its replacement
 
     def _collect(
-        self, worker: _Worker, study: Study, retry: list[Unit]
+        self, worker: _Worker, study: Study, targets: Targets | None, retry: list[Unit]
     ) -> list[tuple[int, Outcome]]:
         """The result of the worker's first unit in flight; if the worker died, its unit is
         recorded as failed, the units queued behind it go back to the queue and it is replaced."""
@@ -206,7 +221,7 @@ class LocalPool(Executor):
             retry.extend(worker.pending)
             worker.pending.clear()
             code = worker.stop()
-            self.pool[self.pool.index(worker)] = _Worker(self.context, study)
+            self.pool[self.pool.index(worker)] = _Worker(self.context, study, targets)
             return _failed(study, failed, f"the worker process died (exit code {code})")
         worker.pending.popleft()
         return result
@@ -227,7 +242,7 @@ class _Worker:
 
     AHEAD = 2  # units queued per worker, so that it never waits for the parent between units
 
-    def __init__(self, context: Any, study: Study) -> None:
+    def __init__(self, context: Any, study: Study, targets: Targets | None) -> None:
         self.conn, child = context.Pipe(duplex=True)
         self.process = context.Process(
             target=_pool_worker, args=(child, os.getpid()), daemon=True, name="gossipsim-worker"
@@ -236,7 +251,7 @@ class _Worker:
         child.close()  # the worker's end lives in the worker only: its death is an EOF here
         self.sentinel = self.process.sentinel
         self.pending: deque[Unit] = deque()
-        self.conn.send(("study", study))  # once: every unit of the sweep reuses it
+        self.conn.send(("study", (study, targets)))  # once: every unit of the sweep reuses it
 
     def feed(self, next_unit: Callable[[], Unit | None]) -> None:
         while len(self.pending) < self.AHEAD and (unit := next_unit()) is not None:
@@ -262,6 +277,7 @@ def _pool_worker(conn: Any, parent: int) -> None:
     to stop or the parent's end of the pipe closes."""
     _pool_worker_init(parent)
     study: Study | None = None
+    targets: Targets | None = None
     while True:
         try:
             message = conn.recv()
@@ -271,10 +287,10 @@ def _pool_worker(conn: Any, parent: int) -> None:
             return
         kind, payload = message
         if kind == "study":
-            study = payload
+            study, targets = payload
             continue
         assert study is not None
-        conn.send(run_unit(study, payload))
+        conn.send(run_unit(study, payload, targets))
 
 
 def _failed(study: Study, unit: Unit, error: str) -> list[tuple[int, Outcome]]:
@@ -357,13 +373,17 @@ class DaskCluster(Executor):
         todo = iter(work)
         workers = len(self.client.scheduler_info().get("workers", {}))
         ahead = IN_FLIGHT_PER_WORKER * max(workers, 4)
+        targets: Any = known_targets(worlds)
+        if targets is not None:  # sent once to every worker, not with each task
+            targets = self.client.scatter([targets], broadcast=True, hash=False)[0]
         first = [
-            self.client.submit(run_unit, study, unit, pure=False) for unit in islice(todo, ahead)
+            self.client.submit(run_unit, study, unit, targets, pure=False)
+            for unit in islice(todo, ahead)
         ]
         queue = as_completed(first, loop=self.client.loop)
         for future in queue:
             for unit in islice(todo, 1):
-                queue.add(self.client.submit(run_unit, study, unit, pure=False))
+                queue.add(self.client.submit(run_unit, study, unit, targets, pure=False))
             result = future.result()
             future.release()
             yield from result

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,7 @@ from .families import ExponentialFamily
 from .links import LinkModel
 from .models import Model, model_class
 from .protocols import BuildRequest, Protocol, StateTrace, WithRetrainBaseline, protocol_kind
+from .representations import Target
 from .scheduling import IndexedGraph, stationary_distribution
 from .streams import DATA_TAG, TOPOLOGY, TOPOLOGY_TAG, run_stream
 from .topology import build_indexed
@@ -110,10 +112,16 @@ def world_for_run(world: World, seed: int) -> World:
     return dataclasses.replace(world, indexed=indexed, built_graph=graph)
 
 
-def build_world(scenario: Scenario) -> World:
+def build_world(
+    scenario: Scenario, *, targets: Mapping[frozenset[int], Target] | None = None
+) -> World:
     """Build and check the graph, the model and the data of one variant (all user errors raised
     here). With ``[topology] draw = "per-run"`` the graph built here (from :func:`graph_seed`)
-    is the one the checks and the figures use; each run draws its own (:func:`world_for_run`)."""
+    is the one the checks and the figures use; each run draws its own (:func:`world_for_run`).
+
+    ``targets`` are the variant's targets as another process found them for the same scenario
+    (``world.model.known_targets()``: a pool worker or a Dask task given them by the process that
+    checked the sweep); those are not searched for again."""
     indexed, graph = _build_graph(scenario, graph_seed(scenario))
     requests = []
     for i, req in enumerate(scenario.unlearning):
@@ -141,6 +149,8 @@ def build_world(scenario: Scenario) -> World:
         start=start,
         links=LinkModel(scenario.links.rate_bps, scenario.links.latency_s),
     )
+    if targets:
+        model.adopt_targets(targets)
     for forgotten in target_stages(world):  # a target that cannot be found fails here, in one line
         model.target(model.fixed_data, forgotten)
     return world

@@ -3,17 +3,38 @@ kind, a model and a scheduler of one's own, without editing gossipsim."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from gossipsim.models.conjugate import BetaBernoulliModel
 from gossipsim.protocols import GFVL
 from gossipsim.scheduling.kinds import MetropolisHastings
 
+#: with this variable set, CoinModel appends a line to the file it names each time a process builds
+#: it ("<process id> built") and each time it computes a target ("<process id> <forgotten nodes>")
+TARGET_LOG = "GOSSIPSIM_TEST_TARGET_LOG"
+
+
+def _log(what: str) -> None:
+    path = os.environ.get(TARGET_LOG)
+    if path:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(f"{os.getpid()} {what}\n")
+
 
 class CoinModel(BetaBernoulliModel):
-    """A model of one's own: beta–Bernoulli under another name."""
+    """A model of one's own: beta–Bernoulli under another name, which can log where it is built
+    and where its targets are computed (:data:`TARGET_LOG`)."""
 
     kind = "tests.plugins:CoinModel"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        _log("built")
+        super().__init__(*args, **kwargs)
+
+    def compute_target(self, data: Any, forgotten: frozenset[int]) -> Any:
+        _log(str(sorted(forgotten)))
+        return super().compute_target(data, forgotten)
 
 
 class PlainGFVL(GFVL):

@@ -3,12 +3,15 @@ processes too), and the fast path by declaration only."""
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+
 import numpy as np
 import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim import fastpath
+from gossipsim import executors, fastpath
 from gossipsim.api import choose_engines
 from gossipsim.channels import Channel
 from gossipsim.cli import main
@@ -16,7 +19,7 @@ from gossipsim.errors import ConfigError
 from gossipsim.protocols import PROTOCOL_KINDS, GFVLSettings, protocol_kind
 from gossipsim.scheduling import register, unregister
 from tests.helpers import base_scenario, to_toml
-from tests.plugins import PlainWalk
+from tests.plugins import TARGET_LOG, PlainWalk
 
 PLUGIN_PROTOCOL = "tests.plugins:PlainGFVL"
 PLUGIN_MODEL = "tests.plugins:CoinModel"
@@ -71,11 +74,15 @@ def _forget_path_walk():
 
 
 def test_plugin_protocol_model_and_scheduler_run_identically_in_workers_and_on_dask(
-    tmp_path, capsys, _forget_path_walk
+    tmp_path, capsys, monkeypatch, _forget_path_walk
 ):
     """A protocol kind, a model and a scheduler named by import path: the same tables in this
     process, in a pool of 2 worker processes and on a 2-worker Dask cluster (which import the
-    plug-ins again)."""
+    plug-ins again). Each target is computed once per command, by this process while checking the
+    sweep: Dask's workers build the variant again but take its targets from here, and forked pool
+    workers start with the variant this process built."""
+    log = tmp_path / "targets.log"
+    monkeypatch.setenv(TARGET_LOG, str(log))
     raw = base_scenario(
         scenario={"name": "plug", "seed": 3, "runs": 6, "iterations": 80},
         model={"kind": PLUGIN_MODEL, "prior": {"a": 2, "b": 2}},
@@ -88,8 +95,17 @@ def test_plugin_protocol_model_and_scheduler_run_identically_in_workers_and_on_d
     outs = []
     for flags in ([], ["--workers", "2"], ["--cluster", "local:2"]):
         out = tmp_path / f"out{len(outs)}"
+        executors._CACHE.update(key=None, worlds={})  # no worlds left by the command before
         assert main(["run", str(path), "--out", str(out), "--no-plots", *flags]) == 0
         outs.append(out)
+        here = str(os.getpid())
+        lines = [line.split(" ", 1) for line in log.read_text(encoding="utf-8").splitlines()]
+        log.unlink()
+        # the two stages (nothing forgotten, then node 2), once each, by this process
+        targets = [(pid, what) for pid, what in lines if what != "built"]
+        assert targets == [(here, "[]"), (here, "[2]")], (flags, lines)
+        if flags[:1] != ["--cluster"] and multiprocessing.get_start_method() == "fork":
+            assert {pid for pid, _ in lines} == {here}, (flags, lines)  # nothing built again
     text = capsys.readouterr().out
     assert "declares no vectorised kernel" in text  # the plug-in declares none: event engine
     first = {name: pd.read_csv(outs[0] / f"{name}.csv") for name in ("runs", "metrics", "requests")}

@@ -121,6 +121,18 @@ class Model(ABC):
             cache[forgotten] = target
         return target
 
+    def known_targets(self) -> dict[frozenset[int], Target]:
+        """The targets found so far for the data drawn once, by forgotten set: what another
+        process building the same variant can :meth:`adopt_targets` instead of finding them again
+        (a logistic-regression target is an optimisation of seconds)."""
+        return dict(self.__dict__.get("_target_cache", {}))
+
+    def adopt_targets(self, targets: Mapping[frozenset[int], Target]) -> None:
+        """Take the targets another process found for this variant (:meth:`known_targets` of a
+        model built from the same scenario, so of the same data drawn once)."""
+        if self.fixed_data is not None:
+            self.__dict__.setdefault("_target_cache", {}).update(targets)
+
     @abstractmethod
     def compute_target(self, data: Any, forgotten: frozenset[int]) -> Target:
         """The exact posterior of all data but the ``forgotten`` nodes' (uncached)."""
