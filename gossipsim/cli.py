@@ -20,7 +20,7 @@ import tomllib
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from . import __version__
 from .errors import ConfigError
@@ -545,6 +545,25 @@ def _graph_from_args(args: argparse.Namespace) -> Any:
     return indexed
 
 
+_T = TypeVar("_T")
+
+
+def _sized(
+    compute: Callable[[Any, str], _T], graph: Any, args: argparse.Namespace, flag: str
+) -> _T:
+    """``compute(graph, scheduler)`` for the option ``flag``; a graph too large for it is refused
+    as that option's error (the library names ``nodes`` and suggests what a Python user can do)."""
+    try:
+        return compute(graph, args.scheduler)
+    except ConfigError as exc:
+        if exc.key != "nodes":
+            raise
+        limit = exc.message.split("; ")[0]
+        raise ConfigError(
+            flag, f"{limit}; drop {flag} (the Monte Carlo runs still apply)"
+        ) from None
+
+
 def _cmd_covertime(args: argparse.Namespace) -> int:
     import numpy as np
 
@@ -553,6 +572,9 @@ def _cmd_covertime(args: argparse.Namespace) -> int:
 
     check_scheduler(args.scheduler, "--scheduler")
     graph = _graph_from_args(args)
+    # the exact value and the bounds first: a graph too large for them is refused before the runs
+    exact = _sized(ct.exact_cover_moves_with_method, graph, args, "--exact") if args.exact else None
+    bounds = _sized(ct.matthews_bounds, graph, args, "--bounds") if args.bounds else None
     rng = np.random.default_rng(args.seed)
     samples = ct.monte_carlo_cover_moves(graph, args.scheduler, runs=args.runs, rng=rng)
     stats = ct.summarize(samples)
@@ -564,13 +586,11 @@ def _cmd_covertime(args: argparse.Namespace) -> int:
         "ci95_moves": list(stats["ci95"]),
         "runs": stats["runs"],
     }
-    if args.exact:
-        exact = ct.exact_cover_moves_with_method(graph, args.scheduler)
+    if exact is not None:
         out["exact_moves"] = exact.moves
         out["exact_method"] = exact.method
-    if args.bounds:
-        lo, hi = ct.matthews_bounds(graph, args.scheduler)
-        out["matthews_moves"] = [lo, hi]
+    if bounds is not None:
+        out["matthews_moves"] = list(bounds)
     if args.json:
         print(json.dumps(out))
     else:

@@ -374,6 +374,35 @@ def test_cli_argument_errors(capsys, args):
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
+@pytest.mark.parametrize(
+    ("option", "args", "limit"),
+    [
+        (  # (no closed form: the subset chain)
+            "--exact",
+            ["--topology", "barabasi_albert", "--nodes", "23", "--param", "m=2"],
+            "limited to 22 nodes (got 23)",
+        ),
+        ("--bounds", ["--topology", "ring", "--nodes", "5001"], "limited to 5000 nodes (got 5001)"),
+    ],
+)
+def test_covertime_refuses_what_it_cannot_compute_before_the_monte_carlo(
+    monkeypatch, capsys, option, args, limit
+):
+    """A graph too large for ``--exact`` (the subset chain) or ``--bounds`` (dense all-pairs
+    hitting times) is refused at once, as that option's error, not after the Monte Carlo runs
+    (minutes on a large graph)."""
+    import gossipsim.cover as ct
+
+    def no_runs(*_args, **_kwargs):
+        raise AssertionError("the Monte Carlo ran before the refusal")
+
+    monkeypatch.setattr(ct, "monte_carlo_cover_moves", no_runs)
+    code = main(["covertime", *args, option])
+    _, err = capsys.readouterr()
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"{option}: " in err and limit in err and f"drop {option}" in err
+
+
 def test_only_the_command_itself_freezes_its_start_up_objects(monkeypatch, capsys):
     """``gossipsim`` (main() reading sys.argv) moves what it imported out of the garbage
     collector's reach; main(argv) called from Python leaves the caller's objects alone."""
