@@ -417,3 +417,34 @@ def test_reparameterisation_helper_matches_manual_average():
     np.testing.assert_allclose(
         g, gaussian_mean_gradient(fam, eta, grads.mean(0), hess.mean(0)), rtol=1e-14
     )
+
+
+def test_the_kept_moments_are_those_of_the_eta_asked_for():
+    """GaussianFull keeps the moments of the last single η (a natural-gradient step asks twice):
+    asked again for it, or for another η, or for an η changed in place, it gives the moments that
+    η has (compared with a family that never saw it), read-only; a pickled copy keeps none."""
+    import pickle
+
+    family = GaussianFull(3)
+    first = GaussianFull.natural(*_random_moments(3, 1))
+    second = GaussianFull.natural(*_random_moments(3, 2))
+
+    def fresh(eta: np.ndarray) -> tuple[np.ndarray, ...]:
+        return GaussianFull(3)._moments(eta.copy())
+
+    for eta in (first, second, first, first):
+        got = family._moments(eta)
+        for a, b in zip(got, fresh(eta), strict=True):
+            np.testing.assert_array_equal(a, b)
+    mean = family._moments(first)[0]
+    with pytest.raises(ValueError, match="read-only"):
+        mean[0] = 1.0
+    changed = first.copy()
+    family._moments(changed)
+    changed[0] += 0.5  # the same array object, other values
+    np.testing.assert_array_equal(family._moments(changed)[0], fresh(changed)[0])
+    assert not np.array_equal(family._moments(changed)[0], fresh(first)[0])
+    # a batch is computed, not kept, and leaves the kept η alone
+    stack = np.stack([first, second])
+    np.testing.assert_array_equal(family._moments(stack)[0][1], fresh(second)[0])
+    assert pickle.loads(pickle.dumps(family))._last is None

@@ -32,6 +32,9 @@ import numpy as np
 from ..errors import ConfigError
 from .expfam import ExponentialFamily
 
+#: (m, Σ, L, L⁻¹, ok) of :meth:`GaussianFull._moments`
+_Moments = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
 
 def _sym(a: np.ndarray) -> np.ndarray:
     """(a + aᵀ)/2 over the last two axes (exactly symmetric in floating point)."""
@@ -93,6 +96,11 @@ class GaussianFull(ExponentialFamily):
 
     def __init__(self, d: int) -> None:
         self.d = _check_dimension(d)
+        #: the moments of the last single η asked for (its bytes, then :meth:`_moments`' arrays)
+        self._last: tuple[bytes, _Moments] | None = None
+
+    def __getstate__(self) -> dict[str, object]:
+        return {**self.__dict__, "_last": None}  # a worker starts without the cached moments
 
     @property
     def dim(self) -> int:
@@ -133,10 +141,27 @@ class GaussianFull(ExponentialFamily):
         """Λ = −2 sym(η₂), shape (…, d, d)."""
         return -2.0 * _sym(self.split(eta)[1])
 
-    def _moments(
-        self, eta: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(m, Σ, L, L⁻¹, ok) with Λ = LLᵀ; entries outside the domain are NaN and ok is False."""
+    def _moments(self, eta: np.ndarray) -> _Moments:
+        """(m, Σ, L, L⁻¹, ok) with Λ = LLᵀ; entries outside the domain are NaN and ok is False.
+
+        For a single η the result is kept (read-only) until another η is asked for: a natural-
+        gradient step asks for the moments of the same η when it samples and again for its
+        gradient (a Cholesky factorisation and an inverse each, most of a step for d = 31)."""
+        eta = np.asarray(eta, dtype=float)
+        if eta.ndim != 1:
+            return self._compute_moments(eta)
+        key = eta.tobytes()
+        last = getattr(self, "_last", None)
+        if last is not None and last[0] == key:
+            return last[1]
+        moments = self._compute_moments(eta)
+        for array in moments:
+            if isinstance(array, np.ndarray):
+                array.setflags(write=False)
+        self._last = (key, moments)
+        return moments
+
+    def _compute_moments(self, eta: np.ndarray) -> _Moments:
         eta1 = self.split(eta)[0]
         lam = self.precision(eta)
         chol, ok = _cholesky(lam)
