@@ -233,3 +233,22 @@ def test_a_local_cluster_beside_another_one_prints_nothing(tmp_path, capsys):
         assert capsys.readouterr().err == ""
     finally:
         holder.close()
+
+
+def test_pool_workers_are_forked_frozen_and_the_caller_is_left_as_it_was(monkeypatch):
+    """A forked pool starts its workers with every object out of the garbage collector's reach
+    (so that collections in a worker do not copy the worlds it inherited), and a Python caller
+    that had frozen nothing has nothing frozen afterwards."""
+    import gc
+    import multiprocessing
+
+    if multiprocessing.get_start_method() != "fork":
+        pytest.skip("workers are not forked here")
+    gc.unfreeze()
+    frozen_at_fork = []
+    real_freeze = gc.freeze
+    monkeypatch.setattr(gc, "freeze", lambda: (real_freeze(), frozen_at_fork.append(True)))
+    raw = base_scenario(scenario={"name": "f", "seed": 2, "runs": 6, "iterations": 60})
+    res = gs.run(raw, workers=2, engine="event", progress=False)
+    assert len(res.runs) == 6 and frozen_at_fork == [True]
+    assert gc.get_freeze_count() == 0
