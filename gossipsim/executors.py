@@ -130,7 +130,8 @@ def units(tasks: Iterable[Task], engines: Sequence[str], batch: int = 1024) -> I
 
 
 def prime(study: Study, worlds: Sequence[World]) -> None:
-    """Reuse worlds already built by the caller (serial execution in this process)."""
+    """Reuse worlds already built by the caller: in this process (serial execution), and in
+    pool workers forked after this call, which inherit them."""
     _CACHE["key"] = (study.name, study.path, repr(study.raw))
     _CACHE["worlds"] = dict(enumerate(worlds))
 

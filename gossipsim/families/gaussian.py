@@ -151,9 +151,8 @@ class GaussianFull(ExponentialFamily):
         if eta.ndim != 1:
             return self._compute_moments(eta)
         key = eta.tobytes()
-        last = getattr(self, "_last", None)
-        if last is not None and last[0] == key:
-            return last[1]
+        if self._last is not None and self._last[0] == key:
+            return self._last[1]
         moments = self._compute_moments(eta)
         for array in moments:
             if isinstance(array, np.ndarray):
