@@ -153,7 +153,7 @@ def write_graphml(graph: nx.Graph, path: str | os.PathLike[str]) -> None:
         nx.write_graphml(_graphml_ready(graph, ints), path)
         return
     head = nx.Graph()
-    head.graph.update(_attributes(graph.graph))
+    head.graph.update(_graph_attributes(graph.graph))
     head.graph["gossipsim_node_labels"] = kind
     buffer = io.BytesIO()
     nx.write_graphml(head, buffer)
@@ -267,7 +267,7 @@ def _graphml_ready(graph: nx.Graph, ints: Sequence[bool] | None = None) -> nx.Gr
     ints = _integer_labels(graph) if ints is None else ints
     kind = _label_kind(ints)
     out = nx.Graph()
-    out.graph.update(_attributes(graph.graph))
+    out.graph.update(_graph_attributes(graph.graph))
     out.graph["gossipsim_node_labels"] = kind
     for n, is_int in zip(graph, ints, strict=True):
         attrs = _attributes(graph.nodes[n])
@@ -275,6 +275,23 @@ def _graphml_ready(graph: nx.Graph, ints: Sequence[bool] | None = None) -> nx.Gr
             attrs["gossipsim_int_label"] = bool(is_int)
         out.add_node(str(n), **attrs)
     out.add_edges_from((str(u), str(v), _attributes(d)) for u, v, d in graph.edges(data=True))
+    return out
+
+
+#: graph attributes that NetworkX's GraphML reader sets and its writer reads as mappings: the default
+#: value of each node or edge attribute (written as the ``<default>`` of that attribute's key)
+_DEFAULTS = ("node_default", "edge_default")
+
+
+def _graph_attributes(attrs: Mapping[Any, Any]) -> dict[str, Any]:
+    """The graph's attributes as :func:`_attributes` keeps them, except ``node_default`` and
+    ``edge_default``, which stay mappings (of the attributes GraphML can hold): NetworkX's writer
+    calls ``.get`` on them, and its reader sets them (empty) on every graph it reads."""
+    out = _attributes({k: v for k, v in attrs.items() if k not in _DEFAULTS})
+    for key in _DEFAULTS:
+        value = attrs.get(key)
+        if isinstance(value, Mapping):
+            out[key] = _attributes(value)
     return out
 
 
