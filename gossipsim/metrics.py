@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -38,15 +38,15 @@ class Segments:
     ``starts[m] .. starts[m+1] - 1`` (the last segment runs to the end of the run).
 
     ``best[m]`` is the best-in-family KL of the target in force (NaN when the target is in the
-    family); with ``excess`` the thresholds apply to ``kl − best`` instead of ``kl``.
+    family); with ``excess`` the thresholds apply to ``kl − best`` instead of ``kl``. Each value is
+    the divergence to the target in force at its slots, so a stretch runs on across a change of
+    target only while the KL to the new target is within the tolerance too.
     """
 
     starts: np.ndarray
     kl: np.ndarray
     best: np.ndarray
     excess: bool = False
-    #: slots at which the target changes (a request arrives): a settled stretch may end there
-    breaks: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @property
     def values(self) -> np.ndarray:
@@ -110,10 +110,12 @@ class Segments:
         """First slot i ≥ ``from_slot`` (and ≤ ``last_slot``, the run's last slot) from which the
         value stays ≤ ``threshold`` for ``window`` consecutive slots, i..i + window − 1.
 
-        The stretch may be shorter when it ends because the target changes (a later request; the
-        value is then judged against another target) or, with ``final`` (the run stopped because
-        nothing could change any more), at the end of the run. A stretch cut short by the end of
-        an ordinary run does not count: the result is None (not settled within the run). With
+        The value at each slot is judged against the target in force there: a stretch that a later
+        request interrupts (the target changes) goes on only if the KL to the new target is within
+        the threshold too, else it does not count (a dip of estimator noise just before another
+        request is not a settled latency). With ``final`` (the run stopped because nothing could
+        change any more) a stretch may end with the run; a stretch cut short by the end of an
+        ordinary run does not count: the result is None (not settled within the run). With
         ``window = 1`` this is :meth:`first_at_or_below` limited to the run.
         """
         if window <= 1:
@@ -136,9 +138,8 @@ class Segments:
         run_last = np.flatnonzero(edge == -1) - 1
         begin, end = lo[run_first], hi[run_last]
         long_enough = end - begin + 1 >= window
-        at_break = np.isin(end + 1, self.breaks)
         at_end = (end >= last_slot) & final
-        ok = np.flatnonzero(long_enough | at_break | at_end)
+        ok = np.flatnonzero(long_enough | at_end)
         return int(begin[ok[0]]) if ok.size else None
 
 
@@ -172,8 +173,7 @@ def kl_segments(
         kl[mask] = divergence(targets[t], chosen) if divergence else targets[t].kl(chosen)
         if targets[t].best_family_kl is not None:
             best[mask] = targets[t].best_family_kl
-    breaks = np.asarray(target_slots, dtype=np.int64)
-    return Segments(starts.astype(np.int64), kl, best, excess, breaks[breaks > 0])
+    return Segments(starts.astype(np.int64), kl, best, excess)
 
 
 def recorded_slots(n_slots: int, every: int, extra: list[int]) -> np.ndarray:
