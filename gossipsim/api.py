@@ -48,7 +48,7 @@ def run(
     out: str | os.PathLike[str] | None = None,
     resume: bool = False,
     make_plots: Callable[[Results, Path], None] | None = None,
-    progress: bool | None = False,
+    progress: bool | None = None,
 ) -> Results:
     """Run every variant of a scenario and return its :class:`~gossipsim.results.Results`.
 
@@ -65,8 +65,10 @@ def run(
     With ``out`` finished runs are committed to that folder in batches as they complete (a kill
     loses at most about a second of finished runs, :mod:`gossipsim.store`) and the tables (and
     the figures, with ``make_plots``) are written there at the end; ``resume=True`` continues an
-    interrupted sweep in ``out``. ``progress`` shows a progress bar on stderr (runs done / total,
-    rate, ETA; ``None``: only when stderr is a terminal).
+    interrupted sweep in ``out``. ``progress`` shows a progress bar (runs done / total, rate,
+    ETA): ``True`` always, ``False`` never, ``None`` (the default) where a user is watching: in a
+    Jupyter notebook or an IPython session (a widget where ipywidgets is installed, else text) and
+    on a terminal, not in a script whose stderr goes to a file.
 
     Raises :class:`~gossipsim.errors.ConfigError` for bad input (before anything is written) and
     :class:`~gossipsim.results.PostProcessingError` (its ``results`` attribute holds the tables)
@@ -123,11 +125,12 @@ def _execute(
     total = sum(v.scenario.run.runs for v in study.variants)
     outcomes: dict[Task, Outcome] = {}
     bar = None
-    if progress is not False:
+    if progress is None:
+        progress = watched()
+    if progress:
         from tqdm.auto import tqdm  # a widget in notebooks, text in a terminal
 
-        bar = tqdm(total=total, initial=len(done), unit="run", file=sys.stderr,
-                   disable=None if progress is None else False, desc=study.name)  # fmt: skip
+        bar = tqdm(total=total, initial=len(done), unit="run", file=sys.stderr, desc=study.name)
     try:
         work = units(_todo(study, done), engines)  # lazy: no list of every task
         for variant, outcome in executor.map(study, work, worlds):
@@ -148,6 +151,19 @@ def _execute(
     if store is not None:
         store.commit()
     return outcomes
+
+
+def watched() -> bool:
+    """Whether a user is watching this process: an IPython shell or Jupyter kernel runs it (its
+    ``get_ipython()`` is set), or stderr is a terminal."""
+    ipython = sys.modules.get("IPython")
+    get = getattr(ipython, "get_ipython", None)
+    if callable(get) and get() is not None:
+        return True
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # replaced or closed
+        return False
 
 
 def _todo(study: Study, done: set[Task]) -> Iterator[Task]:
@@ -207,9 +223,11 @@ def _attach_theory(results: Results, study: Study, worlds: list[World]) -> list[
     from .theory import theory_for
 
     failures = []
+    requests = results.requests
     for variant, world in zip(study.variants, worlds, strict=True):
         try:
-            results.theory[variant.label] = theory_for(world)
+            mine = requests.loc[requests["variant"] == variant.label]
+            results.theory[variant.label] = theory_for(world, common_arrival_slots(mine))
         except Exception as exc:  # the runs are done: a theory bug must not lose them
             results.theory_errors[variant.label] = describe_error(exc)
             failures.append(
@@ -217,6 +235,17 @@ def _attach_theory(results: Results, study: Study, worlds: list[World]) -> list[
                 "recorded in summary.json"
             )
     return failures
+
+
+def common_arrival_slots(requests: Any) -> dict[int, int]:
+    """Request index -> the slot it arrived before, for the requests of a variant (requests.csv
+    rows) that arrived before the same slot in every run they arrived in."""
+    slots: dict[int, int] = {}
+    for request, rows in requests.groupby("request", sort=True):
+        seen = rows["request_iteration"].dropna().unique()
+        if len(seen) == 1:
+            slots[int(request)] = int(seen[0])
+    return slots
 
 
 def check_memory(study: Study, worlds: list[World], key: str) -> None:

@@ -150,7 +150,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--statistic",
         choices=("median", "mean"),
         default="median",
-        help="centre line of the KL figures",
+        help="centre line of the KL figures: the median with the 12.5-87.5th percentile band "
+        "(default) or the mean with its 95%% confidence interval",
     )
     run.add_argument("--no-plots", action="store_true", help="write the tables only")
     run.add_argument(
@@ -161,7 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     val = sub.add_parser("validate", help="check a scenario file without running it")
-    val.add_argument("file")
+    val.add_argument(
+        "file", help="scenario TOML file: every key, graph, data file and target is checked"
+    )
 
     for name, helptext in (
         ("covertime", "cover time of the token walk on a graph"),
@@ -197,16 +200,36 @@ def build_parser() -> argparse.ArgumentParser:
             help="draws the graph as a scenario with this seed does, and the walks (default 0)",
         )
         p.add_argument("--exact", action="store_true", help="also compute the exact expectation")
-        p.add_argument("--json", action="store_true", help="print JSON")
+        p.add_argument("--json", action="store_true", help="print one JSON object")
         if name == "covertime":
             p.add_argument("--bounds", action="store_true", help="also compute Matthews' bounds")
         else:
             p.add_argument("--node", required=True, help="the node asking to be forgotten")
+            p.add_argument(
+                "--at-slot",
+                type=_positive_int("--at-slot"),
+                help="the request arrives before this slot of a walk started by --start: its "
+                "removal latency as a run measures it (0 if the node had not held the token). "
+                "Default: the latency from a holder drawn from the stationary distribution",
+            )
+            p.add_argument(
+                "--start",
+                default="uniform",
+                help="with --at-slot: the first holder, uniform (default), stationary or a node",
+            )
 
     pl = sub.add_parser("plot", help="(re)draw the figures of a results folder")
     pl.add_argument("dir", help="a results folder (written by gossipsim run)")
-    pl.add_argument("--format", choices=("png", "pdf", "svg"), default="png")
-    pl.add_argument("--statistic", choices=("median", "mean"), default="median")
+    pl.add_argument(
+        "--format", choices=("png", "pdf", "svg"), default="png", help="figure format (default png)"
+    )
+    pl.add_argument(
+        "--statistic",
+        choices=("median", "mean"),
+        default="median",
+        help="centre line of the KL figures: the median with the 12.5-87.5th percentile band "
+        "(default) or the mean with its 95%% confidence interval",
+    )
     pl.add_argument(
         "--figure",
         action="append",
@@ -220,19 +243,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     st = sub.add_parser("status", help="runs done, failed and remaining of a results folder")
-    st.add_argument("dir")
-    st.add_argument("--json", action="store_true")
+    st.add_argument("dir", help="a results folder (finished, interrupted or still running)")
+    st.add_argument(
+        "--json", action="store_true", help="print one JSON object (name, runs, done, failed, ...)"
+    )
 
     cmp_ = sub.add_parser(
         "compare", help="overlay the KL curves of several results folders in one figure"
     )
-    cmp_.add_argument("dirs", nargs="+", metavar="DIR")
+    cmp_.add_argument(
+        "dirs", nargs="+", metavar="DIR", help="results folders; their variants share one figure"
+    )
     cmp_.add_argument(
         "--out",
         default="compare.png",
         help="figure file (default compare.png; .pdf/.svg by extension)",
     )
-    cmp_.add_argument("--statistic", choices=("median", "mean"), default="median")
+    cmp_.add_argument(
+        "--statistic",
+        choices=("median", "mean"),
+        default="median",
+        help="centre line: median with percentile band (default) or mean with 95%% CI",
+    )
     return parser
 
 
@@ -323,7 +355,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             progress=progress,
         )  # fmt: skip
     except PostProcessingError as exc:
-        _report(exc.results, out)
+        _report(exc.results, out, tables_written=exc.tables_written)
         _error_line(str(exc))
         return EXIT_INTERRUPTED if exc.interrupted else EXIT_FAILED
     except OSError as exc:  # the disk filled up (or became read-only) while committing runs
@@ -337,19 +369,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return _report(results, out)
 
 
-def _report(results: Any, out: Path) -> int:
-    """Print what a run wrote and its summary; status 1 if runs failed. The tables are written by
-    now, so a failure while summarising is one line, never a traceback."""
+def _report(results: Any, out: Path, *, tables_written: bool = True) -> int:
+    """Print what a run wrote (``tables_written``: whether the tables are in ``out``) and its
+    summary; status 1 if runs failed. A failure while summarising is one line, never a
+    traceback."""
     try:
-        _print_summary(results, out)
+        _print_summary(results, out, tables_written=tables_written)
     except BrokenPipeError:  # `gossipsim run ... | head`: main() stops quietly
         raise
     except Exception as exc:  # a bug here must not hide the written tables
         from .executors import describe_error
 
-        _error_line(
-            f"the tables are in {out}/, but summarising them failed ({describe_error(exc)})"
-        )
+        where = f"the tables are in {out}/" if tables_written else "the runs are done"
+        _error_line(f"{where}, but summarising them failed ({describe_error(exc)})")
         return EXIT_FAILED
     failed = len(results.failures)
     if failed:
@@ -362,15 +394,19 @@ def _report(results: Any, out: Path) -> int:
     return 0
 
 
-def _print_summary(results: Any, out: Path) -> None:
+def _print_summary(results: Any, out: Path, *, tables_written: bool = True) -> None:
     runs = results.runs
-    print(f"wrote {out}/ ({len(runs)} runs, {len(results.variants)} variant(s))")
+    size = f"{len(runs)} runs, {len(results.variants)} variant(s)"
+    if tables_written:  # said once it is true: a failed write must not read as a success
+        print(f"wrote {out}/ ({size})")
+    else:
+        print(f"the tables were NOT written to {out}/ ({size} finished and kept there)")
     engines = list(results.engines.values())
     print(
         "engine: "
         + "; ".join(f"{e} for {engines.count(e)} variant(s)" for e in sorted(set(engines)))
     )
-    from .results import cover_summary, request_summaries
+    from .results import cover_summary
 
     for label, part in runs.groupby("variant", sort=False, observed=True):
         conv = part["convergence_iteration"].astype(float)
@@ -380,8 +416,7 @@ def _print_summary(results: Any, out: Path) -> None:
             line += f", mean convergence iteration {conv.mean():.2f}"
         print(line)
         req = results.requests[results.requests["variant"] == label]
-        theory = results.theory.get(str(label), {}).get("expected_unlearning_latency", {})
-        for entry in request_summaries(req, part, theory):
+        for entry in results.request_entries(str(label)):
             print(_request_line(entry, req[req["request"] == entry["request"]]))
         nonfinite = results.nonfinite_runs(str(label))
         if nonfinite:
@@ -411,8 +446,10 @@ def _censored_text(what: str, summary: dict[str, Any], unit: str) -> str:
 
 
 def _request_line(entry: dict[str, Any], rows: Any) -> str:
-    """One request's summary (never pooled with other nodes' requests): removal latency against its
-    exact expectation, the KL-based latency against retraining, each with its served count and a
+    """One request's summary (never pooled with other nodes' requests): removal latency against the
+    exact expectation of what the runs measure at this request's slot (or, where that is not
+    computed, the value from a stationary holder, named so), the KL-based latency against
+    retraining (without a baseline, no retrain figure), each with its served count and a
     censoring-aware estimate when not every run served it."""
     at = entry["request_iteration"]
     when = f"slot {at:.0f}" if isinstance(at, float) else "its arrival"
@@ -429,8 +466,8 @@ def _request_line(entry: dict[str, Any], rows: Any) -> str:
     ):
         if column in entry:
             text = _censored_text(name, entry[column], "runs")
-            if column == "removal_latency" and "exact_removal_latency" in entry:
-                text += f" (exact {entry['exact_removal_latency']:.2f})"
+            if column == "removal_latency":
+                text += _expected_text(entry)
             parts.append(text)
     line += " " + "; ".join(parts)
     settled = rows["settled_at_request"].dropna()
@@ -441,6 +478,19 @@ def _request_line(entry: dict[str, Any], rows: Any) -> str:
             " the request; their unlearning latency times learning or estimator noise"
         )
     return line
+
+
+def _expected_text(entry: dict[str, Any]) -> str:
+    """What the simulated removal latency is compared with, named for what it is."""
+    exact = entry.get("expected_removal_latency") or {}
+    if exact.get("value") is not None:
+        return f" ({exact['label']}: {exact['value']:.2f})"
+    if entry.get("next_visit_latency") is not None:
+        return (
+            f" (no exact expectation at this request; from a stationary holder with the node "
+            f"visited: {entry['next_visit_latency']:.2f})"
+        )
+    return ""
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
@@ -621,30 +671,59 @@ def _cmd_hitting(args: argparse.Namespace) -> int:
         label = str(args.node)
     node = indexed.index(label, "--node")
     rng = np.random.default_rng(args.seed)
-    samples = ct.monte_carlo_unlearning_latency(
-        indexed, indexed.labels[node], args.scheduler, runs=args.runs, rng=rng
-    )
+    start: Any = args.start
+    if args.at_slot is not None and start not in ("uniform", "stationary"):
+        start = parse_label(start)
+        if start not in indexed.index_of and str(args.start) in indexed.index_of:
+            start = str(args.start)
+        indexed.index(start, "--start")
+    label = indexed.labels[node]
+    exact = None
+    if args.exact:  # first: a slot too late for the exact law is refused before the runs
+        try:
+            exact = (
+                ct.next_visit_latency(indexed, label, args.scheduler)
+                if args.at_slot is None
+                else ct.expected_removal_latency(
+                    indexed, label, args.at_slot, args.scheduler, start
+                )
+            )
+        except ConfigError as exc:
+            if exc.key != "at_slot":
+                raise
+            raise ConfigError("--at-slot", f"{exc.message}; drop --exact") from None
+    if args.at_slot is None:
+        samples = ct.monte_carlo_unlearning_latency(
+            indexed, label, args.scheduler, runs=args.runs, rng=rng
+        )
+        what = "request arriving at a stationary holder, the node's factor present"
+    else:
+        samples = ct.monte_carlo_removal_latency(
+            indexed, label, args.at_slot, args.scheduler, runs=args.runs, rng=rng, start=start
+        )
+        what = f"request before slot {args.at_slot:,} of a walk from {args.start}; 0 if unseen"
     stats = ct.summarize(samples)
     out: dict[str, Any] = {
         "topology": args.topology,
         "nodes": indexed.size,
-        "node": indexed.labels[node],
+        "node": label,
         "scheduler": args.scheduler,
+        "at_slot": args.at_slot,
+        "start": args.start if args.at_slot is not None else "stationary",
         "mean_latency": stats["mean"],
-        "ci95_latency": list(stats["ci95"]),
+        "ci95_latency": list(stats["ci95"]) if stats["runs"] > 1 else None,
         "runs": stats["runs"],
     }
-    if args.exact:
-        out["exact_latency"] = ct.expected_unlearning_latency(
-            indexed, indexed.labels[node], args.scheduler
-        )
+    if exact is not None:
+        out["exact_latency"] = exact
     if args.json:
         print(json.dumps(out, default=str))
     else:
+        ci = out["ci95_latency"]
+        interval = f"95% CI {ci[0]:.4g} to {ci[1]:.4g}, " if ci else ""
         print(
-            f"{args.topology}, K = {out['nodes']}, node {out['node']!r}, {args.scheduler}: mean unlearning latency "
-            f"{out['mean_latency']:.4g} slots (95% CI {out['ci95_latency'][0]:.4g} to {out['ci95_latency'][1]:.4g}, "
-            f"{out['runs']} runs; request arriving at a stationary holder)"
+            f"{args.topology}, K = {out['nodes']}, node {out['node']!r}, {args.scheduler}: mean "
+            f"removal latency {out['mean_latency']:.4g} slots ({interval}{out['runs']} runs; {what})"
         )
         if "exact_latency" in out:
             print(f"  exact expectation: {out['exact_latency']:.6g} slots")

@@ -63,6 +63,8 @@ REQUEST_COLUMNS = [
     "removal_latency", "removal_latency_time", "latency", "latency_time", "retrain_latency",
     "retrain_latency_time",
 ]  # fmt: skip
+#: requests.csv's columns derived from the others and runs.csv (:func:`with_censoring`)
+CENSORING_COLUMNS = ["served", "censored_at"]
 VISIT_COLUMNS = ["variant", "node", "visits", "share"]
 FAILURE_COLUMNS = ["variant", "run", "seed", "error"]
 METRIC_COLUMNS = [
@@ -119,13 +121,7 @@ class Results:
             }
             runs = self.runs[self.runs["variant"] == label]
             entry["cover"] = {"unit": COVER_UNIT, **_jsonable(cover_summary(runs))}
-            entry["per_request"] = _jsonable(
-                request_summaries(
-                    self.requests[self.requests["variant"] == label],
-                    runs,
-                    self.theory.get(label, {}).get("expected_unlearning_latency", {}),
-                )
-            )
+            entry["per_request"] = _jsonable(self.request_entries(label))
             entry["failed_runs"] = int((self.failures["variant"] == label).sum())
             entry["runs_with_nonfinite_kl"] = self.nonfinite_runs(label)
             shares = self.visits.loc[self.visits["variant"] == label, "share"]
@@ -151,6 +147,66 @@ class Results:
             for stem, table in self.tables().items()
         }
         return out
+
+    def request_entries(self, label: str) -> list[dict[str, Any]]:
+        """The requests of variant ``label``, one entry each (:func:`request_summaries`): what
+        summary.json's ``per_request`` holds and ``gossipsim run`` prints."""
+        scenario = self.study.variants[self.variants.index(label)].scenario
+        return request_summaries(
+            self.requests[self.requests["variant"] == label],
+            self.runs[self.runs["variant"] == label],
+            self.theory.get(label, {}),
+            window=scenario.metrics.latency_window,
+            retrain_baseline=scenario.protocol.retrain_baseline,
+        )
+
+    def request_summary(self) -> pd.DataFrame:
+        """One row per variant, request and latency (``removal_latency``, ``latency`` and, with a
+        retrain baseline, ``retrain_latency``): the request's node and slot, in how many runs it
+        arrived, how many of those reached the latency (``observed``), the naive mean of those
+        (``mean_of_observed``, biased low when some were censored), the Kaplan–Meier median and the
+        restricted mean up to ``restricted_to`` (:mod:`gossipsim.censoring`), and for the removal
+        latency the exact expectation at the request's slot where known (``expected``, with
+        ``expected_method``). The variant's swept keys are typed columns, as in the other tables.
+
+        >>> res.request_summary().query("latency == 'removal_latency'")  # doctest: +SKIP
+        """
+        rows: list[dict[str, Any]] = []
+        for label in self.variants:
+            for entry in self.request_entries(label):
+                slot = entry["request_iteration"]
+                exact = entry.get("expected_removal_latency") or {}
+                for column in LATENCIES:
+                    if column not in entry:
+                        continue
+                    rows.append(
+                        {
+                            "variant": label,
+                            "request": entry["request"],
+                            "node": entry["node"],
+                            "request_iteration": slot if not isinstance(slot, list) else np.nan,
+                            "runs": entry["runs"],
+                            "arrived": entry["arrived"],
+                            "latency": column,
+                            **entry[column],
+                            "expected": exact.get("value") if column == "removal_latency" else None,
+                            "expected_method": (
+                                exact.get("method") if column == "removal_latency" else None
+                            ),
+                            "next_visit_latency": (
+                                entry.get("next_visit_latency")
+                                if column == "removal_latency"
+                                else None
+                            ),
+                        }
+                    )
+        table = pd.DataFrame(rows)
+        if not len(table):
+            return table
+        for name in ("expected", "next_visit_latency"):
+            table[name] = table[name].astype(float)
+        table["latency"] = pd.Categorical(table["latency"], categories=list(LATENCIES))
+        return tidy(table, self.variants, [v.values for v in self.study.variants])
 
     def nonfinite_runs(self, label: str) -> int:
         """Runs of a variant whose KL became NaN or infinite at some slot (``nonfinite_kl_slots``)."""
@@ -311,11 +367,19 @@ class PostProcessingError(RuntimeError):
         self.interrupted = interrupted  # by Ctrl-C (while drawing)
         super().__init__(self._line())
 
+    @property
+    def tables_written(self) -> bool:
+        """Whether the tables, failures.csv and summary.json are in the folder (False without one,
+        or when writing them is what failed)."""
+        return self.folder is not None and not any(
+            f.startswith("writing the tables") for f in self.failures
+        )
+
     def _line(self) -> str:
         what = "; ".join(self.failures)
         if self.folder is None:
             return f"the runs are done, but {what}"
-        if any(f.startswith("writing the tables") for f in self.failures):
+        if not self.tables_written:
             return (
                 f"the runs are done, but {what}; the finished runs are kept in {self.folder}/: "
                 "fix the cause and continue with the same command and --resume"
@@ -406,6 +470,7 @@ def collect(
     for col in ("request_iteration", "removal_latency", "latency", "retrain_latency"):
         requests[col] = requests[col].astype("Int64")
     requests["settled_at_request"] = requests["settled_at_request"].astype("boolean")
+    requests = with_censoring(requests, runs)
     metrics = _metrics_table(metric_parts, labels)
     index = {label: v for v, label in enumerate(labels)}
     if order != sorted(order):  # e.g. a sweep resumed with another engine: batches interleave
@@ -437,6 +502,41 @@ def collect(
         tidy(t, labels, values) for t in (metrics, runs, requests, visits_df, failures)
     )
     return Results(study, metrics, runs, requests, visits_df, failures)
+
+
+def with_censoring(requests: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """requests.csv with ``served`` and ``censored_at`` (issue 20, item 14), from its own columns
+    and each run's length in runs.csv:
+
+    - ``served``: the node's contribution left the state within the run (its ``removal_latency``
+      is known; 0 when it had contributed nothing); missing when the request never arrived;
+    - ``censored_at``: the run's last slot n, for a request that arrived and has a latency the
+      run did not reach (missing otherwise). The removal latency then exceeds n − r + 1 (r the
+      ``request_iteration``); a KL-based latency judged over a window of W slots exceeds
+      n − W + 2 − r (no stretch of W slots could start after slot n − W + 1 and be seen whole).
+    """
+    out = requests.drop(columns=[c for c in CENSORING_COLUMNS if c in requests.columns])
+    arrived = out["request_iteration"].notna().to_numpy()
+    removal = out["removal_latency"].notna().to_numpy()
+    out["served"] = pd.array(
+        [bool(r) if a else None for a, r in zip(arrived, removal, strict=True)], dtype="boolean"
+    )
+    latencies = [c for c in LATENCIES if c in out.columns]
+    missing = (
+        out[latencies].isna().any(axis=1).to_numpy() if latencies else np.zeros(len(out), bool)
+    )
+    if len(out) and len(runs):
+        key = pd.MultiIndex.from_arrays([runs["variant"].astype(str), runs["run"]])
+        length = pd.Series(runs["iterations"].to_numpy(), index=key)
+        ends = length.reindex(
+            pd.MultiIndex.from_arrays([out["variant"].astype(str), out["run"]])
+        ).to_numpy(dtype=float, na_value=np.nan)
+    else:
+        ends = np.full(len(out), np.nan)
+    out["censored_at"] = pd.array(
+        np.where(arrived & missing, ends, np.nan), dtype="Float64"
+    ).astype("Int64")
+    return out
 
 
 def _sorted_by_run(table: pd.DataFrame, variant_index: dict[str, int]) -> pd.DataFrame:
@@ -569,6 +669,8 @@ def load_results(out_dir: str | os.PathLike[str]) -> Results:
         table = _read_table(d, stem, labels, empty.get(stem))
         table = _with_types(table, (types or {}).get(stem) or _OLD_TYPES, labels)
         tables[stem] = tidy(table, labels, values)
+    if "served" not in tables["requests"].columns:  # a folder of an older gossipsim
+        tables["requests"] = with_censoring(tables["requests"], tables["runs"])
     entries = summary.get("variants", {})
     results = Results(
         study, tables["metrics"], tables["runs"], tables["requests"], tables["visits"],
@@ -781,41 +883,77 @@ def cover_summary(runs: pd.DataFrame) -> dict[str, Any]:
 
 
 def request_summaries(
-    requests: pd.DataFrame, runs: pd.DataFrame, exact: dict[str, float]
+    requests: pd.DataFrame,
+    runs: pd.DataFrame,
+    theory: dict[str, Any] | None = None,
+    *,
+    window: int = 1,
+    retrain_baseline: bool = True,
 ) -> list[dict[str, Any]]:
     """One entry per request of a variant (never pooled across nodes): the node, when it arrived,
     in how many runs, and for each latency the served count, the naive mean of the served runs, the
-    Kaplan–Meier median and the restricted mean (a latency not reached by the end of a run of n
-    slots, for a request at slot r, exceeds n − r + 1), with the exact expected removal latency
-    from hitting times beside it where it exists."""
+    Kaplan–Meier median and the restricted mean (:func:`gossipsim.censoring.censored_summary`; a
+    removal latency not reached by the end of a run of n slots, for a request at slot r, exceeds
+    n − r + 1, a KL-based latency judged over ``window`` slots exceeds n − window + 2 − r).
+    ``retrain_latency`` is left out without a retrain baseline (``retrain_baseline``).
+
+    From ``theory`` (the variant's theory block): ``expected_removal_latency``, the exact
+    expectation of what the runs measure at this request's slot (``value``, None when it could not
+    be computed, and ``label`` saying what it is), and ``next_visit_latency``, the value from a
+    stationary holder with the node's factor present (a different quantity, for reference)."""
     out: list[dict[str, Any]] = []
     if not len(requests):
         return out
+    theory = theory or {}
+    exact = {
+        e.get("request"): e for e in theory.get("removal_latency") or [] if isinstance(e, dict)
+    }
+    next_visit = theory.get("next_visit_latency") or {}
     length = runs.set_index("run")["iterations"]
+    latencies = [c for c in LATENCIES if c != "retrain_latency" or retrain_baseline]
     for _, rows in requests.groupby("request", sort=True):
         node = rows["node"].iloc[0]
+        request = int(rows["request"].iloc[0])
         slot = rows["request_iteration"].to_numpy(dtype=float, na_value=np.nan)
         arrived = np.isfinite(slot)
         ends = rows["run"].map(length).to_numpy(dtype=float, na_value=np.nan)
-        censored_at = ends - slot + 1
         times = rows["request_time"].to_numpy(dtype=float, na_value=np.nan)[arrived]
         entry: dict[str, Any] = {
-            "request": int(rows["request"].iloc[0]),
+            "request": request,
             "node": node,
             "runs": int(len(rows)),
             "arrived": int(arrived.sum()),
             "request_iteration": _one_or_range(slot[arrived]),
             "request_time": _one_or_range(times),
         }
-        for column in LATENCIES:
+        for column in latencies:
             if column not in rows:
                 continue
+            seen = window if column != "removal_latency" else 1  # slots a settled stretch needs
+            censored_at = ends - seen + 2 - slot
             values = rows[column].to_numpy(dtype=float, na_value=np.nan)[arrived]
             entry[column] = censored_summary(values, censored_at[arrived])
-        if str(node) in exact:
-            entry["exact_removal_latency"] = exact[str(node)]
+        if request in exact:
+            e = exact[request]
+            entry["expected_removal_latency"] = {
+                "value": e.get("expected"),
+                "label": expected_label(e),
+                "method": e.get("method"),
+                "nothing_to_remove": e.get("nothing_to_remove"),
+            }
+        if str(node) in next_visit:
+            entry["next_visit_latency"] = next_visit[str(node)]
         out.append(entry)
     return out
+
+
+def expected_label(entry: dict[str, Any]) -> str:
+    """A few words for a legend or a summary line saying what an exact removal-latency value of
+    the theory block is (or why there is none)."""
+    if entry.get("expected") is None:
+        return "no exact expectation (see summary.json theory.removal_latency)"
+    slot = entry.get("at_slot")
+    return f"exact expectation at slot {slot:,}" if slot is not None else "exact expectation"
 
 
 def _one_or_range(values: np.ndarray) -> Any:

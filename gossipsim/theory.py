@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -25,7 +27,7 @@ def cover_start(world: Any) -> str | int:
     return "stationary" if start == "stationary" else "uniform"
 
 
-def theory_for(world: Any) -> dict[str, Any]:
+def theory_for(world: Any, arrival_slots: Mapping[int, int] | None = None) -> dict[str, Any]:
     """The ``theory`` block of one variant in summary.json, for the walk the variant simulates.
 
     Every cover figure is for the scenario's scheduler (``scheduler.kind``) and start
@@ -39,10 +41,17 @@ def theory_for(world: Any) -> dict[str, Any]:
     * ``theoretical_cover_moves`` (with ``theoretical_cover_method``, ``"closed-form"`` or
       ``"asymptotic"``, and ``theoretical_cover_assumes``): the value for the topology kind, where
       one is known (:func:`gossipsim.covertime.theoretical_cover`);
-    * ``expected_unlearning_latency`` of each requested node (graphs up to 20,000 nodes): exact for
-      a holder at the request drawn from the walk's stationary distribution, which
-      ``expected_unlearning_latency_assumes`` says (the simulated holder at the request depends on
-      the start and on when the request arrives);
+    * ``removal_latency``: one entry per request (in request order): the exact expectation of the
+      removal latency the runs measure (``expected``, :func:`gossipsim.cover.removal_latency_law`:
+      the walk's law at the request's slot from the scenario's start, 0 when the node had not held
+      the token before it) with ``nothing_to_remove`` (the probability of that 0) and ``method``
+      saying what was computed; for a request at a time whose slot depends on the walk (links that
+      take time), or a slot too late for the exact law, ``expected`` is None and ``method`` says
+      why (graphs up to 20,000 nodes);
+    * ``next_visit_latency`` of each requested node: the expected slots until it holds the token
+      from a holder drawn from the stationary distribution, its factor present
+      (``next_visit_latency_assumes``): the limit for requests long after the start, not the
+      expectation at a given slot;
 
     plus :func:`target_summary`. With ``[topology] draw = "per-run"`` every run walks its own
     graph: no exact or theoretical figure of one graph applies, and ``graph_note`` says so instead.
@@ -84,19 +93,75 @@ def theory_for(world: Any) -> dict[str, Any]:
             out["theoretical_cover_method"] = theory.method
             out["theoretical_cover_assumes"] = theory.assumes
     if world.requests and world.nodes <= THEORY_MAX_NODES:
-        out["expected_unlearning_latency"] = {
-            str(world.indexed.labels[r.node]): ct.expected_unlearning_latency(
-                world.indexed, world.indexed.labels[r.node], kind, start="stationary"
+        out["removal_latency"] = [
+            removal_latency_entry(world, r, (arrival_slots or {}).get(r))
+            for r in range(len(world.requests))
+        ]
+        out["next_visit_latency"] = {
+            str(world.indexed.labels[r.node]): ct.next_visit_latency(
+                world.indexed, world.indexed.labels[r.node], kind, holder="stationary"
             )
             for r in world.requests
         }
-        out["expected_unlearning_latency_assumes"] = (
-            "holder at the request drawn from the stationary distribution of the "
-            f"{kind} scheduler; latency = slots until the node holds the token, the request slot "
-            "included"
+        out["next_visit_latency_assumes"] = (
+            "holder drawn from the stationary distribution of the "
+            f"{kind} scheduler and the node's factor in the state (a request long after the "
+            "start); latency = slots until the node holds the token, the request slot included"
         )
     out.update(target_summary(world))
     return out
+
+
+def request_slot(world: Any, request: int, observed: int | None) -> int | None:
+    """The slot before which request ``request`` arrives in every run: its ``at_iteration``, or
+    for a request at a time the slot it arrived before in every run (``observed``) when the slots'
+    start times cannot depend on the walk (links that take no time: every slot lasts
+    ``compute.seconds_per_iteration``); None otherwise."""
+    req = world.requests[request]
+    if req.at_iteration is not None:
+        return int(req.at_iteration)
+    links = world.links
+    free_hops = math.isinf(links.rate_bps) and links.latency_s == 0
+    return int(observed) if observed is not None and free_hops else None
+
+
+def removal_latency_entry(world: Any, request: int, observed: int | None) -> dict[str, Any]:
+    """The ``removal_latency`` entry of one request (see :func:`theory_for`)."""
+    req = world.requests[request]
+    label = world.indexed.labels[req.node]
+    entry: dict[str, Any] = {"request": request, "node": label, "at_slot": None, "expected": None}
+    slot = request_slot(world, request, observed)
+    if slot is None:
+        entry["method"] = (
+            "not computed: the request arrives at a time and the slot it arrives before depends "
+            "on the walk (links take time per hop); next_visit_latency is the value from a "
+            "stationary holder"
+        )
+        return entry
+    entry["at_slot"] = slot
+    if world.points[req.node] == 0:
+        entry.update(expected=0.0, nothing_to_remove=1.0, method="the node has no data: 0")
+        return entry
+    start = cover_start(world)
+    kind = world.scenario.scheduler.kind
+    try:
+        law = ct.removal_latency_law(
+            world.indexed, label, slot, kind, world.indexed.labels[start]
+            if isinstance(start, int) else start,
+        )  # fmt: skip
+    except ConfigError as exc:  # a slot too late for the exact law on this graph
+        entry["method"] = f"not computed: {exc.message}"
+        return entry
+    where = f"node {world.indexed.labels[start]}" if isinstance(start, int) else f"a {start} node"
+    entry.update(
+        expected=law.mean,
+        nothing_to_remove=law.nothing_to_remove,
+        method=(
+            f"exact: the {kind} walk's law at slot {slot:,} from {where} at slot 1; 0 when the "
+            "node had not held the token before the request, else the slots until it does"
+        ),
+    )
+    return entry
 
 
 def target_summary(world: Any) -> dict[str, Any]:

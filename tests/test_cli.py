@@ -428,3 +428,44 @@ def test_progress_on_draws_a_bar_on_stderr(tmp_path, capsys):
     )
     err = capsys.readouterr().err
     assert "3/3" in err and "run" in err
+
+
+def test_gs_run_shows_progress_where_a_user_watches(capsys, monkeypatch):
+    """Issue 20, item 11: by default gs.run draws a bar in an IPython shell or a Jupyter kernel
+    (get_ipython() set), even though their stderr is no terminal, and none in a plain script."""
+    import types
+
+    import gossipsim as gs
+
+    raw = base_scenario()
+    raw["scenario"]["runs"] = 3
+    gs.run(raw)
+    assert "3/3" not in capsys.readouterr().err  # a script with its stderr captured: no bar
+    shell = types.ModuleType("IPython")
+    shell.get_ipython = lambda: object()  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "IPython", shell)
+    gs.run(raw)
+    assert "3/3" in capsys.readouterr().err
+    gs.run(raw, progress=False)
+    assert "3/3" not in capsys.readouterr().err
+
+
+def test_every_argument_of_every_command_says_what_it_is(capsys):
+    """Issue 20, item 16: `gossipsim CMD --help` explains each argument, none left bare."""
+    import argparse
+
+    from gossipsim.cli import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    bare = [
+        f"{name} {action.dest}"
+        for name, sub in commands.choices.items()
+        for action in sub._actions
+        if not isinstance(action, argparse._HelpAction) and not action.help
+    ]
+    assert bare == []
+    for name in commands.choices:
+        with pytest.raises(SystemExit):
+            parser.parse_args([name, "--help"])
+        assert "%" not in capsys.readouterr().out.replace("95%", "")  # printf escapes rendered

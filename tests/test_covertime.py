@@ -294,16 +294,16 @@ def test_hitting_times_large_graph() -> None:
 def test_expected_latency_complete_graph() -> None:
     g = nx.complete_graph(10)
     for kind in (MH, SRW):
-        assert ct.expected_unlearning_latency(g, 0, kind) == pytest.approx(9.1, abs=1e-9)
-    assert ct.expected_unlearning_latency(g, 0, MH, start=0) == 1.0
-    assert ct.expected_unlearning_latency(g, 0, MH, start=3) == pytest.approx(10.0)
-    assert ct.expected_unlearning_latency(nx.path_graph(10), 3, "uniform") == pytest.approx(10.0)
+        assert ct.next_visit_latency(g, 0, kind) == pytest.approx(9.1, abs=1e-9)
+    assert ct.next_visit_latency(g, 0, MH, holder=0) == 1.0
+    assert ct.next_visit_latency(g, 0, MH, holder=3) == pytest.approx(10.0)
+    assert ct.next_visit_latency(nx.path_graph(10), 3, "uniform") == pytest.approx(10.0)
 
 
 @pytest.mark.parametrize("kind", [MH, SRW, "uniform"])
 def test_latency_les_miserables_in_monte_carlo_ci(kind: str) -> None:
     g = nx.les_miserables_graph()
-    exact = ct.expected_unlearning_latency(g, "MmeMagloire", kind)
+    exact = ct.next_visit_latency(g, "MmeMagloire", kind)
     x = ct.monte_carlo_unlearning_latency(g, "MmeMagloire", kind, runs=20_000, rng=5)
     assert np.all(x >= 1) and np.all(x == np.floor(x))
     lo, hi = ct.summarize(x)["ci95"]
@@ -314,7 +314,7 @@ def test_latency_les_miserables_in_monte_carlo_ci(kind: str) -> None:
 def test_latency_star_leaf_and_centre(kind: str) -> None:
     g = nx.star_graph(9)
     for node, seed in ((0, 41), (4, 42)):
-        exact = ct.expected_unlearning_latency(g, node, kind)
+        exact = ct.next_visit_latency(g, node, kind)
         within_4se(ct.monte_carlo_unlearning_latency(g, node, kind, runs=20_000, rng=seed), exact)
 
 
@@ -326,10 +326,10 @@ def test_functions_take_node_labels_as_the_cli(kind: str) -> None:
     plain = nx.convert_node_labels_to_integers(g)  # same node order: position = new label
     k = list(g.nodes).index("Medici")
     s = list(g.nodes).index("Strozzi")
-    assert ct.expected_unlearning_latency(g, "Medici", kind) == pytest.approx(
-        ct.expected_unlearning_latency(plain, k, kind), rel=1e-12
+    assert ct.next_visit_latency(g, "Medici", kind) == pytest.approx(
+        ct.next_visit_latency(plain, k, kind), rel=1e-12
     )
-    assert ct.expected_unlearning_latency(g, "Medici", kind, start="Strozzi") == pytest.approx(
+    assert ct.next_visit_latency(g, "Medici", kind, holder="Strozzi") == pytest.approx(
         1 + ct.hitting_times_to(plain, k, kind)[s], rel=1e-12
     )
     np.testing.assert_allclose(
@@ -349,7 +349,7 @@ def test_functions_take_node_labels_as_the_cli(kind: str) -> None:
     ):
         ct.exact_cover_moves(g, kind, "Borgia")
     with pytest.raises(ConfigError, match="node: expected a node label, got True"):
-        ct.expected_unlearning_latency(plain, True, kind)
+        ct.next_visit_latency(plain, True, kind)
 
 
 def test_latency_node_label_helper() -> None:
@@ -363,7 +363,7 @@ def test_latency_node_label_helper() -> None:
 
 def test_latency_random_regular_2000_in_monte_carlo_ci() -> None:
     g = nx.random_regular_graph(3, 2000, seed=2)
-    exact = ct.expected_unlearning_latency(g, 0, MH)
+    exact = ct.next_visit_latency(g, 0, MH)
     lo, hi = ct.summarize(ct.monte_carlo_unlearning_latency(g, 0, MH, runs=20_000, rng=5))["ci95"]
     assert lo <= exact <= hi, (lo, exact, hi)
 

@@ -193,8 +193,8 @@ def test_the_lazy_walk_s_exact_hitting_times_are_twice_metropolis_hastings():
     dense = np.linalg.solve(np.eye(A - 1) - P[np.ix_(keep, keep)], np.ones(A - 1))
     np.testing.assert_allclose(lazy[keep], dense, rtol=1e-10)
     # from a stationary start: 1 + w·H, so the latency beyond the first slot doubles too
-    assert gs.expected_unlearning_latency(graph, 0, LAZY) == pytest.approx(
-        1 + 2 * (gs.expected_unlearning_latency(graph, 0, "metropolis-hastings") - 1), rel=1e-10
+    assert gs.next_visit_latency(graph, 0, LAZY) == pytest.approx(
+        1 + 2 * (gs.next_visit_latency(graph, 0, "metropolis-hastings") - 1), rel=1e-10
     )
 
 
@@ -215,7 +215,7 @@ def test_the_lazy_walk_runs_vectorised_by_declaration_and_matches_its_exact_late
     fast = gs.run(raw, progress=None)
     assert fast.engines == {"lazy": "vectorized"}
     latency = fast.requests["removal_latency"].to_numpy(dtype=float)
-    exact = fast.theory["lazy"]["expected_unlearning_latency"]["9"]
+    exact = fast.theory["lazy"]["next_visit_latency"]["9"]
     assert exact == pytest.approx(1 + 2 * (1 / 10 + 9 - 1), rel=1e-12)  # complete K: 1/K + K - 1
     assert abs(latency.mean() - exact) <= 4 * latency.std(ddof=1) / math.sqrt(latency.size)
     raw["scenario"]["runs"] = 60

@@ -156,7 +156,7 @@ def test_a_theory_failure_keeps_the_runs_and_is_recorded(tmp_path, monkeypatch, 
     import gossipsim.theory
     from gossipsim.results import PostProcessingError
 
-    def overflow(world):
+    def overflow(world, arrival_slots=None):
         raise ValueError("array is too big")
 
     monkeypatch.setattr(gossipsim.theory, "theory_for", overflow)
@@ -216,6 +216,7 @@ def test_a_disk_full_while_writing_the_tables_keeps_the_runs_for_resume(
     path = _scenario(tmp_path)
     full, out = tmp_path / "full", tmp_path / "R"
     assert main(["run", str(path), "--out", str(full), "--no-plots"]) == 0
+    capsys.readouterr()
     from gossipsim import results
 
     real = results.write_csv
@@ -226,8 +227,12 @@ def test_a_disk_full_while_writing_the_tables_keeps_the_runs_for_resume(
     with monkeypatch.context() as patch:
         patch.setattr(results, "write_csv", disk_full)
         assert main(["run", str(path), "--out", str(out), "--no-plots"]) == 1
-    line = _one_line(capsys.readouterr().err)
+    captured = capsys.readouterr()
+    line = _one_line(captured.err)
     assert "writing the tables failed" in line and "--resume" in line
+    # "wrote" is said only once it is true: a log or a pipe must not read the failure as a success
+    assert "wrote" not in captured.out
+    assert f"the tables were NOT written to {out}/" in captured.out
     assert results.write_csv is real
     info = _status(out, capsys)
     assert not info["complete"] and info["done"] == 4  # every run kept

@@ -373,11 +373,11 @@ def test_matthews_bounds_say_they_hold_for_every_start() -> None:
 
 
 @pytest.mark.parametrize("kind", SCHEDULERS)
-def test_expected_unlearning_latency_says_what_it_assumes(kind: str) -> None:
+def test_next_visit_latency_says_what_it_assumes(kind: str) -> None:
     raw = raw_scenario(PATH, kind, 2, unlearning=[{"node": 5, "at_iteration": 40}])
     world = make_world(raw)
     theory = theory_for(world)
-    assumes = theory["expected_unlearning_latency_assumes"]
+    assumes = theory["next_visit_latency_assumes"]
     assert "stationary" in assumes and kind in assumes
     # 1 + Σ_v π(v)·H(v, 5), with H from a dense solve of the walk written here
     neighbours = [list(nb) for nb in world.indexed.neighbours]
@@ -386,4 +386,4 @@ def test_expected_unlearning_latency_says_what_it_assumes(kind: str) -> None:
     h = np.zeros(7)
     h[others] = np.linalg.solve(np.eye(6) - p[np.ix_(others, others)], np.ones(6))
     pi = start_distribution(neighbours, kind, "stationary")
-    assert theory["expected_unlearning_latency"]["5"] == pytest.approx(1 + pi @ h, rel=1e-9)
+    assert theory["next_visit_latency"]["5"] == pytest.approx(1 + pi @ h, rel=1e-9)

@@ -19,7 +19,7 @@ chain and one-step sampler (Monte Carlo). One module per job:
 :mod:`.exact`        exact expected cover moves: closed forms, else the subset chain
 :mod:`.formulas`     closed forms that need no graph: the star, the value of a topology kind vs K
 :mod:`.montecarlo`   Monte Carlo cover moves and unlearning latencies, vectorised across runs
-:mod:`.hitting`      exact hitting times and the expected unlearning latency
+:mod:`.hitting`      exact hitting times and expected removal latencies
 :mod:`.bounds`       Matthews' bounds
 :mod:`.iteration`    the cover iteration of one recorded walk
 :mod:`.common`       argument checks, start distributions, harmonic numbers
@@ -27,7 +27,7 @@ chain and one-step sampler (Monte Carlo). One module per job:
 
 Every function takes a :class:`networkx.Graph` or an :class:`~gossipsim.scheduling.IndexedGraph`, a
 scheduler name (see :data:`~gossipsim.scheduling.SCHEDULER_KINDS`), and nodes by their *labels*, as
-scenario files and the CLI name them (``expected_unlearning_latency(G, "Medici")``; on a graph whose
+scenario files and the CLI name them (``next_visit_latency(G, "Medici")``; on a graph whose
 nodes are 0..K−1 the label is the index). Arrays over nodes (hitting times, visit counts) are in
 ``graph.nodes`` order; :func:`node_index` maps a label to its position. The closed forms of
 :mod:`.formulas`, which have no graph, take node indices of the graph the topology kind builds. Randomness comes only from the
@@ -52,12 +52,21 @@ from .formulas import (
 )
 from .hitting import (
     MATTHEWS_MAX_NODES,
+    RemovalLatencyLaw,
     all_pairs_hitting_times,
+    expected_removal_latency,
     expected_unlearning_latency,
     hitting_times_to,
+    next_visit_latency,
+    removal_latency_law,
 )
 from .iteration import cover_iteration
-from .montecarlo import monte_carlo_cover_moves, monte_carlo_unlearning_latency, summarize
+from .montecarlo import (
+    monte_carlo_cover_moves,
+    monte_carlo_removal_latency,
+    monte_carlo_unlearning_latency,
+    summarize,
+)
 
 __all__ = [
     "EXACT_COVER_MAX_NODES",
@@ -70,13 +79,18 @@ __all__ = [
     "cover_iteration",
     "exact_cover_moves",
     "exact_cover_moves_with_method",
+    "RemovalLatencyLaw",
+    "expected_removal_latency",
     "expected_unlearning_latency",
     "harmonic",
     "hitting_times_to",
     "matthews_bounds",
     "monte_carlo_cover_moves",
+    "monte_carlo_removal_latency",
     "monte_carlo_unlearning_latency",
+    "next_visit_latency",
     "node_index",
+    "removal_latency_law",
     "star_cover_moves",
     "summarize",
     "theoretical_cover",

@@ -1,25 +1,37 @@
-"""Exact hitting times of the token walk and the expected unlearning latency.
+"""Exact hitting times of the token walk and exact expectations of the removal latency.
 
 Hitting time
     ``H(v, k) = E_v[min{t ≥ 0 : X_t = k}]`` (so ``H(k, k) = 0``), the solution of
     ``(I − P)|_{V∖k} h = 1`` (Aldous & Fill, "Reversible Markov chains and random walks on graphs",
     ch. 2 §2), with ``P`` the scheduler's transition matrix.
-Unlearning latency of node k
-    a request arrives before slot ``r``; the holder of slot ``r`` is drawn from π (default);
-    the latency is 1 if that holder is ``k``, else ``1 +`` the moves until ``k`` holds the token, so
-    ``E[latency] = 1 + Σ_v π(v)·H(v, k)``. On the complete graph: ``1/K + K − 1``.
+Removal latency of a request for node k arriving before slot ``r`` (what a run measures)
+    0 when k had not held the token in slots ``1 .. r − 1`` (it contributed nothing), else 1 if k
+    holds slot ``r`` and ``1 +`` the moves until it does otherwise. Its exact expectation
+    (:func:`expected_removal_latency`) uses the law of the walk at slot ``r`` jointly with whether
+    k was visited: with ``μ`` the law of the first holder, ``P(X_r = v) = (μ P^{r−1})(v)`` and
+    ``P(X_r = v, k unvisited in 1..r−1)`` from the walk killed at k; then
+    ``E[L] = Σ_v P(X_r = v, k visited before r) · (1 + H(v, k))`` (the Markov property: what
+    follows slot r depends on the past only through ``X_r``).
+Next-visit latency from a given holder (:func:`next_visit_latency`)
+    the holder of slot ``r`` drawn from a distribution w (default π) and k's contribution present:
+    ``1 + Σ_v w(v)·H(v, k)``; on the complete graph ``1/K + K − 1``. It is the limit of the
+    removal latency's expectation for a request arriving long after the start (the walk mixed and
+    k visited), not its value at a given slot.
 
 The ``uniform`` scheduler has the closed form ``H(v, k) = K`` (v ≠ k).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+import warnings
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ConfigError
+from ..scheduling import IndexedGraph, Scheduler
 from .common import Graph, Start, prepare, resolve_node, start_weights
 
 MATTHEWS_MAX_NODES = 5000
@@ -57,20 +69,156 @@ def hitting_times_to(
     return h
 
 
+def next_visit_latency(
+    graph: Graph,
+    node: Hashable,
+    scheduler: str = "metropolis-hastings",
+    holder: Start = "stationary",
+) -> float:
+    """``1 + Σ_v w(v)·H(v, k)``: the expected slots until node ``k`` (labelled ``node``:
+    ``next_visit_latency(G, "Medici")``) holds the token, the first slot included, when the holder
+    of that slot is drawn from w (``holder``: ``"stationary"``, the default, π; ``"uniform"``; or
+    a node label).
+
+    This is the removal latency of a request arriving at a holder drawn from w with k's
+    contribution in the state, e.g. long after the start. For a request at a given slot of a run,
+    whose holder has the walk's law at that slot and which costs nothing when k had not yet held
+    the token, use :func:`expected_removal_latency`.
+    """
+    g, sched = prepare(graph, scheduler)
+    w = start_weights(g, sched, holder)
+    return 1.0 + float(w @ hitting_times_to(g, node, sched.kind))
+
+
 def expected_unlearning_latency(
     graph: Graph,
     node: Hashable,
     scheduler: str = "metropolis-hastings",
     start: Start = "stationary",
 ) -> float:
-    """``1 + Σ_v w(v)·H(v, k)`` where w is the distribution of the first holder after the request
-    for node ``k`` (labelled ``node``: ``expected_unlearning_latency(G, "Medici")``).
+    """Deprecated name of :func:`next_visit_latency` (``start`` is its ``holder``): the value from a
+    holder drawn from a distribution, not the expectation of a request at a given slot
+    (:func:`expected_removal_latency`)."""
+    warnings.warn(
+        "expected_unlearning_latency is now next_visit_latency (the latency from a holder drawn "
+        "from a distribution); for a request at a slot use expected_removal_latency",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return next_visit_latency(graph, node, scheduler, holder=start)
 
-    ``start`` is ``"stationary"`` (default, π), ``"uniform"`` or a node label.
+
+#: the most work (transitions × stored entries of P, at least 64 per transition) the exact law at a
+#: slot may take: about 2-5 s; the laws usually settle long before (see :func:`removal_latency_law`)
+MAX_LAW_WORK = 300_000_000
+#: the laws are taken as settled when one transition changes them by less than this (L1)
+SETTLED = 1e-15
+
+
+@dataclass(frozen=True)
+class RemovalLatencyLaw:
+    """What :func:`removal_latency_law` computes for a request for node ``node`` (an index)
+    arriving before slot ``at_slot``."""
+
+    node: int
+    at_slot: int
+    #: E[removal latency] (slots), counting 0 for a node that had not held the token
+    mean: float
+    #: P(the node had not held the token in slots 1 .. at_slot − 1): the latency is then 0
+    nothing_to_remove: float
+    #: transitions computed (fewer than at_slot − 1 once the laws had settled)
+    transitions: int
+
+
+def removal_latency_law(
+    graph: Graph,
+    node: Hashable,
+    at_slot: int,
+    scheduler: str = "metropolis-hastings",
+    start: Start = "uniform",
+) -> RemovalLatencyLaw:
+    """The exact expectation of the removal latency that a run measures for a request for ``node``
+    arriving before slot ``at_slot`` (``r``), in a run whose first holder is drawn from ``start``
+    (``"uniform"``, the scenario default; ``"stationary"``; or a node label).
+
+    With ``u_i(v) = P(X_i = v, k ∉ {X_1 .. X_i})`` (the walk killed at k: ``u_1 = μ`` off k,
+    ``u_{i+1} = (u_i P)`` off k) and ``p_i = μ P^{i−1}``, the holder of slot r and whether k held the
+    token before it have ``P(X_r = v, k unvisited) = (u_{r−1} P)(v)`` and ``P(X_r = v, k visited) =
+    p_r(v) − (u_{r−1} P)(v)``, so ``E[L] = Σ_v P(X_r = v, k visited)·(1 + H(v, k))`` (module
+    docstring). The laws are iterated one transition at a time, stopping early once ``p`` no longer
+    changes (to :data:`SETTLED`) and ``u`` has no mass left. A slot too late for that within
+    :data:`MAX_LAW_WORK` is a :class:`ConfigError` naming ``at_slot``.
     """
+    if isinstance(at_slot, bool) or not isinstance(at_slot, int | np.integer) or at_slot < 1:
+        raise ConfigError("at_slot", f"must be an integer slot >= 1, got {at_slot!r}")
+    r = int(at_slot)
     g, sched = prepare(graph, scheduler)
-    w = start_weights(g, sched, start)
-    return 1.0 + float(w @ hitting_times_to(g, node, sched.kind))
+    k = resolve_node(g, node, "node")
+    if r == 1 or g.size == 1:  # nothing held the token before the first slot
+        return RemovalLatencyLaw(k, r, 0.0, 1.0, 0)
+    mu = start_weights(g, sched, start)
+    step, cost = _transition(g, sched)
+    law = mu.copy()  # p_i, i = 1
+    unvisited = mu.copy()
+    unvisited[k] = 0.0  # u_1
+    transitions = 0
+    law_settled = False
+    for _ in range(r - 2):  # up to i = r − 1
+        if transitions * cost > MAX_LAW_WORK:
+            raise ConfigError(
+                "at_slot",
+                f"the exact law at slot {r:,} of this walk on {g.size:,} nodes takes more than "
+                f"{MAX_LAW_WORK:,} operations (it had not settled after {transitions:,} slots)",
+            )
+        if not law_settled:
+            following = step(law)
+            law_settled = float(np.abs(following - law).sum()) <= SETTLED
+            law = following
+        unvisited = step(unvisited)
+        unvisited[k] = 0.0
+        transitions += 1
+        if law_settled and float(unvisited.sum()) <= SETTLED * 1e-3:
+            break
+    law_r = law if law_settled else step(law)
+    fresh = step(unvisited)  # P(X_r = v, k unvisited in 1..r−1)
+    visited = np.clip(law_r - fresh, 0.0, None)
+    hitting = hitting_times_to(g, g.labels[k], sched.kind)
+    mean = float(visited @ (1.0 + hitting))
+    return RemovalLatencyLaw(k, r, mean, float(min(fresh.sum(), 1.0)), transitions + 1)
+
+
+def expected_removal_latency(
+    graph: Graph,
+    node: Hashable,
+    at_slot: int,
+    scheduler: str = "metropolis-hastings",
+    start: Start = "uniform",
+) -> float:
+    """E[removal latency] of a request for ``node`` arriving before slot ``at_slot`` in a run whose
+    first holder is drawn from ``start`` (:func:`removal_latency_law`): what the mean of the
+    ``removal_latency`` column estimates when the node's next visit removes its contribution.
+
+    >>> import networkx as nx
+    >>> round(expected_removal_latency(nx.complete_graph(10), 0, at_slot=10_000), 6)  # 1/K + K − 1
+    9.1
+    >>> expected_removal_latency(nx.complete_graph(10), 0, at_slot=1)  # nothing to remove yet
+    0.0
+    """
+    return removal_latency_law(graph, node, at_slot, scheduler, start).mean
+
+
+def _transition(
+    g: IndexedGraph, sched: Scheduler
+) -> tuple[Callable[[np.ndarray], np.ndarray], int]:
+    """``v ↦ v P`` for a row vector v (the law one slot later), and its cost in operations."""
+    n = g.size
+    if sched.kind == "uniform":  # every holder is uniform whatever came before
+        return (lambda v: np.full(n, v.sum() / n)), n
+    pt = sched.transition_matrix(g).T.tocsr()
+    if n <= 256:  # a dense product is faster than a sparse one at this size
+        dense = pt.toarray()
+        return (lambda v: dense @ v), max(n * n, 64)
+    return (lambda v: pt @ v), max(int(pt.nnz), 64)
 
 
 def all_pairs_hitting_times(graph: Graph, scheduler: str = "metropolis-hastings") -> np.ndarray:
