@@ -19,6 +19,7 @@ single-threaded worker processes for the duration of the sweep.
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
 import os
 import signal
 import threading
@@ -369,17 +370,33 @@ class DaskCluster(Executor):
         self.local: Any = None
         address: Any = cluster
         if workers is not None:
+            if getattr(multiprocessing.current_process(), "_inheriting", False):
+                # a worker process Dask is starting, importing the user's script again because
+                # it calls gs.run without an `if __name__ == "__main__":` guard: leave quietly
+                # (no traceback per worker); the calling process says what to do
+                raise SystemExit(1)
             # the cluster's processes inherit an ignored SIGINT: Ctrl-C is for this process to
             # handle (it closes the cluster), not for every worker to print a traceback about
-            with _sigint_ignored():
-                self.local = LocalCluster(
-                    n_workers=workers,
-                    threads_per_worker=1,
-                    processes=True,
-                    dashboard_address=":0",  # a free port: no clash with another cluster
-                    # (Dask serves its HTTP routes even without a dashboard, on 8787 by default)
-                    silence_logs=50,
-                )
+            try:
+                with _sigint_ignored():
+                    self.local = LocalCluster(
+                        n_workers=workers,
+                        threads_per_worker=1,
+                        processes=True,
+                        dashboard_address=":0",  # a free port: no clash with another cluster
+                        # (Dask serves its HTTP routes even without a dashboard, on 8787 by
+                        # default)
+                        silence_logs=50,
+                    )
+            except RuntimeError as exc:
+                if "failed to start" not in str(exc):
+                    raise
+                raise ConfigError(
+                    "--cluster",
+                    f"the local Dask cluster's worker processes failed to start ({exc}); in a "
+                    'script, call gs.run inside `if __name__ == "__main__":` (each worker '
+                    "process imports the script again)",
+                ) from None
             address = self.local
         try:
             self.client = Client(address, timeout=f"{CLUSTER_TIMEOUT_S}s", set_as_default=False)
