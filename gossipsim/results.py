@@ -518,9 +518,9 @@ def with_censoring(requests: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     out = requests.drop(columns=[c for c in CENSORING_COLUMNS if c in requests.columns])
     arrived = out["request_iteration"].notna().to_numpy()
     removal = out["removal_latency"].notna().to_numpy()
-    out["served"] = pd.array(
-        [bool(r) if a else None for a, r in zip(arrived, removal, strict=True)], dtype="boolean"
-    )
+    served = pd.array(removal, dtype="boolean")
+    served[~arrived] = pd.NA
+    out["served"] = served
     latencies = [c for c in LATENCIES if c in out.columns]
     missing = (
         out[latencies].isna().any(axis=1).to_numpy() if latencies else np.zeros(len(out), bool)

@@ -11,6 +11,7 @@ import numpy as np
 
 from . import cover as ct
 from .errors import ConfigError
+from .scheduling import scheduler_for
 
 # exact hitting times by a sparse solve stay well under a second below this size
 THEORY_MAX_NODES = 20_000
@@ -93,15 +94,17 @@ def theory_for(world: Any, arrival_slots: Mapping[int, int] | None = None) -> di
             out["theoretical_cover_method"] = theory.method
             out["theoretical_cover_assumes"] = theory.assumes
     if world.requests and world.nodes <= THEORY_MAX_NODES:
+        labels = world.indexed.labels
+        hitting = {  # one sparse solve per requested node
+            r.node: ct.hitting_times_to(world.indexed, labels[r.node], kind) for r in world.requests
+        }
         out["removal_latency"] = [
-            removal_latency_entry(world, r, (arrival_slots or {}).get(r))
+            removal_latency_entry(world, r, (arrival_slots or {}).get(r), hitting)
             for r in range(len(world.requests))
         ]
-        out["next_visit_latency"] = {
-            str(world.indexed.labels[r.node]): ct.next_visit_latency(
-                world.indexed, world.indexed.labels[r.node], kind, holder="stationary"
-            )
-            for r in world.requests
+        pi = scheduler_for(kind).stationary(world.indexed)
+        out["next_visit_latency"] = {  # 1 + Σ_v π(v) H(v, k): ct.next_visit_latency
+            str(labels[node]): 1.0 + float(pi @ h) for node, h in hitting.items()
         }
         out["next_visit_latency_assumes"] = (
             "holder drawn from the stationary distribution of the "
@@ -125,8 +128,11 @@ def request_slot(world: Any, request: int, observed: int | None) -> int | None:
     return int(observed) if observed is not None and free_hops else None
 
 
-def removal_latency_entry(world: Any, request: int, observed: int | None) -> dict[str, Any]:
-    """The ``removal_latency`` entry of one request (see :func:`theory_for`)."""
+def removal_latency_entry(
+    world: Any, request: int, observed: int | None, hitting: Mapping[int, np.ndarray]
+) -> dict[str, Any]:
+    """The ``removal_latency`` entry of one request (see :func:`theory_for`); ``hitting``: the
+    hitting times to each requested node (by index)."""
     req = world.requests[request]
     label = world.indexed.labels[req.node]
     entry: dict[str, Any] = {"request": request, "node": label, "at_slot": None, "expected": None}
@@ -147,7 +153,7 @@ def removal_latency_entry(world: Any, request: int, observed: int | None) -> dic
     try:
         law = ct.removal_latency_law(
             world.indexed, label, slot, kind, world.indexed.labels[start]
-            if isinstance(start, int) else start,
+            if isinstance(start, int) else start, hitting=hitting[req.node],
         )  # fmt: skip
     except ConfigError as exc:  # a slot too late for the exact law on this graph
         entry["method"] = f"not computed: {exc.message}"

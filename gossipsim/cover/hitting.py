@@ -136,6 +136,8 @@ def removal_latency_law(
     at_slot: int,
     scheduler: str = "metropolis-hastings",
     start: Start = "uniform",
+    *,
+    hitting: np.ndarray | None = None,
 ) -> RemovalLatencyLaw:
     """The exact expectation of the removal latency that a run measures for a request for ``node``
     arriving before slot ``at_slot`` (``r``), in a run whose first holder is drawn from ``start``
@@ -147,7 +149,8 @@ def removal_latency_law(
     p_r(v) − (u_{r−1} P)(v)``, so ``E[L] = Σ_v P(X_r = v, k visited)·(1 + H(v, k))`` (module
     docstring). The laws are iterated one transition at a time, stopping early once ``p`` no longer
     changes (to :data:`SETTLED`) and ``u`` has no mass left. A slot too late for that within
-    :data:`MAX_LAW_WORK` is a :class:`ConfigError` naming ``at_slot``.
+    :data:`MAX_LAW_WORK` is a :class:`ConfigError` naming ``at_slot``. ``hitting``: the node's
+    :func:`hitting_times_to`, when the caller has them already.
     """
     if isinstance(at_slot, bool) or not isinstance(at_slot, int | np.integer) or at_slot < 1:
         raise ConfigError("at_slot", f"must be an integer slot >= 1, got {at_slot!r}")
@@ -182,7 +185,8 @@ def removal_latency_law(
     law_r = law if law_settled else step(law)
     fresh = step(unvisited)  # P(X_r = v, k unvisited in 1..r−1)
     visited = np.clip(law_r - fresh, 0.0, None)
-    hitting = hitting_times_to(g, g.labels[k], sched.kind)
+    if hitting is None:
+        hitting = hitting_times_to(g, g.labels[k], sched.kind)
     mean = float(visited @ (1.0 + hitting))
     return RemovalLatencyLaw(k, r, mean, float(min(fresh.sum(), 1.0)), transitions + 1)
 
