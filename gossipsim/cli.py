@@ -481,10 +481,20 @@ def _request_line(entry: dict[str, Any], rows: Any) -> str:
 
 
 def _expected_text(entry: dict[str, Any]) -> str:
-    """What the simulated removal latency is compared with, named for what it is."""
+    """What the simulated removal latency is compared with, named for what it is: the exact
+    expectation at the request's slot and, when some runs ended before serving it, the exact
+    counterpart of the restricted mean (runs see latencies up to τ − 1)."""
     exact = entry.get("expected_removal_latency") or {}
     if exact.get("value") is not None:
-        return f" ({exact['label']}: {exact['value']:.2f})"
+        text = f"{exact['label']}: {exact['value']:.2f}"
+        seen = entry.get("removal_latency") or {}
+        if seen.get("observed", 0) < seen.get("total", 0) and exact.get("restricted_value"):
+            tau = exact["restricted_to"]
+            text += (
+                f"; within the run E[min(L, {tau:,})] = {exact['restricted_value']:.2f}, served "
+                f"with probability {exact['served_within_run']:.2f}"
+            )
+        return f" ({text})"
     if entry.get("next_visit_latency") is not None:
         return (
             f" (no exact expectation at this request; from a stationary holder with the node "

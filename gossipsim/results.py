@@ -167,7 +167,8 @@ class Results:
         (``mean_of_observed``, biased low when some were censored), the Kaplan–Meier median and the
         restricted mean up to ``restricted_to`` (:mod:`gossipsim.censoring`), and for the removal
         latency the exact expectation at the request's slot where known (``expected``, with
-        ``expected_method``). The variant's swept keys are typed columns, as in the other tables.
+        ``expected_method``) and E[min(latency, restricted_to)] (``expected_restricted``: what the
+        restricted mean estimates when runs end before serving the request). The variant's swept keys are typed columns, as in the other tables.
 
         >>> res.request_summary().query("latency == 'removal_latency'")  # doctest: +SKIP
         """
@@ -190,6 +191,11 @@ class Results:
                             "latency": column,
                             **entry[column],
                             "expected": exact.get("value") if column == "removal_latency" else None,
+                            "expected_restricted": (
+                                exact.get("restricted_value")
+                                if column == "removal_latency"
+                                else None
+                            ),
                             "expected_method": (
                                 exact.get("method") if column == "removal_latency" else None
                             ),
@@ -203,7 +209,7 @@ class Results:
         table = pd.DataFrame(rows)
         if not len(table):
             return table
-        for name in ("expected", "next_visit_latency"):
+        for name in ("expected", "expected_restricted", "next_visit_latency"):
             table[name] = table[name].astype(float)
         table["latency"] = pd.Categorical(table["latency"], categories=list(LATENCIES))
         return tidy(table, self.variants, [v.values for v in self.study.variants])
@@ -940,6 +946,9 @@ def request_summaries(
                 "label": expected_label(e),
                 "method": e.get("method"),
                 "nothing_to_remove": e.get("nothing_to_remove"),
+                "restricted_to": e.get("restricted_to"),
+                "restricted_value": e.get("restricted_expected"),
+                "served_within_run": e.get("served_within_run"),
             }
         if str(node) in next_visit:
             entry["next_visit_latency"] = next_visit[str(node)]

@@ -46,7 +46,10 @@ def theory_for(world: Any, arrival_slots: Mapping[int, int] | None = None) -> di
       removal latency the runs measure (``expected``, :func:`gossipsim.cover.removal_latency_law`:
       the walk's law at the request's slot from the scenario's start, 0 when the node had not held
       the token before it) with ``nothing_to_remove`` (the probability of that 0) and ``method``
-      saying what was computed; for a request at a time whose slot depends on the walk (links that
+      saying what was computed; for runs of n = ``scenario.iterations`` slots, which see latencies
+      up to n − r + 1, also ``restricted_expected`` = E[min(L, τ)] with τ = ``restricted_to`` =
+      n − r + 2 (what a Kaplan–Meier restricted mean of censored runs estimates) and
+      ``served_within_run`` = P(L ≤ n − r + 1); for a request at a time whose slot depends on the walk (links that
       take time), or a slot too late for the exact law, ``expected`` is None and ``method`` says
       why (graphs up to 20,000 nodes);
     * ``next_visit_latency`` of each requested node: the expected slots until it holds the token
@@ -154,11 +157,18 @@ def removal_latency_entry(
         law = ct.removal_latency_law(
             world.indexed, label, slot, kind, world.indexed.labels[start]
             if isinstance(start, int) else start, hitting=hitting[req.node],
+            horizon=max(world.scenario.run.iterations - slot + 2, 1),
         )  # fmt: skip
     except ConfigError as exc:  # a slot too late for the exact law on this graph
         entry["method"] = f"not computed: {exc.message}"
         return entry
     where = f"node {world.indexed.labels[start]}" if isinstance(start, int) else f"a {start} node"
+    if law.restricted_mean is not None:  # what a run of scenario.iterations slots can see
+        entry.update(
+            restricted_to=law.horizon,
+            restricted_expected=law.restricted_mean,
+            served_within_run=law.served_within,
+        )
     entry.update(
         expected=law.mean,
         nothing_to_remove=law.nothing_to_remove,

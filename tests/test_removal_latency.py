@@ -58,9 +58,12 @@ def _walk_matrix(graph: nx.Graph, kind: str) -> np.ndarray:
     return p
 
 
-def _by_dynamic_programme(graph: nx.Graph, node, r: int, kind: str, start: str) -> float:
-    """E[L] = Σ_{ℓ ≥ 0} P(L > ℓ) over the chain (holder, node seen before the request): the
-    node's mass is carried on the walk until slot r, then killed at the node; no hitting times."""
+def _by_dynamic_programme(
+    graph: nx.Graph, node, r: int, kind: str, start: str, horizon: int = 10**9
+) -> float:
+    """E[min(L, horizon)] = Σ_{ℓ < horizon} P(L > ℓ) over the chain (holder, node seen before the
+    request): the node's mass is carried on the walk until slot r, then killed at the node; no
+    hitting times."""
     p = _walk_matrix(graph, kind)
     n = p.shape[0]
     k = list(graph).index(node)
@@ -76,7 +79,7 @@ def _by_dynamic_programme(graph: nx.Graph, node, r: int, kind: str, start: str) 
         carried[k] += was_node
         seen, fresh = carried @ p, fresh_off @ p
     total, alive = 0.0, seen.copy()  # P(L > 0) = P(seen)
-    for _ in range(1_000_000):
+    for _ in range(min(horizon, 1_000_000)):
         mass = alive.sum()
         total += mass
         if mass < 1e-15:
@@ -102,6 +105,20 @@ def test_agrees_with_an_independent_dynamic_programme(graph, node, kind, start, 
     assert law.mean == pytest.approx(
         _by_dynamic_programme(graph, node, r, kind, start), rel=1e-9, abs=1e-9
     )
+
+
+@pytest.mark.parametrize(("graph", "node", "kind", "start"), CASES[:3])
+@pytest.mark.parametrize(("r", "horizon"), [(2, 1), (31, 7), (400, 60), (5, 10**6)])
+def test_restricted_to_a_horizon_agrees_with_the_dynamic_programme(
+    graph, node, kind, start, r, horizon
+) -> None:
+    law = ct.removal_latency_law(graph, node, r, kind, start, horizon=horizon)
+    assert law.restricted_mean == pytest.approx(
+        _by_dynamic_programme(graph, node, r, kind, start, horizon), rel=1e-9, abs=1e-9
+    )
+    assert law.restricted_mean <= law.mean + 1e-9 and 0 <= law.served_within <= 1
+    if horizon == 10**6:
+        assert law.restricted_mean == pytest.approx(law.mean, rel=1e-9)
 
 
 def test_tends_to_the_next_visit_latency_long_after_the_start() -> None:
@@ -218,6 +235,12 @@ def test_monte_carlo_at_a_slot_agrees_with_the_exact_expectation(graph, node, ki
     assert abs(x.mean() - law.mean) < 4 * x.std(ddof=1) / math.sqrt(x.size)
     p0 = law.nothing_to_remove
     assert abs((x == 0).mean() - p0) < 4 * math.sqrt(p0 * (1 - p0) / x.size) + 1e-12
+    tau = 12
+    cut = ct.removal_latency_law(graph, node, r, kind, start, horizon=tau)
+    held = np.minimum(x, tau)
+    assert abs(held.mean() - cut.restricted_mean) < 4 * held.std(ddof=1) / math.sqrt(x.size)
+    p = cut.served_within
+    assert abs((x <= tau - 1).mean() - p) < 4 * math.sqrt(p * (1 - p) / x.size) + 1e-12
 
 
 def test_hitting_command_at_a_slot(capsys):
@@ -237,3 +260,24 @@ def test_hitting_command_at_a_slot(capsys):
     assert out["exact_latency"] == pytest.approx(ct.next_visit_latency(nx.karate_club_graph(), 33))
     assert main([*args, "--at-slot", "5", "--start", "99"]) == 2
     assert "--start" in capsys.readouterr().err
+
+
+def test_a_request_near_the_end_is_compared_within_the_run() -> None:
+    """Node 33 asked to be forgotten at slot 390 of 400-slot runs: most runs end before its next
+    visit. The Kaplan–Meier restricted mean (censored runs counted at τ = 12) estimates the exact
+    E[min(L, 12)] that summary.json carries beside the unrestricted expectation (within 4 SE),
+    and the share served within the run is P(L ≤ 11)."""
+    raw = _karate({"at_iteration": 390}, 2000)
+    raw["scenario"] = {**raw["scenario"], "iterations": 400}
+    res = gs.run(raw)
+    rows = res.requests
+    assert (~rows["served"]).sum() > 500  # heavily censored
+    entry = res.theory["k"]["removal_latency"][0]
+    assert entry["restricted_to"] == 400 - 390 + 2
+    held = rows["removal_latency"].astype(float).fillna(12.0).to_numpy()
+    assert abs(held.mean() - entry["restricted_expected"]) < 4 * held.std(ddof=1) / math.sqrt(2000)
+    p = entry["served_within_run"]
+    assert abs(rows["served"].mean() - p) < 4 * math.sqrt(p * (1 - p) / 2000)
+    summary = res.request_entries("k")[0]
+    assert summary["removal_latency"]["restricted_mean"] == pytest.approx(held.mean())
+    assert entry["expected"] > 2 * entry["restricted_expected"]  # the two must not be confused

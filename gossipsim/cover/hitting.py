@@ -23,6 +23,7 @@ The ``uniform`` scheduler has the closed form ``H(v, k) = K`` (v ≠ k).
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
@@ -128,6 +129,11 @@ class RemovalLatencyLaw:
     nothing_to_remove: float
     #: transitions computed (fewer than at_slot − 1 once the laws had settled)
     transitions: int
+    #: with a ``horizon`` τ: E[min(L, τ)] (what a Kaplan–Meier restricted mean to τ estimates)
+    restricted_mean: float | None = None
+    #: with a ``horizon`` τ: P(L ≤ τ − 1), the chance the request is served within τ − 1 slots
+    served_within: float | None = None
+    horizon: int | None = None
 
 
 def removal_latency_law(
@@ -138,6 +144,7 @@ def removal_latency_law(
     start: Start = "uniform",
     *,
     hitting: np.ndarray | None = None,
+    horizon: int | None = None,
 ) -> RemovalLatencyLaw:
     """The exact expectation of the removal latency that a run measures for a request for ``node``
     arriving before slot ``at_slot`` (``r``), in a run whose first holder is drawn from ``start``
@@ -151,6 +158,12 @@ def removal_latency_law(
     changes (to :data:`SETTLED`) and ``u`` has no mass left. A slot too late for that within
     :data:`MAX_LAW_WORK` is a :class:`ConfigError` naming ``at_slot``. ``hitting``: the node's
     :func:`hitting_times_to`, when the caller has them already.
+
+    With a ``horizon`` τ ≥ 1 (a run of n slots observes latencies up to n − r + 1: τ = n − r + 2)
+    also ``restricted_mean`` = E[min(L, τ)] = Σ_{ℓ<τ} P(L > ℓ) and ``served_within`` =
+    P(L ≤ τ − 1), from the walk killed at k after slot r (``P(L > ℓ)`` for ℓ ≥ 1 is the mass that
+    held the node before r and avoided it in slots r .. r + ℓ − 1); None when that takes more than
+    :data:`MAX_LAW_WORK`.
     """
     if isinstance(at_slot, bool) or not isinstance(at_slot, int | np.integer) or at_slot < 1:
         raise ConfigError("at_slot", f"must be an integer slot >= 1, got {at_slot!r}")
@@ -158,7 +171,10 @@ def removal_latency_law(
     g, sched = prepare(graph, scheduler)
     k = resolve_node(g, node, "node")
     if r == 1 or g.size == 1:  # nothing held the token before the first slot
-        return RemovalLatencyLaw(k, r, 0.0, 1.0, 0)
+        nothing = RemovalLatencyLaw(k, r, 0.0, 1.0, 0)
+        if horizon is None:
+            return nothing
+        return dataclasses.replace(nothing, restricted_mean=0.0, served_within=1.0, horizon=horizon)
     mu = start_weights(g, sched, start)
     step, cost = _transition(g, sched)
     law = mu.copy()  # p_i, i = 1
@@ -188,7 +204,39 @@ def removal_latency_law(
     if hitting is None:
         hitting = hitting_times_to(g, g.labels[k], sched.kind)
     mean = float(visited @ (1.0 + hitting))
-    return RemovalLatencyLaw(k, r, mean, float(min(fresh.sum(), 1.0)), transitions + 1)
+    law_ = RemovalLatencyLaw(k, r, mean, float(min(fresh.sum(), 1.0)), transitions + 1)
+    if horizon is None:
+        return law_
+    restricted, beyond = _restricted(step, cost, visited, k, int(horizon))
+    if restricted is None:
+        return law_
+    return dataclasses.replace(
+        law_, restricted_mean=restricted, served_within=1.0 - beyond, horizon=int(horizon)
+    )
+
+
+def _restricted(
+    step: Callable[[np.ndarray], np.ndarray], cost: int, visited: np.ndarray, k: int, tau: int
+) -> tuple[float | None, float]:
+    """(E[min(L, τ)], P(L > τ − 1)) from ``visited`` = P(X_r = v, k held a slot before r): with
+    a(ℓ) the mass that also avoided k in slots r .. r + ℓ − 1, P(L > ℓ) = Σ a(ℓ) (a(0) =
+    visited). (None, nan) when it would take more than :data:`MAX_LAW_WORK`."""
+    if tau < 1:
+        raise ConfigError("horizon", f"must be an integer >= 1, got {tau!r}")
+    alive = visited.copy()
+    total = 0.0
+    for ell in range(tau):
+        tail = float(alive.sum())  # P(L > ℓ)
+        total += tail
+        if ell == tau - 1:
+            return total, tail
+        if tail <= SETTLED * 1e-3:  # nothing left to wait for: the later terms are 0
+            return total, 0.0
+        if ell * cost > MAX_LAW_WORK:
+            return None, float("nan")
+        alive[k] = 0.0  # k holds slot r + ℓ: removed there
+        alive = step(alive)
+    return total, 0.0  # τ = 0 is refused above: not reached
 
 
 def expected_removal_latency(
