@@ -26,7 +26,7 @@ from .executors import Executor, Outcome, Task, describe_error, start_executor, 
 from .graphfiles import MAX_SAVED_NODES
 from .runner import World, build_world
 from .scenario import Study, load_scenario, parse_study
-from .store import RunStore
+from .store import RunStore, study_record
 
 if TYPE_CHECKING:  # the tables need pandas: imported by run() alone, not by check() (validate)
     from .results import Results
@@ -49,6 +49,7 @@ def run(
     resume: bool = False,
     make_plots: Callable[[Results, Path], None] | None = None,
     progress: bool | None = None,
+    tables: str | None = None,
 ) -> Results:
     """Run every variant of a scenario and return its :class:`~gossipsim.results.Results`.
 
@@ -65,10 +66,13 @@ def run(
     With ``out`` finished runs are committed to that folder in batches as they complete (a kill
     loses at most about a second of finished runs, :mod:`gossipsim.store`) and the tables (and
     the figures, with ``make_plots``) are written there at the end; ``resume=True`` continues an
-    interrupted sweep in ``out``. ``progress`` shows a progress bar (runs done / total, rate,
-    ETA): ``True`` always, ``False`` never, ``None`` (the default) where a user is watching: in a
-    Jupyter notebook or an IPython session (a widget where ipywidgets is installed, else text) and
-    on a terminal, not in a script whose stderr goes to a file.
+    interrupted sweep in ``out`` (a finished one is read back: nothing is run, the figures are
+    drawn again). ``tables`` says which files hold the tables in ``out``: ``"auto"`` (the default:
+    CSV, plus Parquet copies where pyarrow is installed), ``"csv"``, ``"parquet"`` (Parquet only)
+    or ``"both"`` (:meth:`Results.write`). ``progress`` shows a progress bar (runs done / total,
+    rate, ETA): ``True`` always, ``False`` never, ``None`` (the default) where a user is watching:
+    in a Jupyter notebook or an IPython session (a widget where ipywidgets is installed, else
+    text) and on a terminal, not in a script whose stderr goes to a file.
 
     Raises :class:`~gossipsim.errors.ConfigError` for bad input (before anything is written) and
     :class:`~gossipsim.results.PostProcessingError` (its ``results`` attribute holds the tables)
@@ -86,17 +90,23 @@ def run(
     study = _with_overrides(study, runs, seed)
     if resume and out is None:
         raise ConfigError("--resume", "needs --out, the folder of the interrupted sweep")
+    from .results import table_formats
+
+    formats = table_formats(tables)
     worlds = check(study)
     engines, notes = choose_engines(study, worlds, engine)
     check_memory(study, worlds, "--runs" if runs is not None else "scenario.runs")
     # read-only checks of the folder (scenario, input files, its parts): nothing is changed yet
     store = RunStore(out, study, resume=resume, open=False) if out is not None else None
+    if store is not None and store.complete:  # a finished sweep: its tables are its runs
+        return _finished(study, store, make_plots, formats)
+    record = store.record if store is not None else study_record(study)
     done = store.finished() if store is not None and resume else set()
     with start_executor(workers, cluster) as executor:
         if store is not None:
             store.open()  # the executor is running: only now is the folder touched
         outcomes = _execute(study, worlds, engines, executor, store, done, progress)
-    return _finish(study, worlds, notes, store, outcomes, make_plots)
+    return _finish(study, worlds, notes, store, outcomes, make_plots, formats, record)
 
 
 def _with_overrides(study: Study, runs: int | None, seed: int | None) -> Study:
@@ -181,6 +191,8 @@ def _finish(
     store: RunStore | None,
     outcomes: dict[Task, Outcome],
     make_plots: Callable[[Results, Path], None] | None,
+    formats: tuple[str, ...],
+    record: dict[str, Any],
 ) -> Results:
     """Merge the outcomes into tables, commit them, then run the steps that may fail (theory is
     recorded per variant, figures drawn last); raise PostProcessingError if any did."""
@@ -188,6 +200,7 @@ def _finish(
 
     ordered = store.load() if store is not None else ((t[0], outcomes[t]) for t in sorted(outcomes))
     results = collect(study, ordered, node_labels=[w.indexed.labels for w in worlds])
+    results.run_record = record
     results.engines = {v.label: note for v, note in zip(study.variants, notes, strict=True)}
     results.graphs = {  # big graphs are built straight into arrays: not kept (nor saved); a
         # graph drawn per run is not the graph of any run
@@ -198,22 +211,69 @@ def _finish(
     folder = store.dir if store is not None else None
     if store is not None:
         try:
-            results.write_tables(store.dir)
-            store.finish()
+            results.write_tables(store.dir, tables=_named(formats))
+            store.finish(done=len(results.runs), failed=len(results.failures))
         except Exception as exc:  # e.g. the disk is full: the parts are kept for --resume
             raise PostProcessingError(
                 results, folder, [*failures, f"writing the tables failed ({describe_error(exc)})"]
             ) from exc
-        if make_plots is not None and len(results.runs):  # nothing to draw if every run failed
-            try:
-                results.write_plots(store.dir, make_plots)
-            except KeyboardInterrupt:  # the sweep is complete: --resume would run it all again
-                failures.append("plotting was interrupted")
-                raise PostProcessingError(results, folder, failures, interrupted=True) from None
-            except Exception as exc:  # any bug or full disk while drawing: the tables stay
-                failures.append(f"plotting failed ({describe_error(exc)})")
+        _plot(results, store.dir, make_plots, failures)
     if failures:
         raise PostProcessingError(results, folder, failures)
+    return results
+
+
+def _named(formats: tuple[str, ...]) -> str:
+    """The ``tables=`` value that writes exactly ``formats``."""
+    return "both" if len(formats) > 1 else formats[0]
+
+
+def _plot(
+    results: Results,
+    folder: Path,
+    make_plots: Callable[[Results, Path], None] | None,
+    failures: list[str],
+) -> None:
+    """Draw the figures into ``folder`` (the tables are committed by now): a failure is added to
+    ``failures``, an interrupt raised as a PostProcessingError."""
+    from .results import PostProcessingError
+
+    if make_plots is None or not len(results.runs):  # nothing to draw if every run failed
+        return
+    try:
+        results.write_plots(folder, make_plots)
+    except KeyboardInterrupt:  # the sweep is complete: --resume draws them again
+        failures.append("plotting was interrupted")
+        raise PostProcessingError(results, folder, failures, interrupted=True) from None
+    except Exception as exc:  # any bug or full disk while drawing: the tables stay
+        failures.append(f"plotting failed ({describe_error(exc)})")
+
+
+def _finished(
+    study: Study,
+    store: RunStore,
+    make_plots: Callable[[Results, Path], None] | None,
+    formats: tuple[str, ...],
+) -> Results:
+    """A finished sweep resumed: its tables read back (nothing is run), written again only in
+    formats they do not have yet (``tables``), and the figures drawn again."""
+    from .results import TABLE_FILE_KINDS, PostProcessingError, load_results
+
+    store.open()  # only removes what a killed process left behind
+    results = load_results(store.dir)
+    results.study = study  # the same scenario (the fingerprints agree), as the caller gave it
+    results.run_record = store.record
+    written = tuple(k for k in TABLE_FILE_KINDS if (store.dir / f"runs.{k}").is_file())
+    failures: list[str] = []
+    if written != formats:
+        try:
+            results.write_tables(store.dir, tables=_named(formats))
+        except Exception as exc:  # the tables of the other formats are still there
+            failures.append(f"writing the tables failed ({describe_error(exc)})")
+            raise PostProcessingError(results, store.dir, failures) from exc
+    _plot(results, store.dir, make_plots, failures)
+    if failures:
+        raise PostProcessingError(results, store.dir, failures)
     return results
 
 
@@ -323,8 +383,17 @@ def choose_engines(study: Study, worlds: list[World], engine: str) -> tuple[list
 
 
 def check(study: Study) -> list[World]:
-    """Build every variant's graph, data and requests once, raising the first user error."""
-    return [build_world(variant.scenario) for variant in study.variants]
+    """Build every variant's graph, data and requests once, raising the first user error (which
+    names the variant, in a sweep)."""
+    worlds = []
+    for variant in study.variants:
+        try:
+            worlds.append(build_world(variant.scenario))
+        except ConfigError as exc:
+            if len(study.variants) == 1:
+                raise
+            raise ConfigError(exc.key, f"{exc.message} (variant {variant.label!r})") from None
+    return worlds
 
 
 def _as_study(scenario: Study | str | os.PathLike[str] | Mapping[str, Any]) -> Study:

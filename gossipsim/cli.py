@@ -141,7 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--resume",
         action="store_true",
-        help="continue an interrupted sweep in --out, skipping finished runs",
+        help="continue an interrupted sweep in --out, skipping finished runs (of a finished "
+        "sweep nothing is run: its figures are drawn again)",
     )
     run.add_argument(
         "--format", choices=("png", "pdf", "svg"), default="png", help="figure format (default png)"
@@ -154,6 +155,14 @@ def build_parser() -> argparse.ArgumentParser:
         "(default) or the mean with its 95%% confidence interval",
     )
     run.add_argument("--no-plots", action="store_true", help="write the tables only")
+    run.add_argument(
+        "--tables",
+        choices=("auto", "csv", "parquet", "both"),
+        default="auto",
+        help="files of the tables: auto (default: CSV, plus Parquet copies when pyarrow is "
+        "installed) | csv | parquet (Parquet only: a fraction of the size and time for large "
+        "studies; needs pyarrow) | both",
+    )
     run.add_argument(
         "--progress",
         choices=("auto", "on", "off"),
@@ -322,7 +331,7 @@ def _error_line(message: str) -> None:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from .api import run
-    from .results import PostProcessingError, Results
+    from .results import PostProcessingError, Results, table_formats
     from .scenario import load_scenario
 
     if args.out is not None and not args.out.strip():
@@ -332,6 +341,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             "--cluster",
             "cannot be combined with --workers: the cluster's workers run the sweep; give one of them",
         )
+    table_formats(args.tables, key="--tables")  # pyarrow, before anything runs
     study = load_scenario(args.file)
     if args.set:
         study = study.replace(dict(parse_set(text) for text in args.set))
@@ -352,7 +362,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             study, runs=args.runs, seed=args.seed, workers=args.workers or 1,
             cluster=args.cluster, engine=args.engine, out=out, resume=args.resume,
             make_plots=None if args.no_plots else make_plots,
-            progress=progress,
+            progress=progress, tables=args.tables,
         )  # fmt: skip
     except PostProcessingError as exc:
         _report(exc.results, out, tables_written=exc.tables_written)

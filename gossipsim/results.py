@@ -35,7 +35,12 @@ from .graphfiles import LAYOUT_KEYS, MAX_SAVED_NODES, graph_files, read_graph, w
 from .measure import BatchOutput, RunOutput
 from .metrics import quantile_summary
 from .scenario import Study, parse_study
-from .store import STAGING_PREFIX  # stale staging folders are removed by the next run on the folder
+from .store import (  # stale staging folders are removed by the next run on the folder
+    PROGRESS_KEYS,
+    STAGING_PREFIX,
+    read_meta,
+)
+from .sweeps import GRAPH_SWEEP_KEY, is_graph_description
 from .tidy import tidy, variant_dtype
 
 if TYPE_CHECKING:
@@ -90,6 +95,10 @@ class Results:
     engines: dict[str, str] = field(default_factory=dict)
     theory_errors: dict[str, str] = field(default_factory=dict)  # variant -> why its theory failed
     graphs: dict[str, nx.Graph] = field(default_factory=dict)
+    #: what ``DIR/.gossipsim/study.json`` records of the runs (the scenario's fingerprint, the
+    #: content hashes of its inputs when they ran: :func:`gossipsim.store.study_record`), written
+    #: with the tables so that ``status`` and ``--resume`` know the folder; None: from the study
+    run_record: dict[str, Any] | None = field(default=None, repr=False)
 
     @property
     def variants(self) -> list[str]:
@@ -236,32 +245,60 @@ class Results:
         out_dir: str | os.PathLike[str],
         *,
         make_plots: Callable[[Results, Path], None] | None = None,
+        tables: str | None = None,
         parquet: bool | None = None,
     ) -> Path:
-        """Write the tables, the summary and (with ``make_plots``) the figures into ``out_dir``.
+        """Write the folder ``gossipsim run`` writes into ``out_dir``: the tables, summary.json,
+        ``graphs/``, the record of the runs (``.gossipsim/study.json``, marked complete: ``gossipsim
+        status`` counts its runs, ``gossipsim run FILE --out DIR --resume`` and ``gs.run(...,
+        out=DIR, resume=True)`` find nothing left to run) and, with ``make_plots``, the figures.
 
-        The tables are CSV files, plus Parquet copies (``metrics.parquet``, ...: column types kept,
-        several times faster to load) when ``parquet`` is true, or, by default, when pyarrow is
-        installed (``pip install 'gossipsim[parquet]'``). Everything is first written to a staging
-        folder inside ``out_dir`` and then renamed into place file by file, so no file is ever half
-        written; Parquet files of an earlier run that this one does not write are removed. The
-        tables and summary are committed before ``make_plots`` is called: if it raises, they stay.
+        ``tables`` says which files hold the tables (:data:`TABLE_FORMATS`): ``"auto"`` (the
+        default) CSV files plus Parquet copies (``metrics.parquet``, ...: column types kept,
+        several times faster to load) when pyarrow is installed (``pip install
+        'gossipsim[parquet]'``), ``"csv"`` CSV only, ``"parquet"`` Parquet only (a fraction of the
+        size for large studies), ``"both"``; the last two need pyarrow. (``parquet=False`` is
+        ``"csv"``, ``parquet=True`` ``"both"``.) Everything is first written to a staging folder
+        inside ``out_dir`` and then renamed into place file by file, so no file is ever half
+        written; table files of an earlier run in a format this one does not write are removed.
+        The tables and summary are committed before ``make_plots`` is called: if it raises, they
+        stay.
         """
-        dest = self.write_tables(out_dir, parquet=parquet)
+        dest = self.write_tables(out_dir, tables=tables, parquet=parquet)
+        self.write_record(dest)
         if make_plots is not None:
             self.write_plots(dest, make_plots)
         return dest
 
-    def write_tables(self, out_dir: str | os.PathLike[str], *, parquet: bool | None = None) -> Path:
-        """Commit the tables (failures.csv included) and summary.json to ``out_dir`` (see
-        :meth:`write`); summary.json is renamed last, so it marks a complete set of tables."""
-        if parquet is None:
-            parquet = parquet_available()
-        elif parquet and not parquet_available():
-            raise ConfigError("parquet", "needs pyarrow: pip install 'gossipsim[parquet]'")
+    def write_record(self, out_dir: str | os.PathLike[str]) -> None:
+        """Record in ``out_dir/.gossipsim/study.json`` that the folder holds the finished runs of
+        this study (:func:`gossipsim.store.mark_complete`), as ``gossipsim run`` does once its
+        tables are written."""
+        from .store import mark_complete, study_record
+
+        record = self.run_record
+        if record is None:
+            try:
+                record = study_record(self.study)
+            except ConfigError:  # an input file is gone: recorded as unknown (--resume refuses)
+                record = {**study_record(self.study, inputs={}), "inputs": None}
+        mark_complete(Path(out_dir), record, done=len(self.runs), failed=len(self.failures))
+
+    def write_tables(
+        self,
+        out_dir: str | os.PathLike[str],
+        *,
+        tables: str | None = None,
+        parquet: bool | None = None,
+    ) -> Path:
+        """Commit the tables (failures included) and summary.json to ``out_dir`` in the formats
+        ``tables`` names (see :meth:`write`; summary.json records them as ``table_formats``);
+        summary.json is renamed last, so it marks a complete set of tables."""
+        formats = table_formats(tables, parquet=parquet)
+        parquet = "parquet" in formats
         dest = Path(out_dir)
         dest.mkdir(parents=True, exist_ok=True)
-        tables = self.tables()
+        frames = self.tables()
         with _staging(dest) as staging, ThreadPoolExecutor(max_workers=1) as pool:
             # the Parquet copies are written beside the CSVs, on a thread of their own: pyarrow's
             # writer releases the GIL, so most of it overlaps the CSV writing (measured on two
@@ -270,30 +307,34 @@ class Results:
             # promise that two threads may use one DataFrame, even only to read it
             parquet_done = (
                 pool.submit(
-                    _write_parquet, {k: t.copy(deep=False) for k, t in tables.items()}, staging
+                    _write_parquet, {k: t.copy(deep=False) for k, t in frames.items()}, staging
                 )
                 if parquet
                 else None
             )
             names = []
-            for stem, table in tables.items():
-                write_csv(table, staging / f"{stem}.csv")  # what to_csv(index=False) writes
-                names.append(f"{stem}.csv")
+            if "csv" in formats:
+                for stem, table in frames.items():
+                    write_csv(table, staging / f"{stem}.csv")  # what to_csv(index=False) writes
+                    names.append(f"{stem}.csv")
             graphs = write_graphs(staging, self.variants, self.graphs, layouts=False)
+            summary = self.summary()
+            summary["table_formats"] = list(formats)
             (staging / "summary.json").write_text(
-                json.dumps(self.summary(), indent=2) + "\n", encoding="utf-8"
+                json.dumps(summary, indent=2) + "\n", encoding="utf-8"
             )
             if parquet_done is not None:
                 names += parquet_done.result()
-            names.append("summary.json")  # put in place last
             shutil.rmtree(dest / GRAPHS, ignore_errors=True)  # graphs of an earlier run
             if graphs:
                 os.replace(staging / GRAPHS, dest / GRAPHS)
             for name in names:
                 os.replace(staging / name, dest / name)
-            if not parquet:
-                for stem in tables:
-                    (dest / f"{stem}.parquet").unlink(missing_ok=True)
+            for stem in frames:  # a format of an earlier run that this one does not write
+                for kind in TABLE_FILE_KINDS:
+                    if kind not in formats:
+                        (dest / f"{stem}.{kind}").unlink(missing_ok=True)
+            os.replace(staging / "summary.json", dest / "summary.json")  # put in place last
         return dest
 
     def plot(
@@ -615,6 +656,38 @@ def parquet_available() -> bool:
     return importlib.util.find_spec("pyarrow") is not None
 
 
+#: ``tables=`` (``--tables``): auto (CSV, plus Parquet copies where pyarrow is installed), csv,
+#: parquet (Parquet only), both
+TABLE_FORMATS = ("auto", "csv", "parquet", "both")
+#: the kinds of table files, by extension
+TABLE_FILE_KINDS = ("csv", "parquet")
+PARQUET_HINT = "pip install 'gossipsim[parquet]'"
+
+
+def table_formats(
+    tables: str | None, *, parquet: bool | None = None, key: str = "tables"
+) -> tuple[str, ...]:
+    """The kinds of table files to write (``("csv",)``, ``("parquet",)`` or both) for ``tables``
+    (:data:`TABLE_FORMATS`; None: ``"auto"``, or what the older ``parquet`` flag says: False
+    ``"csv"``, True ``"both"``); a one-line ConfigError for ``key`` when it is none of them or
+    needs pyarrow where it is not installed."""
+    if tables is not None and parquet is not None:
+        raise ConfigError(key, "give tables or parquet, not both (parquet=True is tables='both')")
+    if tables is None:
+        tables = "auto" if parquet is None else "both" if parquet else "csv"
+    if tables not in TABLE_FORMATS:
+        raise ConfigError(key, f"must be one of {', '.join(TABLE_FORMATS)} (got {tables!r})")
+    if tables == "auto":
+        return ("csv", "parquet") if parquet_available() else ("csv",)
+    if tables == "csv":
+        return ("csv",)
+    if not parquet_available():
+        raise ConfigError(
+            key, f"{tables!r} writes Parquet files, which needs pyarrow: {PARQUET_HINT}"
+        )
+    return ("parquet",) if tables == "parquet" else ("csv", "parquet")
+
+
 def _write_parquet(tables: dict[str, pd.DataFrame], folder: Path) -> list[str]:
     """Each table as ``<stem>.parquet`` in ``folder``; the names written."""
     names = []
@@ -655,14 +728,16 @@ _OLD_TYPES = {
 def load_results(out_dir: str | os.PathLike[str]) -> Results:
     """Read a results folder back into the :class:`Results` that :func:`gossipsim.run` returned:
     the study rebuilt from summary.json's scenario, every table with the same column types (from
-    the Parquet copies when they are there, else from the CSV files, with the types summary.json
-    records), the graphs of ``graphs/``, and the theory, engines and theory errors of summary.json
-    (as JSON holds them: NaN as None, infinities as ``"inf"``).
+    the Parquet files when they are there, else from the CSV files, with the types summary.json
+    records), the graphs of ``graphs/``, the theory, engines and theory errors of summary.json
+    (as JSON holds them: NaN as None, infinities as ``"inf"``), and the record of its runs
+    (``.gossipsim/study.json``), which :meth:`Results.write` carries to another folder.
 
     The scenario's input files (a data CSV, an edge list) are not read again, so a folder whose
-    inputs have gone still loads. A folder without these files, with a damaged one, or whose
-    scenario this gossipsim cannot read, is a one-line ConfigError for ``DIR``; visits.csv and
-    failures.csv, missing in folders of older versions, are then empty tables."""
+    inputs have gone still loads. A folder without these files, with a damaged one, whose tables
+    are Parquet files only where pyarrow is not installed, or whose scenario this gossipsim cannot
+    read, is a one-line ConfigError for ``DIR``; visits.csv and failures.csv, missing in folders
+    of older versions, are then empty tables."""
     d = Path(out_dir)
     summary = _read_summary(d)
     study = _rebuilt_study(summary, d)
@@ -671,8 +746,13 @@ def load_results(out_dir: str | os.PathLike[str]) -> Results:
     types = summary.get("columns") if isinstance(summary.get("columns"), dict) else None
     empty = {"visits": VISIT_COLUMNS, "failures": FAILURE_COLUMNS}
     tables = {}
+    # the files that must hold the tables: the CSV files, unless summary.json says the tables
+    # were written as Parquet only (Parquet copies beside CSV files may be deleted; they are read
+    # where they are there)
+    written = summary.get("table_formats")
+    required = "parquet" if written == ["parquet"] else "csv"
     for stem in TABLES:
-        table = _read_table(d, stem, labels, empty.get(stem))
+        table = _read_table(d, stem, labels, empty.get(stem), required)
         table = _with_types(table, (types or {}).get(stem) or _OLD_TYPES, labels)
         tables[stem] = tidy(table, labels, values)
     if "served" not in tables["requests"].columns:  # a folder of an older gossipsim
@@ -692,6 +772,9 @@ def load_results(out_dir: str | os.PathLike[str]) -> Results:
             results.theory_errors[label] = str(entry["theory_error"])
     results.graphs = _read_graphs(d, {label: entries.get(label) for label in labels})
     _restore_node_labels(results.tables(), results.graphs.values())
+    record = read_meta(d)
+    if record is not None and record.get("complete"):
+        results.run_record = {k: v for k, v in record.items() if k not in PROGRESS_KEYS}
     return results
 
 
@@ -776,15 +859,37 @@ def _rebuilt_study(summary: dict[str, Any], d: Path) -> Study:
 
 
 def _with_saved_graph(raw: dict[str, Any], summary: dict[str, Any], d: Path) -> dict[str, Any]:
-    """A scenario whose topology was a NetworkX graph given from Python (summary.json holds only its
-    description) with the graph read back from the folder's ``graphs/`` (its layout left out)."""
+    """A scenario whose graphs were given from Python (summary.json holds only their descriptions:
+    a topology of kind networkx, a sweep over graphs) with each graph read back from the folder's
+    ``graphs/`` (its layout left out): the topology's from the first variant's file, each swept
+    graph from the file of a variant whose ``topology`` value is its label."""
+    entries = [e for e in summary.get("variants", {}).values() if isinstance(e, dict)]
     topology = raw.get("topology")
-    if not (isinstance(topology, dict) and topology.get("kind") == "networkx"):
-        return raw
-    entries = summary.get("variants", {})
-    names = [e.get("graph") for e in entries.values() if isinstance(e, dict)]
-    name = next((n for n in names if isinstance(n, str) and n.startswith(GRAPHS + "/")), None)
-    if name is None:
+    if isinstance(topology, dict) and topology.get("kind") == "networkx":
+        names = [e.get("graph") for e in entries]
+        name = next((n for n in names if isinstance(n, str) and n.startswith(GRAPHS + "/")), None)
+        raw = {**raw, "topology": {**topology, "graph": _saved_graph(d, name)}}
+    sweep = raw.get("sweep")
+    swept = sweep.get(GRAPH_SWEEP_KEY) if isinstance(sweep, dict) else None
+    if (
+        isinstance(sweep, dict)
+        and isinstance(swept, dict)
+        and any(is_graph_description(v) for v in swept.values())
+    ):
+        files: dict[str, str] = {}
+        for entry in entries:
+            values = entry.get("values")
+            label = values.get(GRAPH_SWEEP_KEY) if isinstance(values, dict) else None
+            if isinstance(label, str) and isinstance(entry.get("graph"), str):
+                files.setdefault(label, entry["graph"])
+        graphs = {label: _saved_graph(d, files.get(label)) for label in swept}
+        raw = {**raw, "sweep": {**sweep, GRAPH_SWEEP_KEY: graphs}}
+    return raw
+
+
+def _saved_graph(d: Path, name: Any) -> nx.Graph:
+    """The graph of a study given from Python, read back from ``d/name`` without its layout."""
+    if not isinstance(name, str) or not name.startswith(GRAPHS + "/"):
         raise ConfigError(
             "DIR", f"the study's graph was given from Python and {str(d / GRAPHS)!r} has no copy"
         )
@@ -797,7 +902,7 @@ def _with_saved_graph(raw: dict[str, Any], summary: dict[str, Any], d: Path) -> 
     for node in graph:
         for key in LAYOUT_KEYS:
             graph.nodes[node].pop(key, None)
-    return {**raw, "topology": {**topology, "graph": graph}}
+    return graph
 
 
 def _infinities(x: Any) -> Any:
@@ -809,18 +914,29 @@ def _infinities(x: Any) -> Any:
 
 
 def _read_table(
-    d: Path, stem: str, labels: Sequence[str], optional: Sequence[str] | None
+    d: Path,
+    stem: str,
+    labels: Sequence[str],
+    optional: Sequence[str] | None,
+    required: str,
 ) -> pd.DataFrame:
-    """A table from its Parquet copy when there is one, else its CSV file (which must exist: the
-    CSV files are the folder's tables, the Parquet files copies)."""
+    """A table from its Parquet file when there is one (and pyarrow to read it), else its CSV
+    file; the file of the ``required`` kind must exist."""
     path = d / f"{stem}.csv"
-    if not path.is_file():
-        if optional is not None and not path.exists():
+    copy = d / f"{stem}.parquet"
+    needed = d / f"{stem}.{required}"
+    if not needed.is_file():
+        if optional is not None and not path.exists() and not copy.exists():
             return pd.DataFrame(columns=list(optional))
         raise ConfigError(
-            "DIR", f"{str(path)!r} is missing: not a finished gossipsim results folder"
+            "DIR", f"{str(needed)!r} is missing: not a finished gossipsim results folder"
         )
-    copy = d / f"{stem}.parquet"
+    if not path.is_file() and not parquet_available():
+        raise ConfigError(
+            "DIR",
+            f"{str(d)!r} holds its tables as Parquet files only, which needs pyarrow: "
+            f"{PARQUET_HINT}",
+        )
     try:
         if copy.is_file() and parquet_available():
             return pd.read_parquet(copy)

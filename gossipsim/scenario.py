@@ -23,7 +23,7 @@ import networkx as nx
 
 from . import budget
 from .errors import ConfigError
-from .frozen import freeze, thaw
+from .frozen import FrozenDict, freeze, thaw
 from .links import LinkModel, check_horizon
 from .registry import MODEL_KINDS, PROTOCOL_KINDS
 from .scheduling import check_scheduler
@@ -45,7 +45,15 @@ from .settings import (
     UnlearningSettings,
     describe_graph,
 )
-from .sweeps import flatten_sweep, set_dotted, sweep_cases, variant_label
+from .sweeps import (
+    GRAPH_SWEEP_KEY,
+    GraphSweep,
+    flatten_sweep,
+    graph_sweep,
+    set_dotted,
+    sweep_cases,
+    variant_label,
+)
 from .textfiles import read_text
 from .topology import TOPOLOGY_KINDS, check_graph_object
 from .topology.registry import validate as validate_topology
@@ -76,7 +84,8 @@ class Study:
     Frozen in fact: ``raw`` (the scenario as given, sweep included, JSON-able: a graph object is
     recorded by :func:`~gossipsim.settings.describe_graph`) and ``sweep`` are
     :class:`~gossipsim.frozen.FrozenDict` s; ``graph`` is the checked, frozen graph object of
-    ``topology`` (kind ``networkx``), or None. Change a key with :meth:`replace`."""
+    ``topology`` (kind ``networkx``), or None; ``swept_graphs`` those of a sweep over graphs
+    (``sweep.topology``), by label (empty without one). Change a key with :meth:`replace`."""
 
     name: str
     path: str | None
@@ -84,10 +93,12 @@ class Study:
     sweep: dict[str, Any]
     variants: tuple[Variant, ...]
     graph: Any = field(default=None, repr=False)
+    swept_graphs: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "raw", freeze(self.raw))
         object.__setattr__(self, "sweep", freeze(self.sweep))
+        object.__setattr__(self, "swept_graphs", FrozenDict(self.swept_graphs))
 
     @property
     def runs(self) -> int:
@@ -103,9 +114,10 @@ class Study:
         ``study.replace("topology.nodes", 50)`` or ``study.replace({"topology.nodes": 50,
         "scenario.runs": 10})``. A key is ``section.key`` (deeper: ``model.prior.a``), a whole
         section (``"topology"``: its table, or a NetworkX graph, replaces the section) or
-        ``sweep.<dotted key>`` (a sweep dimension's list of values). A value of None removes the key
-        (its default applies). Setting a swept key fixes it: that sweep dimension is dropped; a key
-        that ``[[sweep.cases]]`` set is an error."""
+        ``sweep.<dotted key>`` (a sweep dimension's list of values; ``sweep.topology`` may be a list
+        of NetworkX graphs or a mapping label -> graph). A value of None removes the key (its
+        default applies). Setting a swept key fixes it: that sweep dimension is dropped; a key that
+        ``[[sweep.cases]]`` set is an error."""
         if isinstance(key, Mapping):
             if value is not _MISSING:
                 raise ConfigError("replace", "give a mapping of keys, or one key and its value")
@@ -124,7 +136,7 @@ class Study:
             ):
                 graph = None  # a new graph object, or a new section, replaces the old graph
             _set_key(raw, dotted, new)
-        return parse_study(raw, path=self.path, graph=graph)
+        return parse_study(raw, path=self.path, graph=graph, swept_graphs=self.swept_graphs)
 
     def with_overrides(self, *, runs: int | None = None, seed: int | None = None) -> Study:
         """The same study with ``runs`` and/or ``seed`` replaced (the CLI's --runs and --seed)."""
@@ -212,23 +224,31 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 def check_structure(raw: Mapping[str, Any]) -> None:
     """Refuse values nested deeper than :data:`MAX_DEPTH` and integers outside TOML's 64-bit range,
     naming the key, before anything recurses into the tables or converts an integer to a float."""
-    stack: list[tuple[Any, str, int]] = [(raw, "", 0)]
+    # (value, its dotted key, its depth, whether a graph object may be there)
+    stack: list[tuple[Any, str, int, bool]] = [(raw, "", 0, False)]
     while stack:
-        value, key, depth = stack.pop()
+        value, key, depth, graph_ok = stack.pop()
         if depth > MAX_DEPTH:
             raise ConfigError(
                 key, f"nests tables or arrays too deeply (at most {MAX_DEPTH} levels)"
             )
-        if isinstance(value, nx.Graph) and key not in ("topology", "topology.graph"):
+        if isinstance(value, nx.Graph):
+            if graph_ok or key in ("topology", "topology.graph"):
+                continue
             raise ConfigError(
                 key,
-                "a NetworkX graph goes only in topology: {'topology': G} or "
-                "{'topology': {'graph': G, ...}}",
+                "a NetworkX graph goes only in topology ({'topology': G} or {'topology': "
+                "{'graph': G, ...}}) or in sweep.topology (a list of graphs, or a mapping "
+                "label -> graph)",
             )
+        graphs_below = key == f"sweep.{GRAPH_SWEEP_KEY}"  # a sweep over graphs: its entries
         if isinstance(value, Mapping):
-            stack += [(v, f"{key}.{k}" if key else str(k), depth + 1) for k, v in value.items()]
+            stack += [
+                (v, f"{key}.{k}" if key else str(k), depth + 1, graphs_below)
+                for k, v in value.items()
+            ]
         elif isinstance(value, list | tuple):
-            stack += [(v, f"{key}[{i}]", depth + 1) for i, v in enumerate(value)]
+            stack += [(v, f"{key}[{i}]", depth + 1, graphs_below) for i, v in enumerate(value)]
         elif isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
             hint = (
                 " (write a larger node id as a string)" if key.endswith(("node", "start")) else ""
@@ -268,14 +288,26 @@ def _short(text: str, limit: int = 60) -> str:
     return repr(text)
 
 
-def parse_study(raw: Mapping[str, Any], *, path: str | None = None, graph: Any = None) -> Study:
+def parse_study(
+    raw: Mapping[str, Any],
+    *,
+    path: str | None = None,
+    graph: Any = None,
+    swept_graphs: Mapping[str, Any] | None = None,
+) -> Study:
     """Validate a scenario given as nested dicts (what ``tomllib`` returns).
 
     From Python, ``topology`` may be a NetworkX graph (``{"topology": G}``, or ``{"topology":
     {"graph": G}}`` beside other topology keys): kind ``networkx``, checked and frozen by
     :func:`~gossipsim.topology.check_graph_object`, kept as :attr:`Study.graph` and recorded in
     ``raw`` by its description. ``graph`` is that checked graph when ``raw`` already holds the
-    description (what :meth:`Study.replace` passes)."""
+    description (what :meth:`Study.replace` passes).
+
+    ``sweep.topology`` may be a list of NetworkX graphs or a mapping label -> graph
+    (:func:`~gossipsim.sweeps.graph_sweep`): one variant per graph, whose whole ``topology`` it
+    is (a ``topology`` beside the sweep is not used, and not recorded), its label the value of the
+    variant's ``topology`` key; ``raw`` records each graph by its description, the graphs are kept
+    as :attr:`Study.swept_graphs` (what :meth:`Study.replace` passes back as ``swept_graphs``)."""
     check_structure(raw)
     raw_dict, graph = _take_graph(raw, graph)
     for section in raw_dict:
@@ -283,7 +315,11 @@ def parse_study(raw: Mapping[str, Any], *, path: str | None = None, graph: Any =
             raise ConfigError(section, f"unknown section; allowed: {', '.join(SECTION_NAMES)}")
     sweep_table = raw_dict.pop("sweep", {})
     cases = sweep_cases(sweep_table.pop("cases", None) if isinstance(sweep_table, dict) else None)
-    sweep = flatten_sweep(sweep_table)
+    graphs = _graph_dimension(sweep_table, cases, swept_graphs)
+    if graphs is not None:  # each variant's topology is one of the graphs: the base's is not used
+        raw_dict.pop("topology", None)
+        graph = None
+    sweep = flatten_sweep(sweep_table, graphs=graphs)
     base_dir = str(Path(path).resolve().parent) if path else os.getcwd()
     default_name = Path(path).stem if path else "scenario"
     keys = list(sweep)
@@ -292,10 +328,15 @@ def parse_study(raw: Mapping[str, Any], *, path: str | None = None, graph: Any =
         for combo in itertools.product(*(sweep[k] for k in keys)):
             values = {**case, **dict(zip(keys, combo, strict=True))}
             variant_raw = copy.deepcopy(raw_dict)
+            variant_graph = graph
             for dotted, value in values.items():
-                set_dotted(variant_raw, dotted, value)
+                if graphs is not None and dotted == GRAPH_SWEEP_KEY:
+                    variant_raw[dotted] = {"kind": GRAPH_KIND, "graph": graphs.described[value]}
+                    variant_graph = graphs.graphs[value]
+                else:
+                    set_dotted(variant_raw, dotted, value)
             scenario = parse_scenario(
-                variant_raw, base_dir=base_dir, default_name=default_name, graph=graph
+                variant_raw, base_dir=base_dir, default_name=default_name, graph=variant_graph
             )
             swept = dict(zip(keys, combo, strict=True))
             if case_label is not None:
@@ -311,14 +352,44 @@ def parse_study(raw: Mapping[str, Any], *, path: str | None = None, graph: Any =
     raw_out = dict(raw_dict)
     if sweep or cases != [(None, {})]:
         raw_out["sweep"] = {
-            **sweep,
+            **{  # a sweep over graphs as label -> description
+                k: graphs.described if graphs is not None and k == GRAPH_SWEEP_KEY else v
+                for k, v in sweep.items()
+            },
             **(
                 {"cases": [{**c, **({"label": lab} if lab else {})} for lab, c in cases]}
                 if cases != [(None, {})]
                 else {}
             ),
         }
-    return Study(variants[0].scenario.run.name, path, raw_out, sweep, tuple(variants), graph)
+    return Study(
+        variants[0].scenario.run.name, path, raw_out, sweep, tuple(variants), graph,
+        graphs.graphs if graphs is not None else {},
+    )  # fmt: skip
+
+
+def _graph_dimension(
+    sweep_table: Any,
+    cases: list[tuple[str | None, dict[str, Any]]],
+    known: Mapping[str, Any] | None,
+) -> GraphSweep | None:
+    """The sweep over graphs of ``sweep.topology`` (:func:`~gossipsim.sweeps.graph_sweep`), or
+    None; refused beside other swept topology keys or cases that set topology keys, which the
+    graphs would silently replace."""
+    if not isinstance(sweep_table, dict):
+        return None
+    graphs = graph_sweep(sweep_table.get(GRAPH_SWEEP_KEY), check_graph_object, known)
+    if graphs is None:
+        return None
+    prefix = GRAPH_SWEEP_KEY + "."
+    other = [k for k in sweep_table if k.startswith(prefix)]
+    other += [k for _, case in cases for k in case if k.startswith(prefix)]
+    if other:
+        raise ConfigError(
+            f"sweep.{GRAPH_SWEEP_KEY}",
+            f"a sweep over graphs sets the whole topology; {other[0]} cannot be set beside it",
+        )
+    return graphs
 
 
 def _take_graph(raw: Mapping[str, Any], graph: Any) -> tuple[dict[str, Any], Any]:

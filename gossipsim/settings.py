@@ -331,9 +331,13 @@ def describe_graph(graph: Any) -> str:
             text = repr(part)
         digest.update(text.encode())
     return (
-        f"networkx graph: {graph.number_of_nodes()} nodes, {graph.number_of_edges()} edges, "
+        f"{GRAPH_DESCRIPTION}{graph.number_of_nodes()} nodes, {graph.number_of_edges()} edges, "
         f"sha256 {digest.hexdigest()[:16]}"
     )
+
+
+#: how :func:`describe_graph` begins
+GRAPH_DESCRIPTION = "networkx graph: "
 
 
 def jsonable_float(x: float) -> float | str:

@@ -23,10 +23,12 @@ strings are stored as fixed-width text, arrays mixing labels of several types as
 is unpickled: a folder holding parts of an older gossipsim (``.pkl`` files) is refused.
 
 When every run is done the tables (metrics.csv, runs.csv, requests.csv, visits.csv, failures.csv,
-summary.json, plots/) are merged from the parts in (variant, run) order and the parts are removed.
+summary.json, plots/) are merged from the parts in (variant, run) order, the parts are removed and
+study.json is marked ``complete`` with the runs done and failed (:func:`mark_complete`, which
+:meth:`gossipsim.Results.write` calls too: its folder is the one ``gossipsim run`` writes).
 ``gossipsim run FILE --out DIR --resume`` continues an interrupted sweep: finished runs are skipped,
 and a folder that holds another scenario, or whose data or graph files have changed since, is
-refused. A crash at any moment leaves at worst temporary files and staging folders, which the next
+refused; a finished sweep has nothing left to run (its tables are read back). A crash at any moment leaves at worst temporary files and staging folders, which the next
 run or resume on the folder removes.
 
 Every check is made before the folder is touched: :class:`RunStore` checks at construction and
@@ -195,6 +197,7 @@ class RunStore:
         self.resume = resume
         self.fingerprint = fingerprint(study)
         self.inputs = input_hashes(study)
+        self.complete = False  # resuming a finished sweep: nothing to run, its tables read back
         check_output_folder(self.dir, "--out")
         self._check(read_meta(self.dir))
         self._held: list[tuple[int, Outcome]] = []  # finished, not yet committed (save, commit)
@@ -205,6 +208,13 @@ class RunStore:
     def _check(self, existing: dict[str, Any] | None) -> None:
         """Refuse, without touching anything, a folder this sweep may not write or resume."""
         if existing is None:
+            if self.resume and (self.dir / "summary.json").is_file():
+                raise ConfigError(
+                    "--resume",
+                    f"{str(self.dir)!r} holds finished tables without gossipsim's record of their "
+                    "runs (an older gossipsim's Results.write made it); run without --resume to "
+                    "start over",
+                )
             if self.dir.exists() and any(self.dir.iterdir()):
                 key = "--resume" if self.resume else "--out"
                 raise ConfigError(
@@ -238,27 +248,27 @@ class RunStore:
                     "(its content differs from the runs already finished); run without --resume to start over",
                 )
         refuse_pickled_parts(self.dir, "--resume")
+        # a finished sweep (its tables written, by ``gossipsim run`` or ``Results.write``): every
+        # run is done, and its tables are its runs (the parts are gone)
+        self.complete = bool(existing.get("complete"))
+
+    @property
+    def record(self) -> dict[str, Any]:
+        """What ``study.json`` records of this sweep (:func:`study_record`)."""
+        return study_record(self.study, self.inputs)
 
     def open(self) -> None:
         """Make the folder ready: replaced (a new sweep) or cleaned of what a crash left behind
-        (resuming), then ``study.json`` written."""
+        (resuming), then ``study.json`` written (a finished sweep resumed keeps its own)."""
         try:
             if self.resume:
                 clean_stale(self.dir)
             else:
                 clear(self.dir)
+            if self.complete:
+                return
             self.parts.mkdir(parents=True, exist_ok=True)
-            total = sum(v.scenario.run.runs for v in self.study.variants)
-            meta = {
-                "name": self.study.name,
-                "fingerprint": self.fingerprint,
-                "inputs": self.inputs,
-                "runs": total,
-                "scenario": self.study.raw,
-            }
-            atomic_write_bytes(
-                self.meta / "study.json", (json.dumps(meta, indent=2, default=str) + "\n").encode()
-            )
+            write_record(self.dir, self.record)
             self._last_saved = time.monotonic()
         except OSError as exc:
             raise ConfigError(
@@ -322,7 +332,11 @@ class RunStore:
         return sorted(out)
 
     def finished(self) -> set[Task]:
-        """Tasks with a committed part (a finished run or a recorded failure)."""
+        """Tasks with a committed part (a finished run or a recorded failure); every task of a
+        finished sweep."""
+        if self.complete:
+            variants = self.study.variants
+            return {(v, r) for v, var in enumerate(variants) for r in range(var.scenario.run.runs)}
         done: set[Task] = set()
         for (variant, _), path in self._parts():
             done.update((variant, r) for r in _checked_header(path)["runs"])
@@ -339,14 +353,45 @@ class RunStore:
         out.sort(key=lambda item: (item[0], item[1].runs[0]))  # failures and runs of a part apart
         return out
 
-    def finish(self) -> None:
-        """The tables are written: drop the parts, keep study.json (for status and --resume)."""
-        shutil.rmtree(self.parts, ignore_errors=True)
-        meta = read_meta(self.dir) or {}
-        meta["complete"] = True
-        atomic_write_bytes(
-            self.meta / "study.json", (json.dumps(meta, indent=2, default=str) + "\n").encode()
-        )
+    def finish(self, *, done: int, failed: int) -> None:
+        """The tables are written: drop the parts, keep study.json (for status and --resume),
+        marked complete with the runs done and failed (:func:`mark_complete`)."""
+        mark_complete(self.dir, read_meta(self.dir) or self.record, done=done, failed=failed)
+
+
+def study_record(study: Study, inputs: dict[str, str] | None = None) -> dict[str, Any]:
+    """What ``DIR/.gossipsim/study.json`` records of a sweep of ``study``: its name, fingerprint,
+    the content hashes of its inputs (``inputs``, else read now: :func:`input_hashes`), its
+    number of runs and its scenario."""
+    return {
+        "name": study.name,
+        "fingerprint": fingerprint(study),
+        "inputs": input_hashes(study) if inputs is None else inputs,
+        "runs": sum(v.scenario.run.runs for v in study.variants),
+        "scenario": study.raw,
+    }
+
+
+#: the keys of a record that say how far its sweep got (not what the sweep is)
+PROGRESS_KEYS = ("complete", "done", "failed")
+
+
+def write_record(out_dir: Path, record: dict[str, Any]) -> None:
+    """``DIR/.gossipsim/study.json``, written atomically."""
+    meta = Path(out_dir) / META
+    meta.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(record, indent=2, default=str) + "\n"
+    atomic_write_bytes(meta / "study.json", text.encode())
+
+
+def mark_complete(out_dir: Path, record: dict[str, Any], *, done: int, failed: int) -> None:
+    """Record a sweep whose tables are written in ``out_dir``: the parts of the runs (if any) are
+    dropped and study.json says ``complete`` with the runs ``done`` and ``failed``, as
+    ``gossipsim status`` reports them and ``--resume`` finds nothing left to run. What
+    ``gossipsim run`` does at the end of a sweep, and :meth:`gossipsim.Results.write`."""
+    shutil.rmtree(Path(out_dir) / META / "parts", ignore_errors=True)
+    kept = {k: v for k, v in record.items() if k not in PROGRESS_KEYS}
+    write_record(out_dir, {**kept, "complete": True, "done": done, "failed": failed})
 
 
 # ------------------------------------------------------------------------------------ part format
@@ -628,13 +673,14 @@ def status(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
     d = Path(out_dir)
     meta = read_meta(d)
     if meta is None:
+        meta = _record_of_tables(d)
+    if meta is None:
         raise ConfigError("DIR", f"{str(d)!r} is not a gossipsim results folder")
     total = int(meta.get("runs", 0))
     if meta.get("complete"):
-        failed = 0
-        failures = d / "failures.csv"
-        if failures.is_file():
-            failed = max(len(failures.read_text(encoding="utf-8").splitlines()) - 1, 0)
+        failed = meta.get("failed")
+        if not isinstance(failed, int):  # recorded by an older gossipsim: count failures.csv
+            failed = _failures_written(d)
         return {
             "name": meta.get("name"),
             "complete": True,
@@ -662,3 +708,26 @@ def status(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
         "failed": failed,
         "remaining": total - done - failed,
     }
+
+
+def _failures_written(d: Path) -> int:
+    """Rows of a finished folder's failures table (folders whose record does not count them)."""
+    if (d / "failures.csv").is_file():
+        import pandas as pd
+
+        return len(pd.read_csv(d / "failures.csv"))
+    return 0
+
+
+def _record_of_tables(d: Path) -> dict[str, Any] | None:
+    """The record of a finished folder that has none (written by an older gossipsim's
+    ``Results.write``), from its summary.json: each variant's runs (its resolved settings) and
+    failed runs; None if there is no readable summary."""
+    try:
+        summary = json.loads((d / "summary.json").read_text(encoding="utf-8"))
+        entries = summary["variants"].values()
+        runs = sum(int(e["resolved"]["run"]["runs"]) for e in entries)
+        failed = sum(int(e.get("failed_runs", 0)) for e in entries)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+    return {"name": summary.get("name"), "runs": runs, "complete": True, "failed": failed}

@@ -1,15 +1,116 @@
-"""``[sweep]``: dotted keys and their lists of values, ``[[sweep.cases]]``, and the variants'
-labels. A sweep's variants are the cartesian product of its dimensions; each is validated as a
-whole scenario by :mod:`gossipsim.scenario`."""
+"""``[sweep]``: dotted keys and their lists of values, ``[[sweep.cases]]``, graphs given from
+Python (``sweep.topology``), and the variants' labels. A sweep's variants are the cartesian product
+of its dimensions; each is validated as a whole scenario by :mod:`gossipsim.scenario`."""
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
+import networkx as nx
+
 from .errors import ConfigError
-from .settings import SECTION_NAMES
+from .settings import GRAPH_DESCRIPTION, SECTION_NAMES, describe_graph
+
+#: the sweep key whose values may be NetworkX graphs (each replaces the whole ``topology``)
+GRAPH_SWEEP_KEY = "topology"
+
+
+@dataclass(frozen=True)
+class GraphSweep:
+    """``sweep.topology`` given as NetworkX graphs from Python: one variant per graph.
+
+    ``graphs`` maps each graph's label (the sweep value, the variant's ``topology`` column) to the
+    checked, frozen graph; ``described`` maps it to the graph's description, which the study's
+    ``raw`` records in its place (:func:`~gossipsim.settings.describe_graph`)."""
+
+    graphs: dict[str, nx.Graph]
+    described: dict[str, str]
+
+
+def graph_sweep(
+    value: Any,
+    check_graph: Callable[[Any, str], nx.Graph],
+    known: Mapping[str, nx.Graph] | None = None,
+) -> GraphSweep | None:
+    """``sweep.topology`` as a sweep over graphs, or None when it is not one (tables, dotted keys).
+
+    It is one when it is a list holding a graph (labels: each graph's ``G.graph["name"]``, else
+    ``"graph i"`` by its position from 1) or a mapping label -> graph holding a graph or a graph's
+    description (a study's ``raw``; ``known`` gives the graphs by label, as
+    :meth:`~gossipsim.scenario.Study.replace` passes them). Every entry must then be a graph; each
+    is checked and frozen by ``check_graph(graph, key)``
+    (:func:`~gossipsim.topology.check_graph_object`). Bad entries, an empty mapping or list, and
+    two graphs with one label are one-line errors naming the entry."""
+    key = f"sweep.{GRAPH_SWEEP_KEY}"
+    if isinstance(value, list | tuple):
+        if not any(isinstance(v, nx.Graph) for v in value):
+            return None
+        labelled: list[tuple[str, Any, str]] = []
+        for i, graph in enumerate(value):
+            where = f"{key}[{i}]"
+            if not isinstance(graph, nx.Graph):
+                raise ConfigError(where, _not_a_graph(graph))
+            name = graph.graph.get("name")
+            label = name if isinstance(name, str) and name.strip() else f"graph {i + 1}"
+            labelled.append((label, graph, where))
+        seen: dict[str, str] = {}
+        for label, _, where in labelled:
+            if label in seen:
+                raise ConfigError(
+                    where,
+                    f"has the label {label!r} (its graph['name']), as {seen[label]} has; give "
+                    "sweep.topology as a mapping label -> graph",
+                )
+            seen[label] = where
+    elif isinstance(value, Mapping):
+        if not value:
+            raise ConfigError(key, "is empty; give a list of graphs or a mapping label -> graph")
+        if not any(isinstance(v, nx.Graph) or is_graph_description(v) for v in value.values()):
+            return None
+        labelled = []
+        for label, graph in value.items():
+            if not isinstance(label, str) or not label.strip():
+                raise ConfigError(
+                    key, f"labels of graphs must be non-empty strings (got {label!r})"
+                )
+            labelled.append((label, graph, f"{key}.{label}"))
+    else:
+        return None
+    graphs: dict[str, nx.Graph] = {}
+    described: dict[str, str] = {}
+    for label, graph, where in labelled:
+        if is_graph_description(graph):
+            if known is None or label not in known:
+                raise ConfigError(
+                    where,
+                    f"{graph!r} describes a NetworkX graph given from Python, and no such graph "
+                    "is given; a scenario file sweeps graph files with topology = "
+                    '[{ kind = "graphml", path = "a.graphml" }, ...]',
+                )
+            graphs[label] = known[label]
+            described[label] = graph
+            continue
+        if not isinstance(graph, nx.Graph):
+            raise ConfigError(where, _not_a_graph(graph))
+        checked = check_graph(graph, where)
+        graphs[label] = checked
+        described[label] = describe_graph(checked)
+    return GraphSweep(graphs, described)
+
+
+def _not_a_graph(value: Any) -> str:
+    return (
+        f"must be a NetworkX graph (got {type(value).__name__}): a sweep over graphs holds "
+        "graphs only (sweep other topology keys as dotted keys, e.g. topology.nodes)"
+    )
+
+
+def is_graph_description(value: Any) -> bool:
+    """Whether ``value`` is how a study's ``raw`` records a graph object (its description)."""
+    return isinstance(value, str) and value.startswith(GRAPH_DESCRIPTION)
 
 
 def sweep_cases(cases: Any) -> list[tuple[str | None, dict[str, Any]]]:
@@ -52,16 +153,24 @@ def _flatten_assignments(table: dict[str, Any], where: str, prefix: str = "") ->
     return out
 
 
-def flatten_sweep(table: Any, prefix: str = "") -> dict[str, list[Any]]:
+def flatten_sweep(
+    table: Any, prefix: str = "", *, graphs: GraphSweep | None = None
+) -> dict[str, list[Any]]:
     """Dotted key -> list of values. A section name whose values are all tables (``topology =
-    [{ kind = "ring" }, { kind = "random_regular", degree = 3 }]``) merges each table into the section."""
+    [{ kind = "ring" }, { kind = "random_regular", degree = 3 }]``) merges each table into the
+    section; a sweep over graphs (``graphs``, of ``sweep.topology``) has their labels as values."""
     if not isinstance(table, dict):
         raise ConfigError("sweep", "must be a table of dotted key = [values, ...]")
     sweepable = [s for s in SECTION_NAMES if s not in ("sweep", "unlearning")]
     out: dict[str, list[Any]] = {}
     for key, value in table.items():
         dotted = f"{prefix}{key}"
+        if graphs is not None and dotted == GRAPH_SWEEP_KEY:
+            out[dotted] = list(graphs.graphs)
+            continue
         if isinstance(value, dict):
+            if not value:
+                raise ConfigError(f"sweep.{dotted}", "is an empty table: it sweeps nothing")
             out.update(flatten_sweep(value, dotted + "."))
             continue
         if not (isinstance(value, list) and value):

@@ -98,8 +98,11 @@ def test_bad_graph_objects_are_one_line_errors_naming_topology(graph, words):
 
 def test_graph_objects_elsewhere_and_kind_networkx_in_a_file_are_refused(tmp_path):
     raw = _small()
-    raw["sweep"] = {"topology": [nx.path_graph(3)]}
-    with pytest.raises(ConfigError, match=r"^sweep.topology\[0\]: a NetworkX graph"):
+    raw["sweep"] = {"scheduler.start": [nx.path_graph(3)]}  # sweep.topology takes graphs: not here
+    with pytest.raises(ConfigError, match=r"^sweep.scheduler.start\[0\]: a NetworkX graph"):
+        parse_study(raw)
+    raw["sweep"] = {"cases": [{"topology": nx.path_graph(3)}]}
+    with pytest.raises(ConfigError, match=r"^sweep.cases\[0\].topology: a NetworkX graph goes"):
         parse_study(raw)
     with pytest.raises(ConfigError, match="^topology.kind: is 'ring'"):
         parse_study(_small(topology={"kind": "ring", "graph": nx.path_graph(3)}))
