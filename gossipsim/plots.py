@@ -470,7 +470,7 @@ def plot_comparison(
 ) -> Path | Figure:
     """KL vs slot of several results folders in one panel (``gossipsim compare``): ``studies`` are
     (name, metrics, requests, summary) of each folder. The same variant has the same colour in
-    every folder and each folder its line style; a band is faint and outlined in its line's style,
+    every folder (folders of one variant each: a colour each) and each folder its line style; a band is faint and outlined in its line's style,
     so that overlapping bands stay told apart. Each folder's tolerance is drawn (one line where
     they agree), and its requests marked."""
     frames, request_frames, labels = [], [], []
@@ -480,21 +480,28 @@ def plot_comparison(
     tolerances: dict[float, list[str]] = {}
     excess = False
     excess_tolerance: float | None = None
+    # the same variant in the same colour in every folder; studies of one variant: one each
+    by_variant = any(len(summary.get("variants", {})) > 1 for _, _, _, summary in studies)
     for k, (name, metrics, requests, summary) in enumerate(studies):
         variants = list(summary.get("variants", {})) or list(
             dict.fromkeys(metrics["variant"].astype(str))
         )
-        frames.append(metrics.assign(variant=name + ": " + metrics["variant"].astype(str)))
+        one = len(variants) == 1  # a study of one variant: its curve is named by the folder
+        frames.append(
+            metrics.assign(variant=name if one else name + ": " + metrics["variant"].astype(str))
+        )
         if requests is not None and len(requests):
             request_frames.append(
-                requests.assign(variant=name + ": " + requests["variant"].astype(str))
+                requests.assign(
+                    variant=name if one else name + ": " + requests["variant"].astype(str)
+                )
             )
         for v in variants:
             if v not in order:
                 order.append(v)
-            label = f"{name}: {v}"
+            label = name if one else f"{name}: {v}"
             labels.append(label)
-            colours[label] = S.colour(order.index(v))
+            colours[label] = S.colour(order.index(v) if by_variant else k)
             linestyles[label] = FOLDER_STYLES[k % len(FOLDER_STYLES)]
         tol = _tolerance(summary)
         if _excess(summary):
@@ -784,7 +791,7 @@ def plot_latency(
     if not any(requests[c].notna().any() for c in columns):
         return None
     panels = request_panels(requests, variants, runs, summary)
-    if not panels:
+    if not any(p.arrived for p in panels):
         return None
     cells, shared = _latency_cells(panels, facets(summary, [p.variant for p in panels]))
     expected = {
@@ -820,9 +827,15 @@ def plot_latency(
             ax_ = area.add_subplot(specs[2 * r, c], sharex=first, sharey=first)
             first = first or ax_
             placed[r, c] = ax_
-            handles, labels = _latency_panel(
-                ax_, p, columns, values, expected[p.variant, p.request], x_end, legend
-            )
+            if p.arrived:
+                handles, labels = _latency_panel(
+                    ax_, p, columns, values, expected[p.variant, p.request], x_end, legend
+                )
+            else:
+                never = f"arrived in none of the {p.late:,} runs\n(every run ended before it)"
+                ax_.text(0.5, 0.5, never, transform=ax_.transAxes, ha="center", va="center",
+                         fontsize=7, gid="note")  # fmt: skip
+                handles, labels = [], []
             if cells.col_labels is None and not shared:  # the variant: the row's label
                 ax_.set_title(wrap(p.description, panel_width - 0.3, 8))
             if c == 0:
@@ -832,6 +845,8 @@ def plot_latency(
             ax_.set_xlabel("latency (slots after the request)", fontsize=7)
             holder = area.add_subplot(specs[2 * r + 1, c])
             holder.set_axis_off()
+            if not handles:
+                continue
             fitted_legend(holder.legend, handles, labels, width_px=panel_width * area.dpi,
                           dpi=area.dpi, loc="upper center", fontsize=6, handlelength=2.0,
                           handletextpad=0.5, borderaxespad=0.0, labelspacing=0.35)  # fmt: skip
@@ -841,7 +856,9 @@ def plot_latency(
         first.set_ylim(0, 1.03)
         _label_cells(placed, cells, panel_width, 1.3)
         head = "Latency per request, in slots after the request"
-        heading = area.suptitle(wrap(f"{head}: {shared}" if shared else head, width, 9))
+        heading = area.suptitle(
+            wrap(f"{head}: {shared}" if shared else head, area.bbox.width / area.dpi - 0.2, 9)
+        )
         key = legend.place(area, ncols=2, title=LATENCY_TITLE)
         own = ax is None and fig is None
         _fit_height(area, own, (1.75 + legend_in) * cells.rows, heading, key)
@@ -1005,7 +1022,7 @@ def plot_cover_time(
     grouped = not by_nodes and len(fac.panels) > 1
     categories = list(dict.fromkeys(fac.label[v] for v in table["label"])) if grouped else []
     slots = len(table)
-    width = COLUMN_WIDTH_IN if slots <= 8 else S.DOUBLE_WIDTH_IN
+    width = COLUMN_WIDTH_IN if by_nodes or slots <= 8 else S.DOUBLE_WIDTH_IN
     legend = Legend()
     styles = Legend()
     with mpl.rc_context(S.RC):

@@ -76,7 +76,13 @@ class RequestPanel:
     late: int
 
     @property
+    def arrived(self) -> bool:
+        return bool(len(self.rows))
+
+    @property
     def description(self) -> str:
+        if not self.arrived:
+            return f"node {self.node}, request (arrived in no run)"
         where = f"at slot {self.slot:,}" if self.slot is not None else "at varying slots"
         return f"node {self.node}, request {where}"
 
@@ -94,7 +100,8 @@ def request_panels(
     runs: pd.DataFrame | None = None,
     summary: dict[str, Any] | None = None,
 ) -> list[RequestPanel]:
-    """A :class:`RequestPanel` per request of each variant (in order) that arrived in some run.
+    """A :class:`RequestPanel` per request of each variant (in order); one that arrived in no run
+    (every run ended first) has no rows.
     Where runs.csv does not give a run's length, the variant's scenario does (summary.json); where
     neither does, a request without a latency is taken to exceed every latency of its panel (the
     estimate then ends at the served fraction, as an ECDF over all requests would)."""
@@ -105,10 +112,8 @@ def request_panels(
         part = requests.loc[requests["variant"].astype(str) == str(variant)]
         for (request, node), rows in part.groupby(["request", "node"], sort=True, observed=True):
             arrived = rows.dropna(subset=["request_iteration"])
-            if not len(arrived):
-                continue
             slots = arrived["request_iteration"].to_numpy(dtype=float)
-            slot = int(slots[0]) if np.all(slots == slots[0]) else None
+            slot = int(slots[0]) if len(slots) and np.all(slots == slots[0]) else None
             bound = latency_bound(arrived, runs)
             unknown = ~np.isfinite(bound)
             if unknown.any():
