@@ -4,12 +4,21 @@ served before the run ends) says only that the time exceeds what the run could s
 Times are integer slot counts T ≥ 0 (a cover iteration, a latency); a censored observation at c means
 T > c. The Kaplan–Meier estimate of the survival function S(t) = P(T > t) is the product over event
 times t_j ≤ t of (1 − d_j / n_j), with d_j events at t_j and n_j observations at risk (events at
-t ≥ t_j, censorings at c ≥ t_j). From it:
+t ≥ t_j, censorings at c ≥ t_j); it is computed by SciPy (``scipy.stats.ecdf`` of
+``CensoredData.right_censored``). From it:
 
 - the median: the smallest t with S(t) ≤ 1/2 (undefined when more than half of the mass lies
-  beyond the last censoring: then only "> c" can be said);
+  beyond the last censoring: then only "> c" can be said), with the Brookmeyer–Crowley confidence
+  interval: the times whose pointwise band of S (the log-log "exponential Greenwood" band SciPy
+  gives) contains 1/2, i.e. from the first t with lower(t) ≤ 1/2 to the first t with upper(t) ≤ 1/2
+  (unbounded when the upper band stays above 1/2 within the follow-up);
 - the restricted mean up to τ, E[min(T, τ)] = Σ_{t=0}^{τ−1} S(t): with every censoring at one time
-  τ (runs of the same length) it is the mean of min(T_i, τ), a lower bound of the mean E[T].
+  τ (runs of the same length) it is the mean of min(T_i, τ), a lower bound of the mean E[T]; without
+  censoring and τ past the largest time it is the sample mean. Its variance is the Greenwood-type
+  Σ_j A_j² d_j / (n_j (n_j − d_j)) with A_j = Σ_{t=t_j}^{τ−1} S(t), the area under S from t_j to τ
+  (Klein & Moeschberger, *Survival Analysis*, 2nd ed., eq. 4.5.2; without censoring it is the plug-in
+  variance of the mean, Σ (x_i − x̄)² / n²); its interval is taken on the log scale, so it stays
+  positive for a skewed, positive quantity.
 
 The naive mean over the uncensored runs is biased low whenever long times are censored: summaries
 report it with these beside it.
@@ -17,19 +26,30 @@ report it with these beside it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from scipy import special, stats
+
+CONFIDENCE = 0.95
 
 
 @dataclass(frozen=True)
 class Survival:
     """The Kaplan–Meier step function: ``survival[i]`` = S(t) for ``times[i] ≤ t < times[i + 1]``
-    (S = 1 before the first event time)."""
+    (S = 1 before the first event time), with the numbers at risk ``at_risk[i]`` and the events
+    ``events[i]`` at each event time (for Greenwood's variance) and SciPy's estimate (``ecdf``, its
+    ``sf``) from which they come."""
 
     times: np.ndarray
     survival: np.ndarray
+    at_risk: np.ndarray
+    events: np.ndarray
+    ecdf: Any = field(default=None, repr=False, compare=False)  # SciPy's survival function
 
     def at(self, t: npt.ArrayLike) -> np.ndarray:
         """S(t) at integer times ``t``."""
@@ -39,26 +59,90 @@ class Survival:
         idx = np.searchsorted(self.times, t, side="right") - 1
         return np.where(idx >= 0, self.survival[np.maximum(idx, 0)], 1.0)
 
+    def band(self, level: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
+        """The pointwise ``level`` band (lower, upper) of S at each event time: SciPy's log-log
+        ("exponential Greenwood") interval (``confidence_interval(method="log-log")``), undefined
+        where S = 0, which is given lower 0 and the upper bound of the event time before."""
+        if self.ecdf is None or not self.times.size:
+            return np.zeros(0), np.zeros(0)
+        with warnings.catch_warnings():  # SciPy warns where the formula is undefined (S = 0)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            ci = self.ecdf.confidence_interval(level, method="log-log")
+        lower = np.asarray(ci.low.evaluate(self.times), dtype=float)
+        upper = np.asarray(ci.high.evaluate(self.times), dtype=float)
+        zero = self.survival <= 0
+        return np.where(zero, 0.0, lower), _fill_forward(np.where(zero, np.nan, upper), 1.0)
 
-def kaplan_meier(times: npt.ArrayLike, censored_at: npt.ArrayLike) -> Survival:
-    """Kaplan–Meier estimate from observations: ``times[i]`` where observed (finite), NaN where
-    censored, with ``censored_at[i]`` the time it exceeds (used only where ``times`` is NaN)."""
+
+def _fill_forward(values: np.ndarray, first: float) -> np.ndarray:
+    """NaN entries replaced by the last finite value before them (``first`` at the start)."""
+    out = values.copy()
+    last = first
+    for i, v in enumerate(out):
+        if np.isfinite(v):
+            last = v
+        else:
+            out[i] = last
+    return out
+
+
+def _observations(
+    times: npt.ArrayLike, censored_at: npt.ArrayLike
+) -> tuple[np.ndarray, np.ndarray]:
+    """(time or censoring time, observed?) of every observation that says something: a censored
+    one without a censoring time is left out."""
     t = np.asarray(times, dtype=float)
     c = np.asarray(censored_at, dtype=float)
     observed = np.isfinite(t)
-    events = np.sort(t[observed])
-    follow = np.where(observed, t, c)  # last time each observation is at risk
-    event_times, deaths = np.unique(events, return_counts=True)
-    at_risk = np.array([(follow >= x).sum() for x in event_times], dtype=float)
-    survival = np.cumprod(1.0 - deaths / at_risk) if event_times.size else np.empty(0)
-    return Survival(event_times, survival)
+    follow = np.where(observed, t, c)
+    keep = np.isfinite(follow)
+    return follow[keep], observed[keep]
+
+
+def kaplan_meier(times: npt.ArrayLike, censored_at: npt.ArrayLike) -> Survival:
+    """Kaplan–Meier estimate from observations: ``times[i]`` where observed (finite), NaN where
+    censored, with ``censored_at[i]`` the time it exceeds (used only where ``times`` is NaN);
+    ``scipy.stats.ecdf`` on ``CensoredData.right_censored``, kept at the event times."""
+    follow, observed = _observations(times, censored_at)
+    if not observed.any():
+        empty = np.zeros(0)
+        return Survival(empty, empty, empty, empty)
+    sf = stats.ecdf(stats.CensoredData.right_censored(follow, ~observed)).sf
+    event_times, events = np.unique(follow[observed], return_counts=True)
+    at_risk = (follow[None, :] >= event_times[:, None]).sum(axis=1)
+    return Survival(
+        event_times,
+        np.asarray(sf.evaluate(event_times), dtype=float),
+        at_risk.astype(float),
+        events.astype(float),
+        sf,
+    )
+
+
+def _first_at_or_below(s: Survival, curve: np.ndarray, level: float = 0.5) -> float:
+    below = np.flatnonzero(curve <= level)
+    return float(s.times[below[0]]) if below.size else float("nan")
 
 
 def km_median(times: npt.ArrayLike, censored_at: npt.ArrayLike) -> float:
     """The Kaplan–Meier median (NaN when S never reaches 1/2 within the follow-up)."""
     s = kaplan_meier(times, censored_at)
-    below = np.flatnonzero(s.survival <= 0.5)
-    return float(s.times[below[0]]) if below.size else float("nan")
+    return _first_at_or_below(s, s.survival)
+
+
+def km_median_ci(
+    times: npt.ArrayLike, censored_at: npt.ArrayLike, level: float = CONFIDENCE
+) -> tuple[float, float]:
+    """Brookmeyer–Crowley ``level`` interval of the Kaplan–Meier median: the first times at which
+    the lower and the upper pointwise log-log bands of S reach 1/2. The lower end is NaN when even
+    the lower band stays above 1/2, the upper end ``inf`` when the upper band does (the data do not
+    bound the median from above)."""
+    s = kaplan_meier(times, censored_at)
+    if not s.times.size:
+        return float("nan"), float("inf")
+    lower, upper = s.band(level)
+    hi = _first_at_or_below(s, upper)
+    return _first_at_or_below(s, lower), hi if math.isfinite(hi) else float("inf")
 
 
 def restricted_mean(times: npt.ArrayLike, censored_at: npt.ArrayLike, tau: float) -> float:
@@ -70,20 +154,106 @@ def restricted_mean(times: npt.ArrayLike, censored_at: npt.ArrayLike, tau: float
     return float(s.at(grid).sum())
 
 
+def restricted_mean_se(times: npt.ArrayLike, censored_at: npt.ArrayLike, tau: float) -> float:
+    """Standard error of the restricted mean up to τ: the square root of the Greenwood-type
+    variance Σ_{t_j < τ} A_j² d_j / (n_j (n_j − d_j)), A_j = Σ_{t=t_j}^{τ−1} S(t) (Klein &
+    Moeschberger eq. 4.5.2 for integer times; a term with n_j = d_j has A_j = 0)."""
+    s = kaplan_meier(times, censored_at)
+    n_tau = int(np.ceil(tau)) if tau > 0 else 0
+    inside = s.times < n_tau
+    if not inside.any():
+        return 0.0
+    grid = np.arange(n_tau, dtype=float)
+    tail = np.cumsum(s.at(grid)[::-1])[::-1]  # tail[t] = Σ_{u=t}^{τ−1} S(u)
+    t_j = s.times[inside].astype(int)
+    area = tail[t_j]
+    n, d = s.at_risk[inside], s.events[inside]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(area > 0, area**2 * d / (n * (n - d)), 0.0)
+    return float(np.sqrt(terms.sum()))
+
+
+def restricted_mean_ci(
+    times: npt.ArrayLike, censored_at: npt.ArrayLike, tau: float, level: float = CONFIDENCE
+) -> tuple[float, float]:
+    """``level`` interval of the restricted mean up to τ, on the log scale: μ exp(∓ z se / μ) with
+    se from :func:`restricted_mean_se` (a point when μ = 0)."""
+    mu = restricted_mean(times, censored_at, tau)
+    se = restricted_mean_se(times, censored_at, tau)
+    if mu <= 0:
+        return mu, mu
+    z = float(special.ndtri(0.5 + level / 2))
+    factor = math.exp(z * se / mu)
+    return mu / factor, mu * factor
+
+
+@dataclass(frozen=True)
+class Estimates:
+    """What a figure says of censored counts: how many were observed of how many, the Kaplan–Meier
+    median and restricted mean up to ``tau`` (the longest follow-up + 1), each with its interval."""
+
+    observed: int
+    total: int
+    median: float
+    median_ci: tuple[float, float]
+    restricted_mean: float
+    restricted_mean_ci: tuple[float, float]
+    tau: float
+    level: float
+
+    @property
+    def censored(self) -> bool:
+        return self.observed < self.total
+
+
+def estimates(
+    times: npt.ArrayLike, censored_at: npt.ArrayLike, level: float = CONFIDENCE
+) -> Estimates:
+    """The Kaplan–Meier median and restricted mean with their ``level`` intervals
+    (:func:`km_median_ci`, :func:`restricted_mean_ci`), τ the longest follow-up + 1."""
+    t = np.asarray(times, dtype=float)
+    c = np.asarray(censored_at, dtype=float)
+    tau = _tau(t, c)
+    nan = float("nan")
+    if not t.size:
+        return Estimates(0, 0, nan, (nan, nan), nan, (nan, nan), tau, level)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return Estimates(
+            int(np.isfinite(t).sum()),
+            int(t.size),
+            km_median(t, c),
+            km_median_ci(t, c, level),
+            restricted_mean(t, c, tau),
+            restricted_mean_ci(t, c, tau, level),
+            tau,
+            level,
+        )
+
+
+def _tau(t: np.ndarray, c: np.ndarray) -> float:
+    follow = np.where(np.isfinite(t), t, c)
+    return float(np.nanmax(follow)) + 1 if follow.size and np.isfinite(follow).any() else 0.0
+
+
 def censored_summary(times: npt.ArrayLike, censored_at: npt.ArrayLike) -> dict[str, float | int]:
     """What a summary reports of censored counts: how many were observed of how many, the naive
     mean of the observed ones, the Kaplan–Meier median and the restricted mean up to the longest
-    follow-up (a lower bound of the mean; equal to it when nothing is censored)."""
+    follow-up (a lower bound of the mean; equal to it when nothing is censored), each with its
+    95% interval (:func:`estimates`: ``km_median_lo`` / ``_hi``, ``restricted_mean_lo`` /
+    ``_hi``)."""
     t = np.asarray(times, dtype=float)
-    c = np.asarray(censored_at, dtype=float)
     observed = np.isfinite(t)
-    follow = np.where(observed, t, c)
-    tau = float(np.nanmax(follow)) + 1 if follow.size and np.isfinite(follow).any() else 0.0
+    found = estimates(t, censored_at)
     return {
-        "observed": int(observed.sum()),
-        "total": int(t.size),
+        "observed": found.observed,
+        "total": found.total,
         "mean_of_observed": float(t[observed].mean()) if observed.any() else float("nan"),
-        "km_median": km_median(t, c) if t.size else float("nan"),
-        "restricted_mean": restricted_mean(t, c, tau) if t.size else float("nan"),
-        "restricted_to": tau,
+        "km_median": found.median,
+        "km_median_lo": found.median_ci[0],
+        "km_median_hi": found.median_ci[1],
+        "restricted_mean": found.restricted_mean,
+        "restricted_mean_lo": found.restricted_mean_ci[0],
+        "restricted_mean_hi": found.restricted_mean_ci[1],
+        "restricted_to": found.tau,
     }

@@ -528,9 +528,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    import pandas as pd
-
-    from .plots import FORMATS, plot_kl_vs_iteration
+    from .plots import FORMATS, plot_comparison
     from .results import load_results
     from .store import check_output_folder
 
@@ -543,26 +541,13 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if out.is_dir():
         raise ConfigError("--out", f"{args.out!r} is a folder; give a figure file")
     check_output_folder(out.parent, "--out")
-    frames, request_frames = [], []
-    labels = []
+    studies = []
     for folder in args.dirs:
         res = load_results(folder)
-        metrics, requests = res.metrics, res.requests
-        name = Path(folder).name
-        metrics = metrics.assign(variant=name + ": " + metrics["variant"].astype(str))
-        frames.append(metrics)
-        if len(requests):  # each study's requests marked on its own curves
-            request_frames.append(
-                requests.assign(variant=name + ": " + requests["variant"].astype(str))
-            )
-        labels += [f"{name}: {v}" for v in res.variants]
+        studies.append((Path(folder).name, res.metrics, res.requests, res.summary()))
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        plot_kl_vs_iteration(
-            pd.concat(frames, ignore_index=True), labels, out, statistic=args.statistic,
-            title="KL vs iteration",  # the legend says which statistic and band
-            requests=pd.concat(request_frames, ignore_index=True) if request_frames else None,
-        )  # fmt: skip
+        plot_comparison(studies, out, statistic=args.statistic)
     except Exception as exc:  # one line, never a traceback
         from .executors import describe_error
 

@@ -7,62 +7,84 @@
 - ``kl_vs_local_iterations``: the same against total local iterations L·i (Fig. 4);
 - ``unlearning_kl``: one panel per variant from its first request: KL of the unlearning protocol
   (blue, solid) and of the retrain-from-scratch baseline (vermillion, dashed), best in family;
-- ``latency``: one panel per request (variant, node, slot): ECDFs over *all* requests of the removal,
-  unlearning and retrain latencies (ending below 1 when some were not served), the measured means
-  with their 95% CI and the exact expectation from hitting times;
+- ``latency``: one panel per request, rows the variants and columns their requests: Kaplan–Meier
+  estimates over *all* requests of the removal, unlearning and retrain latencies (a request not
+  served by the end of its run censored there), each median with its Brookmeyer–Crowley interval
+  and the (restricted) mean with its interval, the observation window and the expected removal
+  latency, named for what it is;
 - ``cover_time``: mean cover time (moves, 95% CI) per variant or against the number of nodes, with
   the exact expectation, Matthews' bounds and the asymptotic formula where known;
+- ``compare.png`` of ``gossipsim compare`` (:func:`plot_comparison`): the KL curves of several
+  results folders in one panel;
 - ``evaluation``: held-out metrics and KL to the optimum against the slot, the target's own metrics
   dashed, request slots marked;
 - ``visits``: the graph of each variant, each node coloured by the deviation of its share of token
   visits from the walk's stationary share, sized by degree, requested nodes ringed.
 
 A sweep of two or more dimensions is faceted: one panel per value of its second (and later)
-dimensions, one line per value of the first (:mod:`gossipsim.plotting.layout`). Legends sit below the
-panels and name every line and band. Every function takes the tables as DataFrames, so a notebook
-can call them on :class:`Results` directly; :func:`plot_results` writes all that apply.
+dimensions, one line per value of the first (:mod:`gossipsim.plotting.layout`); the panels of a
+figure share their axes. Legends sit below the panels, fitted to the figure's width, and name every
+line and band; titles wrap.
+
+Every function takes the tables as DataFrames, so a notebook can call them on :class:`Results`
+directly. With a path it writes the figure there and returns the path; without one it returns the
+Figure; ``ax=`` draws it in the place of an axes of the caller's (a SubFigure in its cell), ``fig=``
+into a Figure or SubFigure of the caller's. Figures are made without pyplot
+(:mod:`gossipsim.plotting.canvas`), so that the backend of a notebook or script is left alone.
+:func:`plot_results` writes all that apply.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-import matplotlib
+import matplotlib as mpl
+import networkx as nx
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.collections import LineCollection
+from matplotlib.figure import Figure, SubFigure
+from matplotlib.patches import Patch
+from matplotlib.patheffects import withStroke
+from matplotlib.ticker import MaxNLocator, NullLocator
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import networkx as nx  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.axes import Axes  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.patheffects import withStroke  # noqa: E402
-from matplotlib.ticker import MaxNLocator, NullLocator  # noqa: E402
-
-from .graphfiles import layout  # noqa: E402
-from .plotting import style as S  # noqa: E402
-from .plotting.axes import (  # noqa: E402
+from .censoring import Estimates, estimates, kaplan_meier
+from .graphfiles import layout
+from .plotting import style as S
+from .plotting.axes import (
     REQUEST_LABEL,
     Legend,
     LogPanel,
     RequestMark,
+    RequestNames,
     band_handle,
     draw_request_marks,
+    fitted_legend,
     line_handle,
     request_handle,
     request_marks,
+    separate_request_names,
+    tidy_log_axis,
+    wrap,
 )
-from .plotting.layout import Facets, facets, grid  # noqa: E402
-from .plotting.stats import (  # noqa: E402
+from .plotting.canvas import Figures, drawing_area, root
+from .plotting.layout import Cells, Facets, Panel, facets, figure_width, grid, variant_cells
+from .plotting.requests import (
+    LATENCIES,
+    STATIONARY_LABEL,
+    RequestPanel,
+    expected_removal,
+    request_panels,
+)
+from .plotting.stats import (
     STATISTICS,
     across_runs,
     band_matrix,
-    ecdf,
     mean_and_half_width,
     step_values_on_grid,
 )
@@ -78,6 +100,7 @@ __all__ = [
     "MAX_NODES_DRAWN",
     "STATISTICS",
     "draw_figures",
+    "plot_comparison",
     "plot_cover_time",
     "plot_evaluation",
     "plot_kl_vs_iteration",
@@ -94,30 +117,37 @@ FIGURES = (
     "kl_vs_iteration", "kl_vs_time", "unlearning_kl", "latency", "cover_time",
     "kl_vs_local_iterations", "evaluation", "visits",
 )  # fmt: skip
-# while set, figures are kept (by file stem) instead of saved: Results.plot without a folder
-_KEPT: ContextVar[dict[str, Figure] | None] = ContextVar("kept_figures", default=None)
 COLUMN_WIDTH_IN = S.COLUMN_WIDTH_IN
 MAX_NODES_DRAWN = 500
 PANEL_HEIGHT_IN = 2.0
 KL_LABEL = "KL(q ‖ target) (nats)"
 
+#: where a figure goes: a file (``path``), or nowhere (the Figure is returned)
+Where = Path | str | None
 
-def _figure(width: float, height: float) -> Figure:
-    fig = plt.figure(figsize=(width, height), layout="constrained")
-    engine = cast(Any, fig.get_layout_engine())
-    engine.set(h_pad=0.03, w_pad=0.03, hspace=0.03, wspace=0.03)
-    return fig
+
+def _finish(area: Figure | SubFigure, path: Where) -> Path | Figure:
+    """Write the figure of ``area`` to ``path`` and return the path, or without a path return the
+    figure (the caller's own when it gave ``ax`` or ``fig``)."""
+    fig = root(area)
+    if path is None:
+        return fig
+    return _save(fig, Path(path))
 
 
 def _save(fig: Figure, path: Path) -> Path:
-    kept = _KEPT.get()
-    if kept is not None:  # returned to the caller (a notebook shows it), not written
-        plt.close(fig)  # out of pyplot's list of open figures; the object stays usable
-        kept[path.stem] = fig
-        return path
-    fig.savefig(path)
-    plt.close(fig)
+    with mpl.rc_context(S.RC):
+        fig.savefig(path)
     return path
+
+
+def _fit_height(area: Figure | SubFigure, own: bool, panels_in: float, *artists: Any) -> None:
+    """Make a figure gossipsim made (``own``) as tall as its panels need (``panels_in`` inches)
+    plus its title and legend (``artists``), so that a long legend never squeezes the panels."""
+    if not own or not isinstance(area, Figure):
+        return
+    extra = sum(a.get_window_extent().height for a in artists if a is not None) / area.dpi
+    area.set_size_inches(area.get_figwidth(), panels_in + extra + 0.2)
 
 
 def _num(x: float, digits: int = 3) -> str:
@@ -180,8 +210,15 @@ def _constant(lines: dict[str, tuple[np.ndarray, np.ndarray]]) -> float | None:
     return values[0]
 
 
+@dataclass(frozen=True)
+class _Tolerance:
+    value: float
+    label: str
+    style: dict[str, Any]
+
+
 def _kl_figure(
-    path: Path,
+    path: Where,
     curves: Sequence[_Curve],
     fac: Facets,
     *,
@@ -192,8 +229,15 @@ def _kl_figure(
     marks: dict[str, list[RequestMark]],
     xlabel: str,
     title: str,
-) -> Path:
-    """KL curves (centre line and band per variant) in the panels of ``fac``."""
+    ax: Axes | None = None,
+    fig: Figure | SubFigure | None = None,
+    linestyles: dict[str, Any] | None = None,
+    tolerances: Sequence[_Tolerance] | None = None,
+) -> Path | Figure:
+    """KL curves (centre line and band per variant) in the panels of ``fac``, on one shared scale
+    (x and y); ``linestyles`` (variant -> style) outlines each band in its line's style, so that
+    overlapping bands stay told apart (``gossipsim compare``); ``tolerances`` replaces the single
+    ``tolerance`` line."""
     by_variant = {c.variant: c for c in curves}
     panels = [p for p in fac.panels if any(v in by_variant for v in p.variants)]
     rows, cols, width = grid(len(panels))
@@ -201,23 +245,40 @@ def _kl_figure(
     common = _constant(best)
     single_best = len(best) == 1
     description = ""
-    with plt.rc_context(S.RC):
-        fig = _figure(width, 0.9 + PANEL_HEIGHT_IN * rows)
-        specs = fig.add_gridspec(rows, cols)
-        first: Axes | None = None
-        for k, panel in enumerate(panels):
+    if tolerances is None:
+        tolerances = (
+            [_Tolerance(tolerance, f"tolerance {tolerance:g}", S.TOLERANCE)]
+            if tolerance and not excess
+            else []
+        )
+    with mpl.rc_context(S.RC):
+        area = drawing_area(width, 0.9 + PANEL_HEIGHT_IN * rows, ax=ax, fig=fig)
+        specs = area.add_gridspec(rows, cols)
+        recorded: list[LogPanel] = []
+        for panel in panels:
             lp = LogPanel()
+            recorded.append(lp)
             for v in panel.variants:
                 if v not in by_variant:
                     continue
-                c = by_variant[v]
-                band = across_runs(c.values, statistic)
+                curve = by_variant[v]
+                band = across_runs(curve.values, statistic)
                 description = band.description
                 colour, label = fac.colour[v], fac.label[v]
-                lp.band(c.x, band.lo, band.hi, color=colour, alpha=S.BAND_ALPHA, linewidth=0,
-                        label=label)  # fmt: skip
-                lp.line(c.x, band.center, color=colour, label=label)
-                legend.add(label, band_handle(colour))
+                ls = (linestyles or {}).get(v)
+                if ls is None:
+                    lp.band(curve.x, band.lo, band.hi, color=colour, alpha=S.BAND_ALPHA, linewidth=0,
+                            label=label)  # fmt: skip
+                    lp.line(curve.x, band.center, color=colour, label=label)
+                    legend.add(label, band_handle(colour))
+                else:  # a faint band outlined in the line's style
+                    lp.band(curve.x, band.lo, band.hi, color=colour, alpha=0.08, linewidth=0,
+                            label=label)  # fmt: skip
+                    for edge in (band.lo, band.hi):
+                        lp.line(curve.x, edge, color=colour, linestyle=ls, linewidth=0.5, alpha=0.7,
+                                label="_band edge")  # fmt: skip
+                    lp.line(curve.x, band.center, color=colour, linestyle=ls, label=label)
+                    legend.add(label, band_handle(colour, linestyle=ls))
                 if v in best and common is None:
                     bx, by = best[v]
                     style = S.BEST if single_best else {**S.BEST, "color": colour}
@@ -237,29 +298,49 @@ def _kl_figure(
                     name = f"best in family + tolerance {tolerance:g}"
                     lp.hline(common + tolerance, label=name, **S.BEST_PLUS_TOLERANCE)
                     legend.add(name, line_handle(**S.BEST_PLUS_TOLERANCE))
-            if tolerance and not excess:
-                name = f"tolerance {tolerance:g}"
-                lp.hline(tolerance, label=name, **S.TOLERANCE)
-                legend.add(name, line_handle(**S.TOLERANCE))
-            ax = lp.render(fig, specs[k // cols, k % cols], sharex=first)
-            first = first or ax
+            for tol in tolerances:
+                lp.hline(tol.value, label=tol.label, **tol.style)
+                legend.add(tol.label, line_handle(**tol.style))
+        span = _common_span(recorded)
+        zero = any(lp.has_zero() for lp in recorded)
+        panel_width = area.bbox.width / area.dpi / cols
+        names: list[RequestNames | None] = []
+        first: LogPanel | None = None
+        for k, (panel, lp) in enumerate(zip(panels, recorded, strict=True)):
+            r, c = divmod(k, cols)
+            main = lp.render(area, specs[r, c], sharex=first.main if first else None,
+                             sharey=first, span=span, zero=zero)  # fmt: skip
+            first = first or lp
             panel_marks = _merge_marks(marks, panel.variants)
-            draw_request_marks(lp.axes, ax, panel_marks)
+            names.append(draw_request_marks(lp.axes, main, panel_marks))
             if panel_marks:
                 legend.add(REQUEST_LABEL, request_handle())
             if panel.title:
-                ax.set_title(panel.title)
-            if k % cols == 0:
-                ax.set_ylabel(KL_LABEL)
+                main.set_title(wrap(panel.title, panel_width - 0.3, 8))
+            if c == 0:
+                main.set_ylabel(KL_LABEL)
+            else:  # the scale is shared: its labels once per row
+                for a in lp.axes:
+                    a.tick_params(labelleft=False)
             if k + cols >= len(panels):
                 lp.bottom.set_xlabel(xlabel)
             lp.bottom.xaxis.set_major_locator(MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10]))
-        fig.suptitle(title)
+        heading = area.suptitle(wrap(title, area.bbox.width / area.dpi - 0.2, 9))
         head = f"{fac.line_title}: " if fac.line_title else ""
-        runs = _runs_text([c.values.shape[0] for c in curves])
-        legend.place(fig, ncols=2 if width <= COLUMN_WIDTH_IN else 4,
-                     title=f"{head}{description} ({runs})")  # fmt: skip
-        return _save(fig, path)
+        runs = _runs_text([cv.values.shape[0] for cv in curves])
+        key = legend.place(area, ncols=2 if width <= COLUMN_WIDTH_IN else 4,
+                           title=f"{head}{description} ({runs})")  # fmt: skip
+        _fit_height(area, ax is None and fig is None, PANEL_HEIGHT_IN * rows, heading, key)
+        separate_request_names(area, names)
+        return _finish(area, path)
+
+
+def _common_span(panels: Sequence[LogPanel]) -> tuple[float, float] | None:
+    """The positive range of every panel together (their common log scale)."""
+    ranges = [r for r in (lp.positive_range() for lp in panels) if r is not None]
+    if not ranges:
+        return None
+    return min(r[0] for r in ranges), max(r[1] for r in ranges)
 
 
 def _merge_marks(marks: dict[str, list[RequestMark]], variants: Sequence[str]) -> list[RequestMark]:
@@ -283,7 +364,7 @@ def _marks_by_variant(
 def plot_kl_vs_iteration(
     metrics: pd.DataFrame,
     variants: Sequence[str],
-    path: Path,
+    path: Where = None,
     *,
     statistic: str = "median",
     tolerance: float | None = None,
@@ -293,9 +374,13 @@ def plot_kl_vs_iteration(
     excess: bool = False,
     summary: dict[str, Any] | None = None,
     requests: pd.DataFrame | None = None,
-) -> Path:
+    ax: Axes | None = None,
+    fig: Figure | SubFigure | None = None,
+) -> Path | Figure:
     """KL(q ‖ target) vs slot: ``statistic`` over runs and its band, one line per variant, faceted
-    by the second dimension of a sweep (``summary``), request slots (``requests``) marked.
+    by the second dimension of a sweep (``summary``), request slots (``requests``) marked. Written
+    to ``path`` (returned), or without a path the Figure is returned; ``ax`` (drawn in its place)
+    or ``fig`` (a Figure or SubFigure) draws into a figure of the caller's, as every ``plot_*``.
 
     ``x_scale`` multiplies each variant's slots (e.g. by L for total local iterations L·i, Fig. 4).
     Where the target lies outside the family, its best-in-family KL is drawn dashed: once, in black,
@@ -316,13 +401,15 @@ def plot_kl_vs_iteration(
         marks=_marks_by_variant(requests, variants, "request_iteration", x_scale),
         xlabel=xlabel,
         title=title or "KL divergence to the target",
+        ax=ax,
+        fig=fig,
     )
 
 
 def plot_kl_vs_time(
     metrics: pd.DataFrame,
     variants: Sequence[str],
-    path: Path,
+    path: Where = None,
     *,
     statistic: str = "median",
     tolerance: float | None = None,
@@ -331,8 +418,11 @@ def plot_kl_vs_time(
     excess: bool = False,
     summary: dict[str, Any] | None = None,
     requests: pd.DataFrame | None = None,
-) -> Path | None:
-    """KL vs simulated time, on a common time grid (each run's KL is a step function of time)."""
+    ax: Axes | None = None,
+    fig: Figure | SubFigure | None = None,
+) -> Path | Figure | None:
+    """KL vs simulated time, on a common time grid (each run's KL is a step function of time);
+    None when no slot takes any time."""
     if not (metrics["time"].max() > 0):
         return None
     grid_ = np.linspace(0.0, float(metrics["time"].max()), points)
@@ -361,6 +451,93 @@ def plot_kl_vs_time(
         marks=marks,
         xlabel="simulated time (s)",
         title=title or "KL divergence to the target against simulated time",
+        ax=ax,
+        fig=fig,
+    )
+
+
+#: line styles of the folders of a comparison, in order
+FOLDER_STYLES: tuple[Any, ...] = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)))
+
+
+def plot_comparison(
+    studies: Sequence[tuple[str, pd.DataFrame, pd.DataFrame | None, dict[str, Any]]],
+    path: Where = None,
+    *,
+    statistic: str = "median",
+    ax: Axes | None = None,
+    fig: Figure | SubFigure | None = None,
+) -> Path | Figure:
+    """KL vs slot of several results folders in one panel (``gossipsim compare``): ``studies`` are
+    (name, metrics, requests, summary) of each folder. The same variant has the same colour in
+    every folder (folders of one variant each: a colour each) and each folder its line style; a band is faint and outlined in its line's style,
+    so that overlapping bands stay told apart. Each folder's tolerance is drawn (one line where
+    they agree), and its requests marked."""
+    frames, request_frames, labels = [], [], []
+    colours: dict[str, str] = {}
+    linestyles: dict[str, Any] = {}
+    order: list[str] = []
+    tolerances: dict[float, list[str]] = {}
+    excess = False
+    excess_tolerance: float | None = None
+    # the same variant in the same colour in every folder; studies of one variant: one each
+    by_variant = any(len(summary.get("variants", {})) > 1 for _, _, _, summary in studies)
+    for k, (name, metrics, requests, summary) in enumerate(studies):
+        variants = list(summary.get("variants", {})) or list(
+            dict.fromkeys(metrics["variant"].astype(str))
+        )
+        one = len(variants) == 1  # a study of one variant: its curve is named by the folder
+        frames.append(
+            metrics.assign(variant=name if one else name + ": " + metrics["variant"].astype(str))
+        )
+        if requests is not None and len(requests):
+            request_frames.append(
+                requests.assign(
+                    variant=name if one else name + ": " + requests["variant"].astype(str)
+                )
+            )
+        for v in variants:
+            if v not in order:
+                order.append(v)
+            label = name if one else f"{name}: {v}"
+            labels.append(label)
+            colours[label] = S.colour(order.index(v) if by_variant else k)
+            linestyles[label] = FOLDER_STYLES[k % len(FOLDER_STYLES)]
+        tol = _tolerance(summary)
+        if _excess(summary):
+            excess, excess_tolerance = True, tol
+        elif tol:
+            tolerances.setdefault(tol, []).append(name)
+    lines = [
+        _Tolerance(
+            value,
+            f"tolerance {value:g}" if len(tolerances) == 1 else f"tolerance {value:g} ({', '.join(names)})",
+            {**S.TOLERANCE, "linestyle": ":" if len(tolerances) == 1 else FOLDER_STYLES[i % 5]},
+        )
+        for i, (value, names) in enumerate(tolerances.items())
+    ]  # fmt: skip
+    metrics = pd.concat(frames, ignore_index=True)
+    requests = pd.concat(request_frames, ignore_index=True) if request_frames else None
+    curves = []
+    for label in labels:
+        grid_, values = band_matrix(metrics, label, "kl")
+        curves.append(_Curve(label, grid_, values))
+    fac = Facets([Panel("", labels)], "", {v: v for v in labels}, colours)
+    return _kl_figure(
+        path,
+        curves,
+        fac,
+        statistic=statistic,
+        tolerance=excess_tolerance,
+        excess=excess,
+        best=_best_lines(metrics, labels),
+        marks=_marks_by_variant(requests, labels, "request_iteration"),
+        xlabel="iteration (slot)",
+        title="KL vs iteration: " + ", ".join(name for name, *_ in studies),
+        ax=ax,
+        fig=fig,
+        linestyles=linestyles,
+        tolerances=lines,
     )
 
 
@@ -368,42 +545,46 @@ def plot_kl_vs_time(
 # unlearning
 
 
-def _variant_grid(
-    fac: Facets, variants: Sequence[str]
-) -> tuple[list[tuple[str, int, int]], int, int, float]:
-    """Positions of one panel per variant: a sweep's facets as columns (up to three, each variant of
-    a facet in its own row), otherwise :func:`grid` in order."""
-    present = [p for p in fac.panels if any(v in variants for v in p.variants)]
-    sizes = {len([v for v in p.variants if v in variants]) for p in present}
-    if 1 < len(present) <= 3 and len(sizes) == 1:
-        rows = sizes.pop()
-        cells = [
-            (v, r, c)
-            for c, p in enumerate(present)
-            for r, v in enumerate([v for v in p.variants if v in variants])
-        ]
-        width = COLUMN_WIDTH_IN if len(present) == 1 else S.DOUBLE_WIDTH_IN
-        return cells, rows, len(present), width
-    ordered = [v for v in fac.variants if v in variants]
-    rows, cols, width = grid(len(ordered))
-    return [(v, i // cols, i % cols) for i, v in enumerate(ordered)], rows, cols, width
+def _label_cells(
+    placed: dict[tuple[int, int], Axes], cells: Cells, panel_width: float, panel_height: float
+) -> None:
+    """A grid of a sweep's factors: each column's label above its top panel, each row's label to
+    the right of its last panel (read downwards), both wrapped to the panel's size (inches)."""
+    if cells.col_labels:
+        for c, label in enumerate(cells.col_labels):
+            top = min((r for r, cc in placed if cc == c), default=None)
+            if top is not None and label:
+                placed[top, c].set_title(wrap(label, panel_width - 0.3, 8))
+    if cells.row_labels:
+        for r, label in enumerate(cells.row_labels):
+            last = max((c for rr, c in placed if rr == r), default=None)
+            if last is None or not label:
+                continue
+            ax = placed[r, last]
+            ax.annotate(wrap(label, panel_height, 7), xy=(1.03, 0.5), xycoords="axes fraction",
+                        rotation=270, ha="left", va="center", fontsize=7, gid="row-label",
+                        annotation_clip=False)  # fmt: skip
 
 
 def plot_unlearning_kl(
     metrics: pd.DataFrame,
     requests: pd.DataFrame,
     variants: Sequence[str],
-    path: Path,
+    path: Where = None,
     *,
     statistic: str = "median",
     tolerance: float | None = None,
     excess: bool = False,
     summary: dict[str, Any] | None = None,
-) -> Path | None:
+    ax: Axes | None = None,
+    fig: Figure | SubFigure | None = None,
+) -> Path | Figure | None:
     """One panel per variant, from its first request: KL of unlearning (blue, solid) and of
     retraining from scratch on the same walk (vermillion, dashed), each with its band; the
     best-in-family KL (black, dashed) where the target is outside the family; request slots marked.
-    A panel whose retrain baseline recorded no KL says so."""
+    A sweep of two or more dimensions is laid out by its factors (rows: its first dimension,
+    columns: the others); the panels share their scales. A panel whose retrain baseline recorded
+    no KL says so."""
     if requests.empty or "request_iteration" not in requests:
         return None
     if requests["request_iteration"].isna().all():  # no request arrived within any run
@@ -412,17 +593,21 @@ def plot_unlearning_kl(
     drawn = [v for v in variants if (arrived["variant"] == v).any()]
     if not drawn:
         return None
-    cells, rows, cols, width = _variant_grid(facets(summary, variants), drawn)
+    cells = variant_cells(facets(summary, variants), drawn)
+    width = figure_width(cells.cols)
     legend = Legend()
     runs: list[int] = []
     description = ""
-    with plt.rc_context(S.RC):
-        fig = _figure(width, 0.9 + PANEL_HEIGHT_IN * rows)
-        specs = fig.add_gridspec(rows, cols)
-        for variant, r, c in cells:
-            first = int(arrived.loc[arrived["variant"] == variant, "request_iteration"].min())
+    firsts = {
+        v: int(arrived.loc[arrived["variant"] == v, "request_iteration"].min()) for v in drawn
+    }
+    with mpl.rc_context(S.RC):
+        area = drawing_area(width, 0.9 + PANEL_HEIGHT_IN * cells.rows, ax=ax, fig=fig)
+        specs = area.add_gridspec(cells.rows, cells.cols)
+        recorded: dict[str, tuple[LogPanel, bool]] = {}
+        for variant in drawn:
             grid_, main = band_matrix(metrics, variant, "kl")
-            keep = grid_ >= first - 1
+            keep = grid_ >= firsts[variant] - 1
             x = grid_[keep]
             runs.append(main.shape[0])
             lp = LogPanel()
@@ -458,8 +643,23 @@ def plot_unlearning_kl(
                 name = f"tolerance {tolerance:g}"
                 lp.hline(tolerance, label=name, **S.TOLERANCE)
                 legend.add(name, line_handle(**S.TOLERANCE))
-            ax = lp.render(fig, specs[r, c])
-            draw_request_marks(lp.axes, ax, request_marks(arrived, [variant]))
+            recorded[variant] = (lp, missing_retrain)
+        span = _common_span([lp for lp, _ in recorded.values()])
+        zero = any(lp.has_zero() for lp, _ in recorded.values())
+        same_start = len(set(firsts.values())) == 1
+        panel_width = area.bbox.width / area.dpi / cells.cols
+        placed: dict[tuple[int, int], Axes] = {}
+        names: list[RequestNames | None] = []
+        first: LogPanel | None = None
+        for variant in drawn:
+            lp, missing_retrain = recorded[variant]
+            r, c = cells.where[variant]
+            shared_x = first.main if first is not None and same_start else None
+            top_ax = lp.render(area, specs[r, c], sharex=shared_x, sharey=first, span=span,
+                               zero=zero)  # fmt: skip
+            first = first or lp
+            placed[r, c] = top_ax
+            names.append(draw_request_marks(lp.axes, top_ax, request_marks(arrived, [variant])))
             legend.add(REQUEST_LABEL, request_handle())
             if missing_retrain:
                 why = (
@@ -467,18 +667,26 @@ def plot_unlearning_kl(
                     if "retrain_kl" not in metrics.columns
                     else "retrain baseline: no KL recorded after the request"
                 )
-                ax.text(0.98, 0.96, why, transform=ax.transAxes, ha="right", va="top", fontsize=6,
-                        gid="note")  # fmt: skip
-            if len(drawn) > 1:
-                ax.set_title(variant)
+                top_ax.text(0.98, 0.96, why, transform=top_ax.transAxes, ha="right", va="top",
+                          fontsize=6, gid="note")  # fmt: skip
+            if cells.row_labels is None and len(drawn) > 1:
+                top_ax.set_title(wrap(variant, panel_width - 0.3, 8))
             if c == 0:
-                ax.set_ylabel("KL(q ‖ target without\nthe forgotten nodes) (nats)")
-            if r == rows - 1 or not any(cr == r + 1 and cc == c for _, cr, cc in cells):
+                top_ax.set_ylabel("KL(q ‖ target without\nthe forgotten nodes) (nats)")
+            else:
+                for a in lp.axes:
+                    a.tick_params(labelleft=False)
+            below = any(cells.where[v] == (r + 1, c) for v in drawn)
+            if not below:
                 lp.bottom.set_xlabel("iteration (slot)")
             lp.bottom.xaxis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]))
-        fig.suptitle("Unlearning vs retraining from scratch (same walk)")
-        legend.place(fig, ncols=2, title=f"{description} ({_runs_text(runs)})")
-        return _save(fig, path)
+        _label_cells(placed, cells, panel_width, PANEL_HEIGHT_IN - 0.4)
+        heading = area.suptitle("Unlearning vs retraining from scratch (same walk)")
+        key = legend.place(area, ncols=2 if width <= COLUMN_WIDTH_IN else 4,
+                           title=f"{description} ({_runs_text(runs)})")  # fmt: skip
+        _fit_height(area, ax is None and fig is None, PANEL_HEIGHT_IN * cells.rows, heading, key)
+        separate_request_names(area, names)
+        return _finish(area, path)
 
 
 LATENCY_NAMES = {
@@ -486,111 +694,255 @@ LATENCY_NAMES = {
     "latency": "unlearning (KL)",
     "retrain_latency": "retrain (KL)",
 }
+LATENCY_KEYS = {
+    "removal_latency": "removal latency (the paper's unlearning latency: the node's factor leaves q)",
+    "latency": "unlearning latency (KL to the target without the node settled)",
+    "retrain_latency": "retrain latency (retraining from scratch on the same walk, KL settled)",
+}
 LATENCY_STYLES: dict[str, dict[str, Any]] = {
     "removal_latency": S.REMOVAL,
     "latency": {**S.UNLEARNING, "linewidth": 1.2},
     "retrain_latency": {**S.RETRAIN, "linewidth": 1.2},
 }
+#: where each latency's median is marked, around 1/2 so that equal medians stay apart
+MEDIAN_HEIGHT = {"removal_latency": 0.5, "latency": 0.46, "retrain_latency": 0.54}
+MEDIAN_KEY = "median with its 95% CI (marked at 1/2)"
+UNOBSERVED = "after the end of the run: not observed"
+LATENCY_TITLE = (
+    "Kaplan–Meier estimates over every request that arrived (one not served by the end of its run "
+    "is censored there). Each panel: served/arrived; median [95% CI, Brookmeyer–Crowley]; mean "
+    "[95% CI, Greenwood], '≥' when some were not served: the mean of min(latency, window), a lower "
+    "bound of the mean"
+)
 
 
-def _exact_latency(summary: dict[str, Any] | None, variant: str, node: Any) -> float | None:
-    entry = (summary or {}).get("variants", {}).get(variant, {})
-    value = (entry.get("theory") or {}).get("expected_unlearning_latency", {}).get(str(node))
-    return None if value is None else float(value)
+def _interval(ci: tuple[float, float]) -> str:
+    """The interval "[lo, hi]" to two significant digits (whole numbers kept whole), or
+    "[lo, ∞)" when the data do not bound it above."""
+    lo, hi = ci
+    return f"[{_num(lo, 2)}, {_num(hi, 2)}]" if math.isfinite(hi) else f"[{_num(lo, 2)}, ∞)"
+
+
+def _estimate_text(name: str, est: Estimates) -> str:
+    """Two lines: served / arrived, then the median and the (restricted) mean with intervals."""
+    head = f"{name}: {est.observed:,}/{est.total:,} served"
+    if est.observed == 0:
+        return f"{head}\nnone within the run (> {_num(est.tau - 1)})"
+    median = (
+        f"median {_num(est.median)} {_interval(est.median_ci)}"
+        if math.isfinite(est.median)
+        else f"median > {_num(est.tau - 1)}"
+    )
+    bound = "≥ " if est.censored else ""
+    mean = f"mean {bound}{_num(est.restricted_mean)} {_interval(est.restricted_mean_ci)}"
+    return f"{head}\n{median}; {mean}"
+
+
+def _latency_cells(panels: Sequence[RequestPanel], fac: Facets) -> tuple[Cells, str]:
+    """Where each request's panel goes, and a description shared by all panels ("" if none): one
+    request per variant in a sweep of two or more dimensions is laid out by the sweep's factors;
+    otherwise rows are the variants and columns the requests, labelled where every row has the
+    same requests."""
+    variants = list(dict.fromkeys(p.variant for p in panels))
+    per_variant = {v: [p for p in panels if p.variant == v] for v in variants}
+    descriptions = {p.description for p in panels}
+    if all(len(ps) == 1 for ps in per_variant.values()):
+        cells = variant_cells(fac, variants)
+        if cells.row_labels is not None:
+            where = {(p.variant, p.request): cells.where[p.variant] for p in panels}
+            shared = descriptions.pop() if len(descriptions) == 1 else ""
+            return Cells(where, cells.rows, cells.cols, cells.row_labels, cells.col_labels), shared
+    cols = max(len(ps) for ps in per_variant.values())
+    where = {
+        (p.variant, p.request): (r, j)
+        for r, v in enumerate(variants)
+        for j, p in enumerate(per_variant[v])
+    }
+    rows_same = len({tuple(p.description for p in ps) for ps in per_variant.values()}) == 1
+    col_labels = [p.description for p in per_variant[variants[0]]] if rows_same else None
+    row_labels = list(variants) if len(variants) > 1 else None
+    return Cells(where, len(variants), cols, row_labels, col_labels), ""
 
 
 def plot_latency(
     requests: pd.DataFrame,
     variants: Sequence[str],
-    path: Path,
+    path: Where = None,
     summary: dict[str, Any] | None = None,
-) -> Path | None:
-    """One panel per request (variant, node and slot): empirical CDFs of the removal latency (wide
+    *,
+    runs: pd.DataFrame | None = None,
+    ax: Axes | None = None,
+    fig: Figure | SubFigure | None = None,
+) -> Path | Figure | None:
+    """One panel per request: rows are the variants and columns their requests (one request per
+    variant of a two-dimensional sweep: rows and columns are the sweep's factors), on shared axes.
+    Each panel draws the Kaplan–Meier estimate of the distribution of the removal latency (wide
     pale line; the paper's unlearning latency), the KL-based unlearning latency (solid) and the
-    retrain latency (dashed), each a fraction of *all* requests that arrived, so it ends below 1 when
-    some were not served within the run; the legend gives each mean with its 95% CI and served /
-    total, the exact expectation from hitting times is the dotted line, and a latency none of the
-    requests reached is named with "none served"."""
-    columns = [c for c in LATENCY_NAMES if c in requests]
+    retrain latency (dashed) over *all* requests that arrived, a request not served by the end of
+    its run censored there (the run's length from ``runs``, runs.csv); its median with the
+    Brookmeyer–Crowley 95% interval is marked at 1/2, and its legend gives served / arrived, the
+    median and the mean (restricted to the observation window when some were not served, a lower
+    bound of the mean) with their intervals. When some runs did not serve it, latencies past the
+    end of those runs are shaded: not observed. The expected removal latency (summary.json) is the
+    dotted line, named for what it is."""
+    columns = [c for c in LATENCIES if c in requests]
     if requests.empty or not columns or "request_iteration" not in requests:
         return None
     if not any(requests[c].notna().any() for c in columns):
         return None
-    panels: list[tuple[str, Any, Any, pd.DataFrame, int]] = []
-    for variant in variants:
-        part = requests.loc[requests["variant"] == variant]
-        for (_, node), rows_ in part.groupby(["request", "node"], sort=True):
-            arrived = rows_.dropna(subset=["request_iteration"])
-            if len(arrived):
-                slots = arrived["request_iteration"].to_numpy(dtype=float)
-                slot = int(slots[0]) if np.all(slots == slots[0]) else None
-                panels.append((variant, node, slot, arrived, len(rows_) - len(arrived)))
-    if not panels:
+    panels = request_panels(requests, variants, runs, summary)
+    if not any(p.arrived for p in panels):
         return None
-    fac = facets(summary, variants)
-    per_variant = {v: sum(1 for p in panels if p[0] == v) for v in variants}
-    if set(per_variant.values()) <= {0, 1}:
-        vcells, rows, cols, width = _variant_grid(fac, [p[0] for p in panels])
-        where = {v: (r, c) for v, r, c in vcells}
-        cells = [(p, *where[p[0]]) for p in panels]
-    else:
-        rows, cols, width = grid(len(panels))
-        cells = [(p, i // cols, i % cols) for i, p in enumerate(panels)]
-    with plt.rc_context(S.RC):
-        fig = _figure(width, 0.5 + 2.75 * rows)
-        specs = fig.add_gridspec(rows, cols)
-        for (variant, node, slot, arrived, late), r, c in cells:
-            ax = fig.add_subplot(specs[r, c])
-            total = len(arrived)
-            handles: list[Any] = []
-            labels: list[str] = []
-            ecdfs = {c: ecdf(arrived[c].to_numpy(dtype=float, na_value=np.nan)) for c in columns}
-            # every curve runs on to the panel's right end, where its level (served / total) is read
-            exact = _exact_latency(summary, variant, node)
-            reach = [float(e.x[-1]) for e in ecdfs.values() if e.served]
-            end = 1.3 * max([*reach, exact or 0.0, 1.0])
-            for column in columns:
-                e = ecdfs[column]
-                style = LATENCY_STYLES[column]
-                name = LATENCY_NAMES[column]
-                if e.served == 0:
-                    label = f"{name}: none of {total:,} served"
-                else:
-                    mean, half = mean_and_half_width(e.x)
-                    ci = f" ± {_num(half, 2)}" if np.isfinite(half) else ""
-                    label = f"{name}: mean {_num(mean)}{ci}, {e.served:,}/{total:,} served"
-                    ax.step(
-                        np.concatenate([[0.0], e.x, [end]]),
-                        np.concatenate([[0.0], e.y, [e.y[-1]]]),
-                        where="post",
-                        label=label,
-                        **style,
-                    )
-                handles.append(line_handle(**style))
-                labels.append(label)
-                if column == "removal_latency" and exact is not None:
-                    label = f"exact E[removal] (hitting times): {_num(exact)}"
-                    ax.axvline(exact, label=label, **S.EXACT)
-                    handles.append(line_handle(**S.EXACT))
-                    labels.append(label)
-            ax.set_xscale("symlog", linthresh=1.0)
-            ax.set_xlim(0, end)
-            ax.set_ylim(0, 1.03)
-            ax.grid(True, alpha=0.3)
-            ax.set_xlabel("latency (slots after the request; log scale)")
+    cells, shared = _latency_cells(panels, facets(summary, [p.variant for p in panels]))
+    expected = {
+        (p.variant, p.request): expected_removal(summary, p.variant, p.request, p.node)
+        for p in panels
+    }
+    values = {
+        (p.variant, p.request, column): p.rows[column].to_numpy(dtype=float, na_value=np.nan)
+        for p in panels
+        for column in columns
+    }
+    reach = [float(np.nanmax(v)) for v in values.values() if np.isfinite(v).any()]
+    for p in panels:  # the censored requests' bounds, where the curves end
+        served = np.isfinite(np.column_stack([values[p.variant, p.request, k] for k in columns]))
+        reach += [float(b) for b in p.censored_at[~served.all(axis=1)] if np.isfinite(b)]
+    reach += [e[0] for e in expected.values() if e is not None]
+    x_end = 1.3 * max([*reach, 1.0])
+    lines = 2 * len(columns) + 1 + any(p.late for p in panels)
+    legend_in = 0.125 * lines + 0.1
+    width = figure_width(cells.cols, 2.45)
+    legend = Legend()
+    for column in columns:
+        legend.add(LATENCY_KEYS[column], line_handle(**LATENCY_STYLES[column]))
+    with mpl.rc_context(S.RC):
+        area = drawing_area(width, 1.0 + (1.75 + legend_in) * cells.rows, ax=ax, fig=fig)
+        ratios = [r for _ in range(cells.rows) for r in (1.45, legend_in)]
+        specs = area.add_gridspec(2 * cells.rows, cells.cols, height_ratios=ratios)
+        panel_width = area.bbox.width / area.dpi / cells.cols
+        placed: dict[tuple[int, int], Axes] = {}
+        first: Axes | None = None
+        for p in panels:
+            r, c = cells.where[p.variant, p.request]
+            ax_ = area.add_subplot(specs[2 * r, c], sharex=first, sharey=first)
+            first = first or ax_
+            placed[r, c] = ax_
+            if p.arrived:
+                handles, labels = _latency_panel(
+                    ax_, p, columns, values, expected[p.variant, p.request], x_end, legend
+                )
+            else:
+                never = f"arrived in none of the {p.late:,} runs\n(every run ended before it)"
+                ax_.text(0.5, 0.5, never, transform=ax_.transAxes, ha="center", va="center",
+                         fontsize=7, gid="note")  # fmt: skip
+                handles, labels = [], []
+            if cells.col_labels is None and not shared:  # the variant: the row's label
+                ax_.set_title(wrap(p.description, panel_width - 0.3, 8))
             if c == 0:
-                ax.set_ylabel("fraction of requests served")
-            where_ = f"at slot {slot:,}" if slot is not None else "at varying slots"
-            head = f"{variant}\n" if len(variants) > 1 else ""
-            tail = f"; {late} runs ended before it" if late else ""
-            ax.set_title(f"{head}node {node}, request {where_} ({total:,} requests{tail})")
-            ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncols=1,
-                      fontsize=6, handlelength=2.4)  # fmt: skip
-        fig.suptitle(
-            "Latency per request: ECDF over all requests (below 1 if some were\n"
-            "not served); mean of the served ones ± 95% CI, in slots"
+                ax_.set_ylabel("fraction of requests served")
+            else:
+                ax_.tick_params(labelleft=False)
+            ax_.set_xlabel("latency (slots after the request)", fontsize=7)
+            holder = area.add_subplot(specs[2 * r + 1, c])
+            holder.set_axis_off()
+            if not handles:
+                continue
+            fitted_legend(holder.legend, handles, labels, width_px=panel_width * area.dpi,
+                          dpi=area.dpi, loc="upper center", fontsize=6, handlelength=2.0,
+                          handletextpad=0.5, borderaxespad=0.0, labelspacing=0.35)  # fmt: skip
+        assert first is not None
+        first.set_xscale("symlog", linthresh=1.0)
+        first.set_xlim(0, x_end)
+        first.set_ylim(0, 1.03)
+        _label_cells(placed, cells, panel_width, 1.3)
+        head = "Latency per request, in slots after the request"
+        heading = area.suptitle(
+            wrap(f"{head}: {shared}" if shared else head, area.bbox.width / area.dpi - 0.2, 9)
         )
-        return _save(fig, path)
+        key = legend.place(area, ncols=2, title=LATENCY_TITLE)
+        own = ax is None and fig is None
+        _fit_height(area, own, (1.75 + legend_in) * cells.rows, heading, key)
+        return _finish(area, path)
+
+
+def _latency_panel(
+    ax: Axes,
+    panel: RequestPanel,
+    columns: Sequence[str],
+    values: dict[tuple[str, int, str], np.ndarray],
+    expected: tuple[float, str] | None,
+    x_end: float,
+    legend: Legend,
+) -> tuple[list[Any], list[str]]:
+    """One request's curves, medians, window and expectation; its legend entries."""
+    handles: list[Any] = []
+    labels: list[str] = []
+    bound = panel.censored_at
+    unserved = np.zeros(len(bound), dtype=bool)
+    for column in columns:
+        x = values[panel.variant, panel.request, column]
+        unserved |= ~np.isfinite(x)
+        style = LATENCY_STYLES[column]
+        est = estimates(x, bound)
+        km = kaplan_meier(x, bound)
+        if km.times.size:
+            cdf = 1.0 - km.survival
+            end = x_end
+            if est.censored:  # the estimate says nothing past the longest follow-up
+                end = min(x_end, float(np.nanmax(np.where(np.isfinite(x), x, bound))))
+            keep = km.times <= end
+            ax.step(np.concatenate([[0.0], km.times[keep], [end]]),
+                    np.concatenate([[0.0], cdf[keep], [cdf[keep][-1] if keep.any() else 0.0]]),
+                    where="post", label=LATENCY_NAMES[column], gid=f"km-{column}",
+                    **style)  # fmt: skip
+        if math.isfinite(est.median):
+            _median_mark(ax, est, MEDIAN_HEIGHT[column], style, x_end)
+            legend.add(MEDIAN_KEY, line_handle(color="0.3", marker="o", ms=3, linewidth=0.9))
+        handles.append(line_handle(**style))
+        labels.append(_estimate_text(LATENCY_NAMES[column], est))
+    if expected is not None:
+        value, words = expected
+        ax.axvline(value, gid="expected", label=words, **S.EXACT)
+        legend.add(f"dotted: {words}", line_handle(**S.EXACT))
+        handles.append(line_handle(**S.EXACT))
+        short = "next-visit" if words == STATIONARY_LABEL else "expected"
+        labels.append(f"{short}: {_num(value)}")
+    window = _window(panel.bound, unserved)
+    if window is not None and window < x_end:
+        ax.axvspan(window, x_end, color="0.6", alpha=0.25, linewidth=0, zorder=0, gid="unobserved")
+        legend.add(UNOBSERVED, _unobserved_handle())
+    if panel.late:
+        handles.append(line_handle(linestyle="none"))
+        labels.append(f"{panel.late:,} runs ended before the request")
+    ax.grid(True, alpha=0.3)
+    return handles, labels
+
+
+def _unobserved_handle() -> Patch:
+    return Patch(facecolor="0.6", alpha=0.25, linewidth=0)
+
+
+def _window(bound: np.ndarray, unserved: np.ndarray) -> float | None:
+    """Where the observation of a request ends when some runs did not serve it (in some latency):
+    the earliest end among those runs (None when every run served it, or the ends are unknown)."""
+    known = unserved & np.isfinite(bound)
+    return float(bound[known].min()) if known.any() else None
+
+
+def _median_mark(ax: Axes, est: Estimates, y: float, style: dict[str, Any], x_end: float) -> None:
+    """The median at height ``y`` with its interval as a horizontal bar (an arrow at the panel's
+    edge when the interval is unbounded above)."""
+    lo, hi = est.median_ci
+    colour = style["color"]
+    lo = est.median if not math.isfinite(lo) else lo
+    right = min(hi, x_end)
+    ax.plot(
+        [lo, right], [y, y], color=colour, linewidth=1.0, solid_capstyle="butt", gid="median-ci"
+    )
+    ax.plot([est.median], [y], marker="o", ms=3.2, color=colour, mec="white", mew=0.4,
+            linestyle="none", gid="median", zorder=5)  # fmt: skip
+    if not math.isfinite(hi):
+        ax.plot([right], [y], marker=">", ms=3.2, color=colour, linestyle="none", gid="median-ci")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -646,22 +998,37 @@ MATTHEWS = "Matthews' bounds"
 CENSORED = "hollow: some runs not covered\n(mean of the covered runs, biased low)"
 
 
-def plot_cover_time(runs: pd.DataFrame, summary: dict[str, Any], path: Path) -> Path | None:
+def plot_cover_time(
+    runs: pd.DataFrame,
+    summary: dict[str, Any],
+    path: Where = None,
+    *,
+    ax: Axes | None = None,
+    fig: Figure | SubFigure | None = None,
+) -> Path | Figure | None:
     """Mean cover time (moves, 95% CI) per variant, or against the number of nodes when that differs
     between variants (one line per other sweep value), with the exact expectation (closed form or
     subset chain), Matthews' bounds (a bar from lower to upper) and the asymptotic formula where
-    known. A mean over only the covered runs (some runs ended first) is drawn hollow."""
+    known. A sweep of two or more dimensions puts the values of its first dimension on the axis and
+    gives the others a colour each, side by side. A mean over only the covered runs (some runs
+    ended first) is drawn hollow."""
     if runs["cover_iteration"].notna().sum() == 0:
         return None
     table = _cover_rows(runs, summary)
     if table.empty:
         return None
     by_nodes = table["nodes"].nunique() > 1
+    fac = facets(summary, list(table["label"]))
+    grouped = not by_nodes and len(fac.panels) > 1
+    categories = list(dict.fromkeys(fac.label[v] for v in table["label"])) if grouped else []
+    slots = len(table)
+    width = COLUMN_WIDTH_IN if by_nodes or slots <= 8 else S.DOUBLE_WIDTH_IN
     legend = Legend()
     styles = Legend()
-    with plt.rc_context(S.RC):
-        fig = _figure(COLUMN_WIDTH_IN, 3.4 if by_nodes else 3.0)
-        ax = fig.add_subplot()
+    with mpl.rc_context(S.RC):
+        area = drawing_area(width, 3.4 if by_nodes else 3.2, ax=ax, fig=fig)
+        ax_ = area.add_subplot()
+        tick_in = (area.bbox.width / area.dpi - 0.7) / max(len(categories) or slots, 1)
         if by_nodes:
             groups = list(dict.fromkeys(table["group"]))
             for i, group in enumerate(groups):
@@ -669,35 +1036,74 @@ def plot_cover_time(runs: pd.DataFrame, summary: dict[str, Any], path: Path) -> 
                 colour = S.colour(i)
                 offset = 1.0 + 0.035 * (i - (len(groups) - 1) / 2)  # bars side by side
                 x = part["nodes"].to_numpy(dtype=float) * offset
-                _cover_points(ax, x, part, colour, styles, joined=True)
+                _cover_points(ax_, x, part, colour, styles, joined=True)
                 legend.add(group, line_handle(color=colour, marker="o", ms=4, linestyle="none"))
-            ax.set_xscale("log")
-            ax.set_yscale("log")
+            ax_.set_xscale("log")
+            ax_.set_yscale("log")
             sizes = sorted({int(n) for n in table["nodes"]})
-            ax.set_xticks(sizes, [f"{n:,}" for n in sizes])
-            ax.xaxis.set_minor_locator(NullLocator())
-            ax.set_xlabel("number of nodes K (log scale)")
+            ax_.set_xticks(sizes, [f"{n:,}" for n in sizes])
+            ax_.xaxis.set_minor_locator(NullLocator())
+            low, high = _cover_extent(table)
+            ax_.set_ylim(low / 1.3, high * 1.3)
+            tidy_log_axis(ax_.yaxis, low / 1.3, high * 1.3)
+            ax_.set_xlabel("number of nodes K (log scale)")
+        elif grouped:
+            step = 0.8 / len(fac.panels)
+            for i, panel in enumerate(fac.panels):
+                part = table.loc[table["label"].isin(panel.variants)]
+                x = np.array([categories.index(fac.label[v]) for v in part["label"]], dtype=float)
+                x += step * (i - (len(fac.panels) - 1) / 2)
+                _cover_points(ax_, x, part, S.colour(i), styles, joined=False, width=step)
+                legend.add(panel.title, line_handle(color=S.colour(i), marker="o", ms=4,
+                                                    linestyle="none"))  # fmt: skip
+            ax_.set_xticks(range(len(categories)), [wrap(c, tick_in, 7) for c in categories])
+            ax_.set_xlim(-0.6, len(categories) - 0.4)
+            ax_.set_xlabel(fac.line_title or "variant")
+            ax_.set_ylim(0, _cover_extent(table)[1] * 1.08)
         else:
-            x = np.arange(len(table), dtype=float)
-            _cover_points(ax, x, table, S.PALETTE[0], styles, joined=False)
-            ax.set_xticks(x, table["label"])
-            ax.set_xlim(-0.6, len(table) - 0.4)
-            ax.set_xlabel("variant")
-            if (table["exact"].notna() | table["matthews_hi"].notna()).any():
-                top = np.nanmax(table[["mean", "exact", "matthews_hi"]].to_numpy(dtype=float))
-                ax.set_ylim(0, top * 1.12)
-        ax.set_ylabel("cover time (moves = cover iteration − 1)")
-        ax.grid(True, alpha=0.3)
-        fig.suptitle("Cover time of the token walk")
+            x = np.arange(slots, dtype=float)
+            _cover_points(ax_, x, table, S.PALETTE[0], styles, joined=False)
+            ax_.set_xticks(x, [wrap(str(v), tick_in, 7) for v in table["label"]])
+            ax_.set_xlim(-0.6, slots - 0.4)
+            ax_.set_xlabel(fac.line_title or "variant")
+            ax_.set_ylim(0, _cover_extent(table)[1] * 1.08)
+        ax_.set_ylabel("cover time (moves =\ncover iteration − 1)")
+        ax_.grid(True, alpha=0.3)
+        heading = area.suptitle("Cover time of the token walk")
         for label, handle in styles.entries.items():  # the variants first, then what marks mean
             legend.add(label, handle)
-        legend.place(fig, ncols=2)
-        return _save(fig, path)
+        key = legend.place(area, ncols=2)
+        _fit_height(area, ax is None and fig is None, 2.6, heading, key)
+        return _finish(area, path)
+
+
+def _cover_extent(table: pd.DataFrame) -> tuple[float, float]:
+    """The smallest and largest value a cover figure draws: whiskers, exact values and bounds."""
+    values = np.concatenate(
+        [
+            (table["mean"] - table["ci"]).to_numpy(dtype=float),
+            (table["mean"] + table["ci"]).to_numpy(dtype=float),
+            *(table[c].to_numpy(dtype=float, na_value=np.nan) for c in
+              ("exact", "theory", "matthews_lo", "matthews_hi")),
+        ]
+    )  # fmt: skip
+    values = values[np.isfinite(values) & (values > 0)]
+    return (float(values.min()), float(values.max())) if values.size else (1.0, 10.0)
 
 
 def _cover_points(
-    ax: Axes, x: np.ndarray, part: pd.DataFrame, colour: str, legend: Legend, *, joined: bool
+    ax: Axes,
+    x: np.ndarray,
+    part: pd.DataFrame,
+    colour: str,
+    legend: Legend,
+    *,
+    joined: bool,
+    width: float = 1.0,
 ) -> None:
+    """The simulated means with their intervals at ``x`` and, where known, the exact value, the
+    bounds and the asymptotic formula: joined by lines in ``colour`` (against K) or as separate
+    marks ``width`` wide (a category)."""
     grey = "0.3"
     bounds = part["matthews_hi"].notna().to_numpy()
     if bounds.any():
@@ -718,8 +1124,8 @@ def _cover_points(
                 EXACT_COVER, line_handle(color=grey, linewidth=0.9, marker="D", ms=6, mfc="none")
             )
         else:
-            ax.plot(x[exact], y, linestyle="none", marker="_", ms=16, mew=1.6, color="black",
-                    label=EXACT_COVER)  # fmt: skip
+            ax.plot(x[exact], y, linestyle="none", marker="_", ms=16 if width >= 1 else 8, mew=1.6,
+                    color="black", label=EXACT_COVER)  # fmt: skip
             legend.add(
                 EXACT_COVER,
                 line_handle(color="black", linestyle="none", marker="_", ms=12, mew=1.6),
@@ -812,10 +1218,13 @@ def visit_deviation(
 def plot_visits(
     visits: pd.DataFrame,
     graphs: dict[str, nx.Graph],
-    path: Path,
+    path: Where = None,
     summary: dict[str, Any] | None = None,
     requests: pd.DataFrame | None = None,
-) -> Path | None:
+    *,
+    ax: Axes | None = None,
+    fig: Figure | SubFigure | None = None,
+) -> Path | Figure | None:
     """The graph of each variant (up to 6), each node coloured by the deviation of its share of token
     visits (all runs' slots together) from the walk's stationary share (uniform under
     Metropolis-Hastings, proportional to the degree under the simple random walk), on a diverging
@@ -852,21 +1261,26 @@ def plot_visits(
     kinds = {v: _scheduler_kind(summary, v) for v, _ in drawable}
     legend = Legend()
     width = COLUMN_WIDTH_IN if cols == 1 else S.DOUBLE_WIDTH_IN
-    with plt.rc_context(S.RC):
-        fig = _figure(width, 0.9 + 2.6 * rows * (1.0 if cols > 1 else 1.1))
-        specs = fig.add_gridspec(rows, cols)
+    with mpl.rc_context(S.RC):
+        area = drawing_area(width, 0.9 + 2.6 * rows * (1.0 if cols > 1 else 1.1), ax=ax, fig=fig)
+        specs = area.add_gridspec(rows, cols)
+        panel_width = area.bbox.width / area.dpi / cols
         mappable = None
         axes = []
         for variant, graph in drawable:
-            ax = fig.add_subplot(specs[cells[variant]])
-            axes.append(ax)
+            gax = area.add_subplot(specs[cells[variant]])
+            axes.append(gax)
             pi, dev = deviations[variant]
             deg = np.array([d for _, d in graph.degree()], dtype=float)
             pos = layout(graph)  # saved with the graph (graphs/*.graphml), else computed once
-            nx.draw_networkx_edges(graph, pos, ax=ax, width=0.4, alpha=0.35)
-            mappable = nx.draw_networkx_nodes(
-                graph, pos, ax=ax, node_size=size(deg), node_color=100 * dev, cmap="RdBu_r",
-                vmin=-limit, vmax=limit, edgecolors="0.3", linewidths=0.3,
+            index = {node: i for i, node in enumerate(graph.nodes)}
+            xy = np.array([pos[node] for node in graph.nodes], dtype=float).reshape(-1, 2)
+            edges = [(pos[u], pos[v]) for u, v in graph.edges() if u != v]
+            gax.add_collection(LineCollection(edges, colors="black", linewidths=0.4, alpha=0.35,
+                                             zorder=1))  # fmt: skip
+            mappable = gax.scatter(
+                xy[:, 0], xy[:, 1], s=size(deg), c=100 * dev, cmap="RdBu_r", vmin=-limit,
+                vmax=limit, edgecolors="0.3", linewidths=0.3, zorder=2,
             )  # fmt: skip
             asked = [
                 node
@@ -874,14 +1288,11 @@ def plot_visits(
                 if str(node) in _requested_nodes(summary, requests, variant)
             ]
             if asked:
-                index = {node: i for i, node in enumerate(graph.nodes)}
-                nx.draw_networkx_nodes(
-                    graph, pos, nodelist=asked, ax=ax,
-                    node_size=[size(deg[[index[a]]])[0] + 60 for a in asked],
-                    node_color="none", edgecolors="black", linewidths=1.4,
-                )  # fmt: skip
+                ring = [index[a] for a in asked]
+                gax.scatter(xy[ring, 0], xy[ring, 1], s=size(deg[ring]) + 60, facecolors="none",
+                           edgecolors="black", linewidths=1.4, zorder=3)  # fmt: skip
                 for a in asked:
-                    ax.annotate(f"{a}", pos[a], textcoords="offset points", xytext=(6, 6), fontsize=7,
+                    gax.annotate(f"{a}", pos[a], textcoords="offset points", xytext=(6, 6), fontsize=7,
                                 fontweight="bold", path_effects=[withStroke(linewidth=2, foreground="white")])  # fmt: skip
                 legend.add("requested node (ringed, labelled)", line_handle(
                     linestyle="none", marker="o", ms=8, mfc="none", mec="black", mew=1.4))  # fmt: skip
@@ -892,25 +1303,30 @@ def plot_visits(
                 if len(set(kinds.values())) == 1
                 else f"{_stationary_words(kinds[variant], pi, short=True)}; "
             )
-            ax.set_title(f"{variant}\n{walk}max |share / π − 1| = {worst:.2g}%", fontsize=7)
-            ax.margins(0.08)
-            ax.set_axis_off()
+            gax.set_title(
+                wrap(f"{variant}\n{walk}max |share / π − 1| = {worst:.2g}%", panel_width - 0.2, 7),
+                fontsize=7,
+            )
+            gax.margins(0.08)
+            gax.set_axis_off()
         for d in sorted({dmin, round((dmin + dmax) / 2), dmax}):
             legend.add(f"degree {d:g}", line_handle(linestyle="none", marker="o", color="0.75", mec="0.3",
                                                   mew=0.3, ms=math.sqrt(float(size(np.array([d]))[0]))))  # fmt: skip
         if mappable is not None:
-            bar = fig.colorbar(mappable, ax=axes, shrink=0.8, pad=0.02)
+            bar = area.colorbar(mappable, ax=axes, shrink=0.8, pad=0.02)
             bar.set_label("visit share vs stationary share π:\nshare / π − 1 (%)")
         walk = (
             f"\n{_stationary_words(next(iter(kinds.values())), deviations[drawable[0][0]][0])}"
             if len(set(kinds.values())) == 1
             else ""
         )
-        fig.suptitle(
+        heading = area.suptitle(
             f"Share of token visits (all runs' slots) against the stationary share π{walk}"
         )
-        legend.place(fig, ncols=4, title="node size: degree")
-        return _save(fig, path)
+        key = legend.place(area, ncols=4, title="node size: degree")
+        panels_in = 2.6 * rows * (1.0 if cols > 1 else 1.1)
+        _fit_height(area, ax is None and fig is None, panels_in, heading, key)
+        return _finish(area, path)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -956,14 +1372,16 @@ def plot_evaluation(
     metrics: pd.DataFrame,
     variants: Sequence[str],
     columns: Sequence[str],
-    path: Path,
+    path: Where = None,
     *,
     statistic: str = "median",
     reference: dict[str, dict[str, float]] | None = None,
     title: str = "",
     summary: dict[str, Any] | None = None,
     requests: pd.DataFrame | None = None,
-) -> Path | None:
+    ax: Axes | None = None,
+    fig: Figure | SubFigure | None = None,
+) -> Path | Figure | None:
     """Held-out metrics (accuracy, NLL, ECE, ...) and KL to the target vs slot, one row each (one
     column per facet of a sweep); dashed: the same metric of the target posterior (the centralised
     optimum, and after a request the optimum without the forgotten nodes); request slots marked."""
@@ -978,9 +1396,11 @@ def plot_evaluation(
     legend = Legend()
     description = ""
     counts: list[int] = []
-    with plt.rc_context(S.RC):
-        fig = _figure(width, 0.9 + 1.45 * len(names))
-        specs = fig.add_gridspec(len(names), cols)
+    names_drawn: list[RequestNames | None] = []
+    with mpl.rc_context(S.RC):
+        area = drawing_area(width, 0.9 + 1.45 * len(names), ax=ax, fig=fig)
+        specs = area.add_gridspec(len(names), cols)
+        panel_width = area.bbox.width / area.dpi / cols
         for c, panel in enumerate(panels):
             top: Axes | None = None
             marks = _merge_marks(
@@ -988,7 +1408,7 @@ def plot_evaluation(
             )
             for r, column in enumerate(names):
                 lp = LogPanel() if column == "kl" else None
-                ax = None if lp is not None else fig.add_subplot(specs[r, c], sharex=top)
+                pax = None if lp is not None else area.add_subplot(specs[r, c], sharex=top)
                 for v in panel.variants:
                     grid_, values = band_matrix(metrics.dropna(subset=[column]), v, column)
                     if column == "kl":
@@ -1009,44 +1429,47 @@ def plot_evaluation(
                         )
                         lp.line(grid_, band.center, color=colour, label=label)
                         continue
-                    assert ax is not None
-                    ax.fill_between(grid_, band.lo, band.hi, color=colour, alpha=S.BAND_ALPHA, linewidth=0,
+                    assert pax is not None
+                    pax.fill_between(grid_, band.lo, band.hi, color=colour, alpha=S.BAND_ALPHA, linewidth=0,
                                     label=label)  # fmt: skip
-                    ax.plot(grid_, band.center, color=colour, label=label)
+                    pax.plot(grid_, band.center, color=colour, label=label)
                     steps = _reference_steps(summary, requests, v, column, reference)
                     if steps and grid_.size:
                         xs = [max(s, float(grid_[0])) for s, _ in steps] + [float(grid_[-1])]
                         ys = [val for _, val in steps]
-                        ax.stairs(ys, xs, color=colour, linestyle=S.REFERENCE_STYLE, linewidth=0.8,
+                        pax.stairs(ys, xs, color=colour, linestyle=S.REFERENCE_STYLE, linewidth=0.8,
                                   baseline=None, label=REFERENCE_LABEL)  # fmt: skip
                         legend.add(
                             REFERENCE_LABEL,
                             line_handle(color="0.3", linestyle=S.REFERENCE_STYLE, linewidth=0.8),
                         )
                 if lp is not None:
-                    ax = lp.render(fig, specs[r, c], sharex=top)
+                    pax = lp.render(area, specs[r, c], sharex=top)
                     axes = lp.axes
-                    ax.set_ylabel("KL(q ‖ target)\n(nats)")
+                    pax.set_ylabel("KL(q ‖ target)\n(nats)")
                     bottom = lp.bottom
                 else:
-                    assert ax is not None
-                    axes = [ax]
-                    ax.set_ylabel(EVALUATION_LABELS.get(column, column))
-                    ax.grid(True, alpha=0.3)
-                    ax.tick_params(labelbottom=False)
-                    bottom = ax
-                top = top or ax
-                draw_request_marks(axes, ax, marks, name=r == 0)
+                    assert pax is not None
+                    axes = [pax]
+                    pax.set_ylabel(EVALUATION_LABELS.get(column, column))
+                    pax.grid(True, alpha=0.3)
+                    pax.tick_params(labelbottom=False)
+                    bottom = pax
+                top = top or pax
+                names_drawn.append(draw_request_marks(axes, pax, marks, name=r == 0))
                 if marks:
                     legend.add(REQUEST_LABEL, request_handle())
                 if r == 0 and panel.title:
-                    ax.set_title(panel.title)
+                    pax.set_title(wrap(panel.title, panel_width - 0.3, 8))
             bottom.set_xlabel("iteration (slot)")
             bottom.xaxis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]))
         head = f"{fac.line_title}: " if fac.line_title else ""
-        fig.suptitle(title or "Held-out metrics and KL to the target")
-        legend.place(fig, ncols=2, title=f"{head}{description} ({_runs_text(counts)})")
-        return _save(fig, path)
+        heading = area.suptitle(wrap(title or "Held-out metrics and KL to the target", width, 9))
+        key = legend.place(area, ncols=2 if width <= COLUMN_WIDTH_IN else 4,
+                           title=f"{head}{description} ({_runs_text(counts)})")  # fmt: skip
+        _fit_height(area, ax is None and fig is None, 1.45 * len(names), heading, key)
+        separate_request_names(area, names_drawn)
+        return _finish(area, path)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -1070,8 +1493,12 @@ def plot_results(
     :data:`FIGURES`) to ``out_dir``; returns the files written."""
     out_dir.mkdir(parents=True, exist_ok=True)
     jobs = _figure_jobs(metrics, runs, requests, visits, summary, statistic, graphs)
-    written = _draw(jobs, which, lambda name: out_dir / f"{name}.{fmt}")
-    return [p for p in written if p is not None]
+    written = [
+        job(out_dir / f"{name}.{fmt}")
+        for name, job in jobs.items()
+        if which is None or name in which
+    ]
+    return [p for p in written if isinstance(p, Path)]
 
 
 def draw_figures(
@@ -1083,28 +1510,20 @@ def draw_figures(
     statistic: str = "median",
 ) -> dict[str, Path] | dict[str, Figure]:
     """The standard figures of ``results`` (:meth:`gossipsim.results.Results.plot`): written to
-    ``out_dir`` (name -> file), or, without a folder, returned as matplotlib Figures by name."""
+    ``out_dir`` (name -> file), or, without a folder, returned as :class:`Figures` (matplotlib
+    Figures by name, made without pyplot, which a notebook shows)."""
     args = (results.metrics, results.runs, results.requests, results.visits, results.summary())
     if out_dir is not None:
         written = plot_results(*args, out_dir, fmt=fmt, statistic=statistic,
                                graphs=results.graphs, which=which)  # fmt: skip
         return {p.stem: p for p in written}
-    kept: dict[str, Figure] = {}
-    token = _KEPT.set(kept)
-    try:
-        _draw(_figure_jobs(*args, statistic, results.graphs), which, lambda n: Path(f"{n}.{fmt}"))
-    finally:
-        _KEPT.reset(token)
-    return kept
-
-
-def _draw(
-    jobs: dict[str, Callable[[Path], Path | None]],
-    which: Sequence[str] | None,
-    path_of: Callable[[str], Path],
-) -> list[Path | None]:
-    """Run the jobs of the figures ``which`` names (all when None), each to ``path_of(name)``."""
-    return [job(path_of(name)) for name, job in jobs.items() if which is None or name in which]
+    figures = Figures()
+    for name, job in _figure_jobs(*args, statistic, results.graphs).items():
+        if which is None or name in which:
+            drawn = job(None)
+            if isinstance(drawn, Figure):
+                figures[name] = drawn
+    return figures
 
 
 def _figure_jobs(
@@ -1115,8 +1534,9 @@ def _figure_jobs(
     summary: dict[str, Any],
     statistic: str,
     graphs: dict[str, nx.Graph] | None,
-) -> dict[str, Callable[[Path], Path | None]]:
-    """Each standard figure that may apply, by name: a function drawing it to a path."""
+) -> dict[str, Callable[[Path | None], Path | Figure | None]]:
+    """Each standard figure that may apply, by name: a function drawing it to a path (or, given
+    None, returning its Figure)."""
     variants = list(summary.get("variants", {})) or list(
         dict.fromkeys(metrics["variant"].astype(str))
     )
@@ -1124,7 +1544,7 @@ def _figure_jobs(
     excess = _excess(summary)
     name = summary.get("name", "")
     common: dict[str, Any] = {"statistic": statistic, "tolerance": tolerance, "excess": excess}
-    jobs: dict[str, Callable[[Path], Path | None]] = {
+    jobs: dict[str, Callable[[Path | None], Path | Figure | None]] = {
         "kl_vs_iteration": lambda path: plot_kl_vs_iteration(
             metrics, variants, path, **common,
             title=f"{name}: KL divergence to the target", summary=summary, requests=requests,
@@ -1137,7 +1557,7 @@ def _figure_jobs(
         "unlearning_kl": lambda path: plot_unlearning_kl(
             metrics, requests, variants, path, **common, summary=summary
         ),
-        "latency": lambda path: plot_latency(requests, variants, path, summary),
+        "latency": lambda path: plot_latency(requests, variants, path, summary, runs=runs),
         "cover_time": lambda path: plot_cover_time(runs, summary, path),
     }  # fmt: skip
     local = _local_iterations(summary)

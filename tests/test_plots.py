@@ -20,7 +20,7 @@ from gossipsim import plots
 from gossipsim.plotting import style
 from gossipsim.plotting.axes import LogPanel, request_marks
 from gossipsim.plotting.layout import facets, grid
-from gossipsim.plotting.stats import across_runs, ecdf, mean_and_half_width, mean_ci
+from gossipsim.plotting.stats import across_runs, mean_and_half_width, mean_ci
 
 
 @pytest.fixture
@@ -71,13 +71,6 @@ def test_a_mean_comes_with_its_confidence_interval_a_median_with_percentiles():
     assert "confidence interval" in mean.description
     with pytest.raises(ValueError):
         across_runs(values, "mode")
-
-
-def test_ecdf_counts_censored_trials_in_the_denominator():
-    e = ecdf(np.array([3.0, np.nan, 1.0, 2.0, np.nan]))
-    assert e.x.tolist() == [1.0, 2.0, 3.0]
-    assert e.y.tolist() == pytest.approx([0.2, 0.4, 0.6])
-    assert (e.served, e.total, e.end) == (3, 5, pytest.approx(0.6))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -311,34 +304,177 @@ def test_a_missing_retrain_curve_is_said(drawn, tmp_path):
     assert notes == ["retrain baseline: no KL recorded after the request"]
 
 
-def test_latency_ecdfs_end_below_one_when_requests_are_unserved(drawn, tmp_path):
+def _latency_axes(fig: Figure) -> list[Any]:
+    """The panels of a latency figure (those with a curve of more than two points), in drawing
+    order."""
+    return [ax for ax in fig.axes if any(len(ln.get_xdata()) > 2 for ln in ax.lines)]
+
+
+def _grid_cells(axes: list[Any]) -> list[tuple[int, int]]:
+    """(row, column) of each axes from where it is on the figure (rows from the top)."""
+    fig = axes[0].get_figure(root=True)
+    fig.draw_without_rendering()
+    boxes = [ax.get_position() for ax in axes]
+    ys = sorted({round(b.y1, 3) for b in boxes}, reverse=True)
+    xs = sorted({round(b.x0, 3) for b in boxes})
+    return [(ys.index(round(b.y1, 3)), xs.index(round(b.x0, 3))) for b in boxes]
+
+
+def _dotted_verticals(ax: Any) -> list[Any]:
+    return [ln for ln in ax.get_lines() if ln.get_linestyle() == ":" and len(ln.get_xdata()) == 2
+            and ln.get_xdata()[0] == ln.get_xdata()[1]]  # fmt: skip
+
+
+def _panel_legend_texts(fig: Figure) -> list[str]:
+    return [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
+
+
+def test_latency_curves_are_kaplan_meier_and_end_at_the_served_fraction(drawn, tmp_path):
     removal = [1.0, 2.0, 4.0, np.nan, 8.0]
     requests = _requests(["v"], removal_latency=removal, latency=removal,
                          retrain_latency=[np.nan] * 5)  # fmt: skip
     summary = {"variants": {"v": {"theory": {"expected_unlearning_latency": {"3": 3.5}}}}}
     plots.plot_latency(requests, ["v"], tmp_path / "lat.png", summary)
     (fig,) = drawn
-    (ax,) = fig.axes
-    steps = {ln.get_label(): ln for ln in ax.get_lines()}
-    removal_line = next(ln for label, ln in steps.items() if label.startswith("removal"))
+    (ax,) = _latency_axes(fig)
+    removal_line = next(ln for ln in ax.get_lines() if ln.get_gid() == "km-removal_latency")
     assert removal_line.get_ydata()[-1] == pytest.approx(4 / 5)
-    texts = _legend_texts(fig)
-    assert "retrain (KL): none of 5 served" in texts
-    assert any(t.startswith("removal: mean 3.75 ± ") and t.endswith("4/5 served") for t in texts)
-    exact = [ln for ln in ax.get_lines() if ln.get_label().startswith("exact E[removal]")]
+    texts = _panel_legend_texts(fig)
+    assert any(t.startswith("retrain (KL): 0/5 served") for t in texts)
+    assert any(t.startswith("removal: 4/5 served") for t in texts)
+    exact = [ln for ln in ax.get_lines() if ln.get_gid() == "expected"]
     assert exact and exact[0].get_xdata()[0] == 3.5
-    assert "node 3, request at slot 10 (5 requests)" in ax.get_title()
+    assert "node 3, request at slot 10" in ax.get_title()
 
 
-def test_latency_has_a_panel_per_request(drawn, tmp_path):
-    first = _requests(["v"], removal_latency=[1.0] * 5)
-    second = _requests(["v"], slot=40, removal_latency=[2.0] * 5).assign(request=1, node=7)
-    plots.plot_latency(pd.concat([first, second]), ["v"], tmp_path / "lat.png")
+def test_latency_legends_give_kaplan_meier_medians_and_restricted_means_with_intervals(
+    drawn, tmp_path
+):
+    """Not "mean ± t-interval" (which went below zero for these heavy-tailed latencies): the
+    Kaplan–Meier median and restricted mean, each with its interval, computed independently here
+    by gossipsim.censoring on the same data with the censoring at n − r + 1."""
+    from gossipsim.censoring import estimates
+
+    rng = np.random.default_rng(2)
+    latency = np.ceil(rng.lognormal(3.0, 1.4, size=60))
+    latency[latency > 90] = np.nan  # not served within the run: censored at n − r + 1 = 91
+    requests = _requests(["v"], runs=60, slot=10, removal_latency=latency)
+    summary = {"variants": {"v": {"resolved": {"run": {"iterations": 100}}}}}  # runs' length
+    plots.plot_latency(requests, ["v"], tmp_path / "lat.png", summary)
     (fig,) = drawn
-    assert sorted(ax.get_title() for ax in fig.axes) == [
-        "node 3, request at slot 10 (5 requests)",
-        "node 7, request at slot 40 (5 requests)",
-    ]
+    (text,) = [t for t in _panel_legend_texts(fig) if t.startswith("removal")]
+    assert "±" not in text
+    est = estimates(latency, np.full(60, 91.0))
+    served = int(np.isfinite(latency).sum())
+    assert text.splitlines()[0] == f"removal: {served}/60 served"
+    lo, hi = est.median_ci
+    assert f"median {plots._num(est.median)} [{plots._num(lo, 2)}, {plots._num(hi, 2)}]" in text
+    lo, hi = est.restricted_mean_ci
+    assert (
+        f"mean ≥ {plots._num(est.restricted_mean)} [{plots._num(lo, 2)}, {plots._num(hi, 2)}]"
+        in text
+    )
+    # the median is marked at 1/2 with its interval
+    (ax,) = _latency_axes(fig)
+    (median,) = [ln for ln in ax.get_lines() if ln.get_gid() == "median"]  # noqa: RUF015
+    assert median.get_xdata()[0] == est.median and median.get_ydata()[0] == 0.5
+    # what the panel legends mean is said in the figure's legend
+    assert any("Brookmeyer" in lg.get_title().get_text() for lg in fig.legends)
+
+
+def test_the_observation_window_of_a_late_request_is_shaded(drawn, tmp_path):
+    """A request at slot 950 of runs of 1,000 slots: latencies beyond 51 cannot be seen; the
+    curve stops there and the rest of the axis is shaded as not observed."""
+    removal = [3.0, 10.0, np.nan, 40.0, np.nan, 20.0]
+    requests = _requests(["v"], runs=6, slot=950, removal_latency=removal,
+                         retrain_latency=[60.0, 70.0, 80.0, 90.0, 100.0, 110.0])  # fmt: skip
+    summary = {"variants": {"v": {"resolved": {"run": {"iterations": 1000}}}}}
+    plots.plot_latency(requests, ["v"], tmp_path / "lat.png", summary)
+    (fig,) = drawn
+    (ax,) = _latency_axes(fig)
+    (span,) = [p for p in ax.patches if p.get_gid() == "unobserved"]  # noqa: RUF015
+    assert span.get_x() == pytest.approx(51.0)  # n − r + 1
+    curve = next(ln for ln in ax.get_lines() if ln.get_gid() == "km-removal_latency")
+    assert curve.get_xdata()[-1] == 51.0 and curve.get_ydata()[-1] == pytest.approx(4 / 6)
+    assert plots.UNOBSERVED in _legend_texts(fig)
+
+
+def test_the_expectation_drawn_is_the_request_s_own_when_the_summary_has_it(drawn, tmp_path):
+    requests = _requests(["v"], removal_latency=[1.0, 2.0, 3.0, 4.0, 5.0])
+    stationary = {"variants": {"v": {"theory": {"next_visit_latency": {"3": 7.0}}}}}
+    own = {"variants": {"v": {**stationary["variants"]["v"], "per_request": [
+        {"request": 0, "node": 3,
+         "expected_removal_latency": {"value": 2.9, "label": "E[removal] of this request"}}]}}}  # fmt: skip
+    plots.plot_latency(requests, ["v"], tmp_path / "a.png", own)
+    plots.plot_latency(requests, ["v"], tmp_path / "b.png", stationary)
+    first, second = drawn
+    for fig, value, words in (
+        (first, 2.9, "E[removal] of this request"),
+        (second, 7.0, plots.STATIONARY_LABEL),
+    ):
+        (ax,) = _latency_axes(fig)
+        (line,) = _dotted_verticals(ax)
+        assert line.get_xdata()[0] == value and line.get_label() == words
+        assert f"dotted: {words}" in {t.replace("\n", " ") for t in _legend_texts(fig)}
+        assert not [p for p in ax.patches if p.get_gid() == "unobserved"]  # no run length known
+
+
+def _many_requests(variants: list[str], slots=(1000, 1003, 2000, 3000, 3500), runs=8):
+    rng = np.random.default_rng(0)
+    frames = []
+    for k, slot in enumerate(slots):
+        latency = rng.geometric(0.02, size=runs).astype(float)
+        frames.append(_requests(variants, runs=runs, slot=slot, removal_latency=np.tile(latency, 9),
+                                latency=np.tile(latency + 3, 9), retrain_latency=np.tile(latency * 9, 9),
+                                ).assign(request=k, node=[0, 17, 29, 16, 11][k]))  # fmt: skip
+    return pd.concat(frames, ignore_index=True)
+
+
+def _overlaps(a, b) -> bool:
+    return a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1
+
+
+def test_latency_rows_are_variants_and_columns_requests_on_shared_axes(drawn, tmp_path):
+    """Two variants with five requests each: a 2 × 5 grid (not panels flowing three per row), one
+    x range for all, no legend running into another legend or another panel, no title into its
+    neighbour."""
+    variants = ["prior={a=2, b=2}, kind=metropolis-hastings", "prior={a=20, b=5}, kind=uniform"]
+    requests = _many_requests(variants)
+    plots.plot_latency(requests, variants, tmp_path / "lat.png")
+    (fig,) = drawn
+    panels = _latency_axes(fig)
+    assert len(panels) == 10
+    assert _grid_cells(panels) == [(r, c) for r in range(2) for c in range(5)]
+    assert len({ax.get_xlim() for ax in panels}) == 1
+    assert all(ax.get_shared_x_axes().joined(panels[0], ax) for ax in panels)
+    fig.draw_without_rendering()
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend()]
+    assert len(legends) == 10
+    boxes = [lg.get_window_extent() for lg in legends]
+    for i, box in enumerate(boxes):
+        assert not any(_overlaps(box, other) for other in boxes[i + 1 :])
+        assert not any(_overlaps(box, ax.get_window_extent()) for ax in panels)
+    titles = [ax.title.get_window_extent() for ax in panels if ax.get_title()]
+    for i, box in enumerate(titles):
+        assert not any(_overlaps(box, other) for other in titles[i + 1 :])
+    assert fig.get_tightbbox().width <= fig.get_figwidth() + 0.05  # nothing sticks out
+
+
+def test_latency_of_one_request_per_variant_is_laid_out_by_the_sweep_factors(drawn, tmp_path):
+    summary = _sweep_summary()
+    variants = list(summary["variants"])
+    requests = _requests(variants, removal_latency=[1.0, 2.0, 3.0, 4.0, 5.0])
+    plots.plot_latency(requests, variants, tmp_path / "lat.png", summary)
+    (fig,) = drawn
+    panels = _latency_axes(fig)
+    cells = dict(zip(variants, _grid_cells(panels), strict=True))
+    assert cells["nodes=30, kind=metropolis-hastings"] == (2, 0)  # rows: sizes, columns: walks
+    assert cells["nodes=10, kind=simple-random-walk"] == (0, 1)
+    assert sorted(ax.get_title().replace("\n", " ") for ax in panels if ax.get_title()) == [
+        "scheduler.kind = metropolis-hastings", "scheduler.kind = simple-random-walk"
+    ]  # fmt: skip
+    rows = sorted(t.get_text() for ax in panels for t in ax.texts if t.get_gid() == "row-label")
+    assert rows == ["topology.nodes = 10", "topology.nodes = 20", "topology.nodes = 30"]
 
 
 def _cover_summary() -> dict[str, Any]:
@@ -416,13 +552,18 @@ def test_palette_roles_differ():
 
 
 def test_per_variant_panels_of_a_sweep_put_its_facets_in_columns():
+    from gossipsim.plotting.layout import variant_cells
+
     summary = _sweep_summary()
     variants = list(summary["variants"])
-    cells, rows, cols, width = plots._variant_grid(facets(summary, variants), variants)
-    assert (rows, cols, width) == (3, 2, style.DOUBLE_WIDTH_IN)
-    where = {v: (r, c) for v, r, c in cells}
-    assert where["nodes=30, kind=metropolis-hastings"] == (2, 0)
-    assert where["nodes=10, kind=simple-random-walk"] == (0, 1)
+    cells = variant_cells(facets(summary, variants), variants)
+    assert (cells.rows, cells.cols) == (3, 2)
+    assert cells.where["nodes=30, kind=metropolis-hastings"] == (2, 0)
+    assert cells.where["nodes=10, kind=simple-random-walk"] == (0, 1)
+    assert cells.col_labels == [
+        "scheduler.kind = metropolis-hastings", "scheduler.kind = simple-random-walk"
+    ]  # fmt: skip
+    assert cells.row_labels == [f"topology.nodes = {n}" for n in (10, 20, 30)]
     visit = plots._visit_cells(facets(summary, variants), variants)
     assert visit["nodes=30, kind=metropolis-hastings"] == (0, 2)  # graphs: one row per facet
 
@@ -455,3 +596,309 @@ def test_step_values_on_grid_equal_a_per_run_searchsorted():
     assert got.shape == (30, grid.size)
     np.testing.assert_array_equal(got, np.array(expected))
     assert np.isnan(got[3, 0]) and not np.isnan(got[3, -1])
+
+
+# ---------------------------------------------------------------------------------------------------
+# what a reviewer sent back (issue 20, items 7, 9, 10): each checked on the drawn figure
+
+
+def _request_name_boxes(fig: Figure) -> list[list[tuple[str, Any]]]:
+    """Per panel: the request names above it and their boxes on the drawn figure."""
+    fig.draw_without_rendering()
+    out = []
+    for ax in fig.axes:
+        for child in ax.child_axes:
+            if type(child).__name__ == "SecondaryAxis":
+                labels = [t for t in child.xaxis.get_ticklabels() if t.get_text()]
+                out.append([(t.get_text(), t.get_window_extent()) for t in labels])
+    return out
+
+
+def test_request_names_never_overlap_and_read_the_same_in_every_panel(drawn, tmp_path):
+    """Requests at slots 1,000 and 1,003 of 3,600 wrote "node 0node 17" on top of each other: close
+    requests are named together, and every panel with the same requests names them alike."""
+    summary = _sweep_summary()
+    variants = list(summary["variants"])
+    metrics = _metrics(variants, slots=3600, runs=2)
+    requests = _many_requests(variants, runs=2)
+    plots.plot_kl_vs_iteration(metrics, variants, tmp_path / "kl.png", summary=summary,
+                               requests=requests)  # fmt: skip
+    (fig,) = drawn
+    panels = _request_name_boxes(fig)
+    assert len(panels) == 2
+    for names in panels:
+        boxes = [box for _, box in names]
+        assert not any(_overlaps(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
+        assert " ".join(text for text, _ in names).count("17") == 1  # each node named once
+    assert [t for t, _ in panels[0]] == [t for t, _ in panels[1]]
+    assert [t for t, _ in panels[0]][0] == "nodes 0, 17"
+
+
+def test_a_column_figure_stays_a_column_wide(drawn, tmp_path):
+    """Long variant labels put a two-column legend past the 3.5 in of a one-panel figure (4.2 in):
+    the legend takes fewer columns or wraps, so nothing sticks out of the figure."""
+    variants = [f"a rather long variant label number {i} of the sweep" for i in range(3)]
+    plots.plot_kl_vs_iteration(_metrics(variants), variants, tmp_path / "kl.png", tolerance=1e-9)
+    (fig,) = drawn
+    assert fig.get_figwidth() == plots.COLUMN_WIDTH_IN
+    fig.draw_without_rendering()
+    assert fig.get_tightbbox().width <= plots.COLUMN_WIDTH_IN + 0.05
+
+
+def test_panel_titles_of_a_sweep_do_not_run_into_each_other(drawn, tmp_path):
+    variants, rows = [], []
+    for kind in ("metropolis-hastings", "simple-random-walk", "uniform"):
+        for prior in ("{a=2, b=2}", "{a=20, b=5}"):
+            variants.append(f"prior={prior}, kind={kind}")
+    summary = {
+        "sweep": {"model.prior": ["{a=2, b=2}", "{a=20, b=5}"],
+                  "scheduler.kind": ["metropolis-hastings", "simple-random-walk", "uniform"]},
+        "variants": {v: {"values": {"model.prior": v.split(", kind=")[0][6:],
+                                    "scheduler.kind": v.split("kind=")[1]}} for v in variants},
+    }  # fmt: skip
+    metrics = _metrics(variants, retrain=True)
+    requests = _requests(variants, slot=10)
+    plots.plot_unlearning_kl(metrics, requests, variants, tmp_path / "u.png", summary=summary)
+    (fig,) = drawn
+    fig.draw_without_rendering()
+    titled = [ax for ax in fig.axes if ax.get_title()]
+    boxes = [ax.title.get_window_extent() for ax in titled]
+    assert not any(_overlaps(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
+    assert len(titled) == 3  # one per column: the walks
+    rows = [t for ax in fig.axes for t in ax.texts if t.get_gid() == "row-label"]
+    assert sorted(t.get_text() for t in rows) == [
+        "model.prior = {a=2, b=2}",
+        "model.prior = {a=20, b=5}",
+    ]
+    assert fig.get_tightbbox().width <= fig.get_figwidth() + 0.05
+
+
+def test_a_short_log_axis_labels_major_ticks_only():
+    """A KL between 0.01 and 0.05 (Fig. 4's excess) printed crowded minor labels: majors at 1, 2
+    and 5 times the powers of ten carry the labels, minor ticks none."""
+    from matplotlib.ticker import NullFormatter
+
+    fig = Figure()
+    lp = LogPanel()
+    lp.line([1, 2, 3], [0.012, 0.03, 0.05])
+    ax = lp.render(fig, fig.add_gridspec(1, 1)[0])
+    fig.draw_without_rendering()
+    assert isinstance(ax.yaxis.get_minor_formatter(), NullFormatter)
+    low, high = ax.get_ylim()
+    shown = [t.get_text() for t in ax.get_yticklabels() if t.get_text()
+             and low <= t.get_position()[1] <= high]  # fmt: skip
+    assert len(shown) >= 2 and len(shown) <= 8
+
+
+def test_cover_time_of_a_two_dimensional_sweep_splits_it(drawn, tmp_path):
+    """Six variants of prior × walk: the axis shows the two priors, the walks a colour each (not
+    six long labels on one axis)."""
+    variants, values = [], {}
+    for kind in ("metropolis-hastings", "simple-random-walk", "uniform"):
+        for prior in ("{a=2, b=2}", "{a=20, b=5}"):
+            label = f"prior={prior}, kind={kind}"
+            variants.append(label)
+            values[label] = {"values": {"model.prior": prior, "scheduler.kind": kind},
+                             "theory": {"nodes": 34}}  # fmt: skip
+    summary = {"sweep": {"model.prior": [], "scheduler.kind": []}, "variants": values}
+    runs = pd.DataFrame([{"variant": v, "run": r, "cover_iteration": 100 + 10 * r + i}
+                         for i, v in enumerate(variants) for r in range(5)])  # fmt: skip
+    plots.plot_cover_time(runs, summary, tmp_path / "c.png")
+    (fig,) = drawn
+    (ax,) = fig.axes
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["{a=2, b=2}", "{a=20, b=5}"]
+    assert ax.get_xlabel() == "model.prior"
+    assert {"scheduler.kind = uniform", "scheduler.kind = metropolis-hastings"} <= _legend_texts(
+        fig
+    )
+    colours = {to_hex(c.get_color()) for c in ax.get_lines() if c.get_marker() == "o"}
+    assert len(colours) == 3
+
+
+def test_the_cover_time_whisker_is_inside_the_axes(drawn, tmp_path):
+    """Fig. 5's whisker (mean + CI above the exact value and bounds) was cut by the axis' top."""
+    summary = {"variants": {"v": {"theory": {"nodes": 10, "exact_cover_moves": 20.0}}}}
+    runs = pd.DataFrame({"variant": "v", "run": range(6),
+                         "cover_iteration": [10, 20, 30, 40, 80, 90]})  # fmt: skip
+    plots.plot_cover_time(runs, summary, tmp_path / "c.png")
+    (fig,) = drawn
+    (ax,) = fig.axes
+    mean, half = plots.mean_and_half_width(np.array([9, 19, 29, 39, 79, 89.0]))
+    assert ax.get_ylim()[1] >= mean + half
+
+
+def test_pdf_figures_embed_truetype_fonts_not_type3(tmp_path):
+    """Paper submission checkers reject Type 3 fonts: the figures embed TrueType (Type 42). The
+    PDF is written without compression so that its font objects can be read."""
+    import matplotlib as mpl
+
+    metrics = _metrics(["v"])
+    with mpl.rc_context({"pdf.compression": 0}):
+        path = plots.plot_kl_vs_iteration(metrics, ["v"], tmp_path / "kl.pdf", tolerance=1e-9)
+    data = path.read_bytes()
+    assert b"/Subtype /Type3" not in data and b"/Type3" not in data
+    assert b"/CIDFontType2" in data or b"/Subtype /TrueType" in data
+
+
+def test_every_figure_draws_into_a_given_axes_or_figure_without_a_path():
+    """Each plot_* draws where the caller says (a subfigure in the place of ``ax``, or ``fig``) and
+    returns the figure; nothing is written."""
+    summary = _sweep_summary()
+    variants = list(summary["variants"])[:2]
+    metrics = _metrics(variants, retrain=True)
+    metrics["time"] = metrics["iteration"] * 0.01
+    metrics["accuracy"] = 0.9
+    requests = _requests(variants, slot=10, removal_latency=[1.0, 2.0, 3.0, 4.0, 5.0])
+    runs = pd.DataFrame({"variant": variants[0], "run": range(4), "cover_iteration": [5, 6, 7, 8],
+                         "iterations": 30})  # fmt: skip
+    cover = {"variants": {variants[0]: {"theory": {"nodes": 5}}}}
+    visits = pd.DataFrame({"variant": variants[0], "node": range(5), "visits": 1, "share": 0.2})
+    calls = {
+        "kl_vs_iteration": lambda **kw: plots.plot_kl_vs_iteration(metrics, variants, **kw),
+        "kl_vs_time": lambda **kw: plots.plot_kl_vs_time(metrics, variants, **kw),
+        "unlearning_kl": lambda **kw: plots.plot_unlearning_kl(metrics, requests, variants, **kw),
+        "latency": lambda **kw: plots.plot_latency(requests, variants, **kw),
+        "cover_time": lambda **kw: plots.plot_cover_time(runs, cover, **kw),
+        "evaluation": lambda **kw: plots.plot_evaluation(metrics, variants, ["accuracy"], **kw),
+        "visits": lambda **kw: plots.plot_visits(visits, {variants[0]: nx.path_graph(5)}, **kw),
+        "comparison": lambda **kw: plots.plot_comparison(
+            [("a", metrics, requests, summary), ("b", metrics, None, summary)], **kw),
+    }  # fmt: skip
+    for name, call in calls.items():
+        alone = call()
+        assert isinstance(alone, Figure), name
+        mine = Figure(figsize=(16, 9), layout="constrained")
+        left, right = mine.subplots(1, 2)
+        assert call(ax=right) is mine, name
+        assert right not in mine.axes and left in mine.axes and mine.subfigs, name
+        if name in ("latency", "cover_time"):  # into a figure of one's own (one of each kind)
+            other = Figure(figsize=(8, 6), layout="constrained")
+            assert call(fig=other) is other and other.axes, name
+
+
+def test_figures_show_in_a_notebook_without_pyplot():
+    """Results.plot() without a folder returns Figures that IPython shows (HTML with a PNG per
+    figure), each a Figure with a PNG of its own; pyplot keeps none of them."""
+    import base64
+    import re
+
+    from gossipsim.plotting.canvas import Figures
+
+    fig = plots.plot_kl_vs_iteration(_metrics(["v"]), ["v"])
+    assert fig._repr_png_().startswith(b"\x89PNG")
+    shown = Figures({"kl_vs_iteration": fig})._repr_html_()
+    (data,) = re.findall(r'src="data:image/png;base64,([^"]+)"', shown)
+    assert base64.b64decode(data).startswith(b"\x89PNG") and "kl_vs_iteration" in shown
+    assert fig not in [plt.figure(n) for n in plt.get_fignums()]
+
+
+def test_importing_and_drawing_leave_the_backend_alone(tmp_path):
+    """Importing gossipsim's plotting switched the backend to Agg, so a notebook's inline backend
+    (and the user's own plt.show()) showed nothing: run in a fresh interpreter with another
+    backend selected."""
+    import subprocess
+    import sys
+
+    code = (
+        "import matplotlib; before = matplotlib.get_backend()\n"
+        "import gossipsim.plots as p, pandas as pd\n"
+        "m = pd.DataFrame({'variant': 'v', 'run': 0, 'iteration': [1, 2], 'time': 0.0,"
+        " 'kl': [1.0, 0.5]})\n"
+        "p.plot_kl_vs_iteration(m, ['v'], 'kl.png')\n"
+        "after = matplotlib.get_backend()\n"
+        "assert before == after == 'svg', (before, after)\n"
+    )
+    env = {**__import__("os").environ, "MPLBACKEND": "svg"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_a_latency_not_served_exceeds_the_slots_left_in_its_run():
+    """n − r + 1 for a request at slot r in a run of n slots, the run's own length (runs of one
+    variant may differ: stop_when_done), matched by variant and run."""
+    from gossipsim.plotting.requests import latency_bound
+
+    requests = pd.DataFrame({"variant": ["a", "a", "b"], "run": [0, 1, 0],
+                             "request_iteration": [950.0, 950.0, 10.0]})  # fmt: skip
+    runs = pd.DataFrame({"variant": ["b", "a", "a"], "run": [0, 1, 0],
+                         "iterations": [30, 1000, 960]})  # fmt: skip
+    np.testing.assert_array_equal(latency_bound(requests, runs), [11.0, 51.0, 21.0])
+    assert np.isnan(latency_bound(requests, None)).all()
+
+
+@pytest.mark.slow
+def test_a_notebook_shows_the_figures_and_the_user_s_own(tmp_path):
+    """Executed in a Jupyter kernel (nbclient and ipykernel, not dependencies of gossipsim: skipped
+    without them): res.plot() shows images, so does the user's plt.show() afterwards, and the
+    backend is still the notebook's."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    from gossipsim.cli import main
+
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(
+        '[scenario]\nname = "nb"\nruns = 3\niterations = 200\n[topology]\nkind = "ring"\n'
+        'nodes = 6\n[model]\nkind = "beta-bernoulli"\n[[unlearning]]\nnode = 2\n'
+        "at_iteration = 100\n"
+    )
+    assert main(["run", str(scenario), "--out", str(tmp_path / "r"), "--no-plots"]) == 0
+    cells = [
+        "import matplotlib; before = matplotlib.get_backend()",
+        f"import gossipsim as gs\nres = gs.load_results({str(tmp_path / 'r')!r})\nres.plot()",
+        "import matplotlib.pyplot as plt\nplt.plot([1, 2]); plt.show()",
+        "assert matplotlib.get_backend() == before, (before, matplotlib.get_backend())",
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3").execute()
+    shown = [[sorted(o.get("data", {})) for o in c.outputs] for c in nb.cells]
+    assert (
+        "text/html" in shown[1][0]
+        and 'src="data:image/png' in nb.cells[1].outputs[0].data["text/html"]
+    )
+    assert any("image/png" in kinds for kinds in shown[2])
+
+
+def test_compare_outlines_each_band_and_draws_the_tolerance(drawn, tmp_path):
+    """`gossipsim compare` of two folders of a two-variant sweep: faint bands outlined in their
+    line's style (the same variant the same colour in both folders, each folder its style) and the
+    folders' common tolerance drawn once."""
+    from gossipsim.cli import main
+    from tests.helpers import base_scenario, to_toml
+
+    raw = base_scenario(scenario={"name": "c", "seed": 3, "runs": 4, "iterations": 120},
+                        unlearning=[{"node": 2, "at_iteration": 60}])  # fmt: skip
+    raw["sweep"] = {"topology.kind": ["ring", "complete"]}
+    (tmp_path / "s.toml").write_text(to_toml(raw))
+    for out in ("a", "b"):
+        assert main(["run", str(tmp_path / "s.toml"), "--out", str(tmp_path / out),
+                     "--no-plots", "--progress", "off"]) == 0  # fmt: skip
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b"),
+                 "--out", str(tmp_path / "c.png")]) == 0  # fmt: skip
+    (fig,) = drawn
+    lines = [ln for ax in fig.axes for ln in ax.get_lines()]
+    tolerance = [ln for ln in lines if ln.get_label() == "tolerance 1e-10"]
+    assert tolerance and len({ln.get_label() for ln in tolerance}) == 1
+    curves = {ln.get_label(): ln for ln in lines if ln.get_label() in
+              ("a: ring", "b: ring", "a: complete", "b: complete")}  # fmt: skip
+    assert len(curves) == 4
+    assert to_hex(curves["a: ring"].get_color()) == to_hex(curves["b: ring"].get_color())
+    assert curves["a: ring"].get_linestyle() != curves["b: ring"].get_linestyle()
+    bands = [c for ax in fig.axes for c in ax.collections if isinstance(c, PolyCollection)]
+    assert bands and all(c.get_alpha() <= 0.1 for c in bands)
+    edges = [ln for ln in lines if ln.get_label() == "_band edge"]
+    assert len(edges) >= 2 * 4  # both edges of every band, on the log axis at least
+
+
+def test_a_request_that_arrived_in_no_run_keeps_its_place_and_says_so(drawn, tmp_path):
+    first = _requests(["a", "b"], removal_latency=[1.0, 2.0, 3.0, 4.0, 5.0])
+    second = _requests(["a", "b"], slot=40, removal_latency=[2.0] * 5).assign(request=1, node=7)
+    second.loc[second["variant"] == "a", ["request_iteration", "removal_latency"]] = np.nan
+    plots.plot_latency(pd.concat([first, second]), ["a", "b"], tmp_path / "lat.png")
+    (fig,) = drawn
+    notes = [t.get_text() for ax in fig.axes for t in ax.texts if t.get_gid() == "note"]
+    assert notes == ["arrived in none of the 5 runs\n(every run ended before it)"]
+    titles = sorted(ax.get_title() for ax in fig.axes if ax.get_title())
+    assert "node 7, request (arrived in no run)" in titles and len(titles) == 4

@@ -3,19 +3,24 @@ unlearning requests, and a legend that names every line and band."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import matplotlib as mpl
 import numpy as np
 import pandas as pd
-from matplotlib.artist import Artist
 from matplotlib.axes import Axes
-from matplotlib.figure import Figure
+from matplotlib.axis import Axis
+from matplotlib.figure import Figure, SubFigure
+from matplotlib.font_manager import FontProperties
 from matplotlib.gridspec import SubplotSpec
+from matplotlib.legend import Legend as MplLegend
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-from matplotlib.ticker import NullFormatter, NullLocator
+from matplotlib.textpath import TextToPath
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
 
 from .style import BAND_ALPHA, REQUEST
 
@@ -79,17 +84,28 @@ class LogPanel:
             return None
         return min(float(v.min()) for v in values), max(float(v.max()) for v in values)
 
-    def render(self, fig: Figure, spec: SubplotSpec, *, sharex: Axes | None = None) -> Axes:
-        """Create the axes in ``spec`` (two, split by a break, if a value is zero), draw what was
-        recorded and return the log axis."""
-        zero = self.has_zero()
+    def render(
+        self,
+        fig: Figure | SubFigure,
+        spec: SubplotSpec,
+        *,
+        sharex: Axes | None = None,
+        sharey: LogPanel | None = None,
+        span: tuple[float, float] | None = None,
+        zero: bool | None = None,
+    ) -> Axes:
+        """Create the axes in ``spec`` (two, split by a break, if a value is zero, or if ``zero``),
+        draw what was recorded and return the log axis. ``span`` (the positive range to show, by
+        default this panel's own) and ``sharey`` (a panel rendered before, whose y axes these share)
+        give the panels of a figure one scale."""
+        zero = self.has_zero() if zero is None else zero
         if zero:
             sub = spec.subgridspec(2, 1, height_ratios=[9, 1.1], hspace=0.0)
-            self.main = fig.add_subplot(sub[0], sharex=sharex)
-            self.zero = fig.add_subplot(sub[1], sharex=self.main)
+            self.main = fig.add_subplot(sub[0], sharex=sharex, sharey=sharey and sharey.main)
+            self.zero = fig.add_subplot(sub[1], sharex=self.main, sharey=sharey and sharey.zero)
         else:
-            self.main = fig.add_subplot(spec, sharex=sharex)
-        span = self.positive_range() or (1e-3, 1.0)
+            self.main = fig.add_subplot(spec, sharex=sharex, sharey=sharey and sharey.main)
+        span = span or self.positive_range() or (1e-3, 1.0)
         # a diverged run's KL (1e285, finite) would put matplotlib's log ticks past the float range,
         # where its tick formatter fails: the axis stops at LOG_TOP and such lines leave the top
         lo, hi = min(span[0] / 2.0, LOG_TOP / 10.0), min(span[1] * 2.0, LOG_TOP)
@@ -110,9 +126,32 @@ class LogPanel:
             ax.set_yscale("log")
             ax.grid(True, which="major", alpha=0.3)
         self.main.set_ylim(lo, hi)
+        tidy_log_axis(self.main.yaxis, lo, hi)
         if self.zero is not None:
             _break(self.main, self.zero, level)
         return self.main
+
+
+def tidy_log_axis(axis: Axis, lo: float, hi: float) -> None:
+    """Only major ticks carry labels (matplotlib labels minor ones on a short log axis, crowded);
+    over fewer than 2.5 decades the majors include 2 and 5 times the powers of ten (all nine
+    multiples under one decade), in plain numbers."""
+    decades = math.log10(hi / lo) if lo > 0 and hi > lo else 0.0
+    if decades < 2.5:
+        subs = tuple(range(1, 10)) if decades < 1 else (1.0, 2.0, 5.0)
+        axis.set_major_locator(LogLocator(subs=subs))
+        axis.set_major_formatter(FuncFormatter(_log_label))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def _log_label(x: float, _pos: int | None = None) -> str:
+    if not x > 0:
+        return ""
+    e = math.floor(math.log10(x) + 1e-9)
+    if -3 <= e <= 3:
+        return f"{x:g}"
+    m = round(x / 10.0**e, 6)
+    return f"$10^{{{e}}}$" if m == 1 else f"${m:g}\\times10^{{{e}}}$"
 
 
 def _break(main: Axes, strip: Axes, level: float) -> None:
@@ -189,16 +228,28 @@ def request_marks(
 
 
 REQUEST_LABEL = "unlearning request (node: top axis)"
+REQUEST_NAME_SIZE = 6  # points
+
+
+@dataclass
+class RequestNames:
+    """The names of a panel's requests on the secondary x axis above it (see
+    :func:`separate_request_names`)."""
+
+    axes: Axes
+    secondary: Any
+    marks: list[RequestMark]
 
 
 def draw_request_marks(
     axes: Sequence[Axes], top: Axes, marks: Sequence[RequestMark], *, name: bool = True
-) -> None:
+) -> RequestNames | None:
     """A vertical line at each request slot on every axis of a panel (a shaded span where arrival
-    differs between runs), labelled with the node on a secondary axis above ``top`` (unless
-    ``name`` is false: a panel under another that names them)."""
+    differs between runs) and, unless ``name`` is false (a panel under another that names them),
+    the nodes named on a secondary axis above ``top``: call :func:`separate_request_names` once
+    the figure is complete, so that names that would overlap are merged ("nodes 0, 17")."""
     if not marks:
-        return
+        return None
     for ax in axes:
         for i, m in enumerate(marks):
             label = REQUEST_LABEL if (ax is top and i == 0) else "_nolegend_"
@@ -208,19 +259,146 @@ def draw_request_marks(
                 ax.axvspan(m.lo, m.hi, color=REQUEST["color"], alpha=0.15, linewidth=0,
                            label=label, gid="request")  # fmt: skip
     if not name:
-        return
-    where: dict[float, list[str]] = {}
-    for m in marks:
-        where.setdefault((m.lo + m.hi) / 2, []).append(m.node)
+        return None
     secondary = top.secondary_xaxis("top")
-    secondary.set_xticks(
-        list(where), [f"node {', '.join(nodes)}" for nodes in where.values()], fontsize=6
+    secondary.set_gid("request-names")
+    secondary.tick_params(length=0, pad=1.5, labelsize=REQUEST_NAME_SIZE)
+    names = RequestNames(top, secondary, list(marks))
+    _set_names(names, [[m] for m in _sorted_marks(marks)])
+    return names
+
+
+def _sorted_marks(marks: Sequence[RequestMark]) -> list[RequestMark]:
+    return sorted(marks, key=lambda m: ((m.lo + m.hi) / 2, m.node))
+
+
+def _centre(group: Sequence[RequestMark]) -> float:
+    return float(np.mean([(m.lo + m.hi) / 2 for m in group]))
+
+
+def request_name(group: Sequence[RequestMark]) -> str:
+    """ "node 0" for one node, "nodes 0, 17" for several (each node once)."""
+    nodes = list(dict.fromkeys(m.node for m in group))
+    return f"node {nodes[0]}" if len(nodes) == 1 else f"nodes {', '.join(nodes)}"
+
+
+def _set_names(names: RequestNames, groups: list[list[RequestMark]]) -> None:
+    names.secondary.set_xticks(
+        [_centre(g) for g in groups], [request_name(g) for g in groups], fontsize=REQUEST_NAME_SIZE
     )
-    secondary.tick_params(length=2, pad=1)
+
+
+def separate_request_names(fig: Figure | SubFigure, panels: Sequence[RequestNames | None]) -> None:
+    """Merge the names of neighbouring requests whose labels would overlap at the figure's final
+    layout into one label at their mean position ("nodes 0, 17" for requests 3 slots apart on an
+    axis of thousands), until no two labels of a panel overlap; panels with the same requests get
+    the same labels (merged as in the narrowest of them)."""
+    named = [p for p in panels if p is not None]
+    if not named:
+        return
+    root = fig.get_figure(root=True)
+    assert root is not None
+    root.draw_without_rendering()
+    gap = REQUEST_NAME_SIZE / 72.0  # about two characters between labels, in inches
+
+    def width_px(group: Sequence[RequestMark]) -> float:
+        return text_width_in(request_name(group), REQUEST_NAME_SIZE) * root.dpi
+
+    # the boundaries between neighbouring marks that stay (a set of indices i: i | i + 1)
+    cuts: dict[tuple[RequestMark, ...], set[int]] = {}
+    for names in named:
+        marks = tuple(_sorted_marks(names.marks))
+        to_px = names.axes.transData.transform
+        groups = [[i] for i in range(len(marks))]
+        merged = True
+        while merged and len(groups) > 1:
+            merged = False
+            for k in range(len(groups) - 1):
+                a, b = ([marks[i] for i in g] for g in (groups[k], groups[k + 1]))
+                xa, xb = (float(to_px((_centre(g), 0.0))[0]) for g in (a, b))
+                if xa + width_px(a) / 2 + gap * root.dpi > xb - width_px(b) / 2:
+                    groups[k : k + 2] = [groups[k] + groups[k + 1]]
+                    merged = True
+                    break
+        kept = {g[-1] for g in groups[:-1]}
+        cuts[marks] = cuts[marks] & kept if marks in cuts else kept
+    for names in named:
+        marks = tuple(_sorted_marks(names.marks))
+        labelled: list[list[RequestMark]] = [[]]
+        for i, m in enumerate(marks):
+            labelled[-1].append(m)
+            if i in cuts[marks]:
+                labelled.append([])
+        _set_names(names, labelled)
 
 
 def request_handle() -> Line2D:
     return Line2D([], [], **REQUEST)
+
+
+# ---------------------------------------------------------------------------------------------------
+# text that fits
+
+
+def text_width_in(text: str, fontsize: float) -> float:
+    """Width in inches of one line of ``text`` at ``fontsize`` points in the default font."""
+    width, _, _ = _TEXT.get_text_width_height_descent(text, FontProperties(size=fontsize), False)
+    return float(width) / 72.0
+
+
+_TEXT = TextToPath()
+
+
+def wrap(text: str, width_in: float, fontsize: float) -> str:
+    """``text`` broken at spaces into lines of at most ``width_in`` inches at ``fontsize`` points
+    (measured; existing line breaks kept; a word longer than a line stays whole)."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        current = ""
+        for word in line.split(" "):
+            trial = f"{current} {word}" if current else word
+            if current and text_width_in(trial, fontsize) > width_in:
+                out.append(current)
+                current = word
+            else:
+                current = trial
+        out.append(current)
+    return "\n".join(out)
+
+
+def fitted_legend(
+    place: Callable[..., MplLegend],
+    handles: Sequence[Any],
+    labels: Sequence[str],
+    *,
+    width_px: float,
+    dpi: float,
+    ncols: int = 1,
+    title: str | None = None,
+    fontsize: float = 7.0,
+    **kw: Any,
+) -> MplLegend:
+    """``place(handles, labels, ncols=..., title=..., **kw)`` (a ``Figure.legend`` or
+    ``Axes.legend``) with as many of ``ncols`` columns as fit in ``width_px`` pixels (at ``dpi``);
+    a title or labels longer than that are wrapped, so that a legend never widens the figure or
+    runs into its neighbour."""
+    inches = width_px / dpi
+    labels = list(labels)
+    title = wrap(title, 0.97 * inches, fontsize) if title else None
+    ncols = max(1, min(ncols, len(labels)))
+    while True:
+        legend = place(list(handles), labels, ncols=ncols, title=title, fontsize=fontsize, **kw)
+        if legend.get_window_extent().width <= width_px:
+            return legend
+        legend.remove()
+        if ncols > 1:
+            ncols -= 1
+            continue
+        key = (kw.get("handlelength", 2.0) + 1.5) * fontsize / 72.0  # the key and the padding
+        shorter = [wrap(t, 0.97 * inches - key, fontsize) for t in labels]
+        if shorter == labels:
+            return place(list(handles), labels, ncols=1, title=title, fontsize=fontsize, **kw)
+        labels = shorter
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -239,16 +417,23 @@ class Legend:
     def __len__(self) -> int:
         return len(self.entries)
 
-    def place(self, fig: Figure, *, ncols: int = 2, title: str | None = None) -> Artist | None:
-        """Below the panels, outside every axis: it covers no data."""
+    def place(
+        self, fig: Figure | SubFigure, *, ncols: int = 2, title: str | None = None
+    ) -> MplLegend | None:
+        """Below the panels, outside every axis (it covers no data), in as many of ``ncols``
+        columns as fit the figure's width (:func:`fitted_legend`)."""
         if not self.entries:
             return None
-        return fig.legend(
+        return fitted_legend(
+            fig.legend,
             list(self.entries.values()),
             list(self.entries),
+            width_px=fig.bbox.width,
+            dpi=fig.dpi,
+            ncols=ncols,
+            fontsize=FontProperties(size=mpl.rcParams["legend.fontsize"]).get_size_in_points(),
+            title=title,
             loc="outside lower center",
-            ncols=min(ncols, len(self.entries)),
-            title=title or None,
             handlelength=2.4,
             columnspacing=1.2,
         )

@@ -100,3 +100,41 @@ def grid(panels: int) -> tuple[int, int, float]:
         return max(panels, 1), 1, COLUMN_WIDTH_IN
     cols = 2 if panels <= 6 else 3
     return math.ceil(panels / cols), cols, DOUBLE_WIDTH_IN
+
+
+@dataclass(frozen=True)
+class Cells:
+    """Where each panel of a figure goes: ``where[key] = (row, column)`` of a ``rows`` × ``cols``
+    grid, with the labels of its rows and columns when the grid is a sweep's factors (then a panel
+    needs no title of its own), else None."""
+
+    where: dict[Any, tuple[int, int]]
+    rows: int
+    cols: int
+    row_labels: list[str] | None = None
+    col_labels: list[str] | None = None
+
+
+def variant_cells(fac: Facets, variants: Sequence[str]) -> Cells:
+    """One panel per variant of ``variants``: for a sweep of two or more dimensions a row per value
+    of its first dimension and a column per facet (the other dimensions), labelled; otherwise
+    :func:`grid` in order, each panel titled by its variant."""
+    present = [[v for v in p.variants if v in variants] for p in fac.panels]
+    titles = [p.title for p, vs in zip(fac.panels, present, strict=True) if vs]
+    present = [vs for vs in present if vs]
+    if len(present) > 1:
+        values = list(dict.fromkeys(fac.label[v] for vs in present for v in vs))
+        where = {v: (values.index(fac.label[v]), c) for c, vs in enumerate(present) for v in vs}
+        head = f"{_short(fac.line_title)} = " if fac.line_title else ""
+        return Cells(where, len(values), len(present), [head + x for x in values], titles)
+    ordered = [v for vs in present for v in vs]
+    rows, cols, _ = grid(len(ordered))
+    return Cells({v: (i // cols, i % cols) for i, v in enumerate(ordered)}, rows, cols)
+
+
+def figure_width(cols: int, panel_in: float = COLUMN_WIDTH_IN * 2 / 3) -> float:
+    """Width of a figure of ``cols`` columns of panels: one column at paper-column width, two or
+    three across the page, more at ``panel_in`` inches each."""
+    if cols <= 1:
+        return COLUMN_WIDTH_IN
+    return max(DOUBLE_WIDTH_IN, cols * panel_in)

@@ -1,5 +1,5 @@
 """What a figure draws across runs: the runs × slots matrices of a table column, their centre line and
-band, and empirical CDFs whose denominator counts the requests that were not served."""
+band (the latencies, censored by the end of a run, are estimated by :mod:`gossipsim.censoring`)."""
 
 from __future__ import annotations
 
@@ -122,27 +122,3 @@ def mean_and_half_width(samples: np.ndarray, level: float = CONFIDENCE) -> tuple
     without two samples)."""
     mean, lo, hi = mean_ci(np.asarray(samples, dtype=float)[:, None], level)
     return float(mean[0]), float((hi[0] - lo[0]) / 2)
-
-
-@dataclass(frozen=True)
-class Ecdf:
-    """Steps of an empirical CDF over ``total`` trials of which ``served`` have a finite value: it
-    ends at served / total, below 1 when some were censored (not served within the run)."""
-
-    x: np.ndarray
-    y: np.ndarray
-    served: int
-    total: int
-
-    @property
-    def end(self) -> float:
-        return self.served / self.total if self.total else float("nan")
-
-
-def ecdf(samples: np.ndarray) -> Ecdf:
-    """ECDF of ``samples`` in which NaN marks a censored trial: it counts in the denominator."""
-    samples = np.asarray(samples, dtype=float)
-    total = int(samples.size)
-    x = np.sort(samples[np.isfinite(samples)])
-    y = np.arange(1, x.size + 1) / total if total else np.zeros(0)
-    return Ecdf(x, y, int(x.size), total)

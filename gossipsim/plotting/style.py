@@ -32,6 +32,9 @@ RC: Any = {
     "savefig.bbox": "tight",
     "savefig.pad_inches": 0.03,
     "legend.frameon": False,
+    # TrueType (Type 42) fonts in PDF and PostScript: paper submission checkers reject Type 3
+    "pdf.fonttype": 42,
+    "ps.fonttype": 42,
 }
 
 # roles of the unlearning figures

@@ -1,0 +1,92 @@
+"""Where a figure is drawn, and how it is saved or shown, without pyplot.
+
+gossipsim's figures are :class:`matplotlib.figure.Figure` objects with an Agg canvas of their own:
+making them selects no backend and registers nothing with pyplot, so importing or drawing them
+leaves a notebook's or a user's backend as it was, and ``plt.show()`` shows only the user's own
+figures. A notebook shows them through IPython's display protocol: :class:`PlotFigure` has a PNG
+representation, and :class:`Figures` (what ``Results.plot()`` returns without a folder) shows each
+of its figures under its name.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from typing import Any, cast
+
+import matplotlib as mpl
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure, SubFigure
+
+from .style import RC
+
+#: the resolution of a figure shown in a notebook (files use ``savefig.dpi`` of :data:`RC`)
+DISPLAY_DPI = 110
+
+
+class PlotFigure(Figure):
+    """A matplotlib Figure that IPython shows as a PNG (``_repr_png_``) whatever the backend, even
+    when pyplot was never imported."""
+
+    def _repr_png_(self) -> bytes:
+        return png_bytes(self)
+
+
+def png_bytes(fig: Figure, dpi: float = DISPLAY_DPI) -> bytes:
+    """The figure as PNG bytes, cropped to what is drawn, in the figures' style."""
+    buffer = io.BytesIO()
+    with mpl.rc_context(RC):
+        fig.savefig(buffer, format="png", dpi=dpi)
+    return buffer.getvalue()
+
+
+def new_figure(width: float, height: float) -> PlotFigure:
+    """A figure of ``width`` × ``height`` inches with constrained layout and its own Agg canvas."""
+    fig = PlotFigure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(fig)
+    engine = cast(Any, fig.get_layout_engine())
+    engine.set(h_pad=0.03, w_pad=0.03, hspace=0.03, wspace=0.03)
+    return fig
+
+
+def drawing_area(
+    width: float, height: float, *, ax: Axes | None = None, fig: Figure | SubFigure | None = None
+) -> Figure | SubFigure:
+    """Where a figure function draws: ``fig`` when given (a Figure or SubFigure of the caller's),
+    the place of ``ax`` when given (a SubFigure in its grid cell replaces it, so a figure of several
+    panels, its legend and title fit where the axes was), else a new :func:`new_figure`."""
+    if ax is not None and fig is not None:
+        raise ValueError("give ax or fig, not both")
+    if fig is not None:
+        return fig
+    if ax is not None:
+        spec = ax.get_subplotspec()
+        if spec is None:
+            raise ValueError("ax must be a subplot of a grid (made by add_subplot or subplots)")
+        parent = cast(Figure | SubFigure, ax.figure)
+        ax.remove()
+        return parent.add_subfigure(spec)
+    return new_figure(width, height)
+
+
+def root(area: Figure | SubFigure) -> Figure:
+    """The top-level Figure of a drawing area."""
+    return cast(Figure, area.get_figure(root=True))
+
+
+class Figures(dict[str, Figure]):
+    """Figures by name (``"latency"``, ...). A notebook shows each one under its name when this is
+    the value of a cell; ``figures["latency"]`` is one matplotlib Figure."""
+
+    def _repr_html_(self) -> str:
+        parts = []
+        for name, fig in self.items():
+            data = base64.b64encode(png_bytes(fig)).decode("ascii")
+            parts.append(
+                f'<figure style="margin: 0 0 1.5em 0"><figcaption><b>{html.escape(name)}'
+                f'</b></figcaption><img src="data:image/png;base64,{data}" alt="{html.escape(name)}"'
+                f' style="max-width: 100%"/></figure>'
+            )
+        return "\n".join(parts) or "<p>no figure applies</p>"
