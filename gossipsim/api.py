@@ -138,9 +138,9 @@ def _execute(
     if progress is None:
         progress = watched()
     if progress:
-        from tqdm.auto import tqdm  # a widget in notebooks, text in a terminal
-
-        bar = tqdm(total=total, initial=len(done), unit="run", file=sys.stderr, desc=study.name)
+        bar = _progress_bar()(
+            total=total, initial=len(done), unit="run", file=sys.stderr, desc=study.name
+        )
     try:
         work = units(_todo(study, done), engines)  # lazy: no list of every task
         for variant, outcome in executor.map(study, work, worlds):
@@ -161,6 +161,20 @@ def _execute(
     if store is not None:
         store.commit()
     return outcomes
+
+
+def _progress_bar() -> Any:
+    """tqdm's bar: a widget in a notebook where ipywidgets is installed (``tqdm.auto``), else text
+    (``tqdm.auto`` without ipywidgets warns at every run that it has no widget)."""
+    import importlib.util
+
+    if importlib.util.find_spec("ipywidgets") is not None:
+        import tqdm.auto
+
+        return tqdm.auto.tqdm
+    import tqdm
+
+    return tqdm.tqdm
 
 
 def watched() -> bool:

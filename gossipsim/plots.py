@@ -79,6 +79,7 @@ from .plotting.requests import (
     STATIONARY_LABEL,
     RequestPanel,
     expected_removal,
+    expected_within_run,
     request_panels,
 )
 from .plotting.stats import (
@@ -798,6 +799,8 @@ def plot_latency(
         (p.variant, p.request): expected_removal(summary, p.variant, p.request, p.node)
         for p in panels
     }
+    within = {(p.variant, p.request): expected_within_run(summary, p.variant, p.request)
+              for p in panels}  # fmt: skip
     values = {
         (p.variant, p.request, column): p.rows[column].to_numpy(dtype=float, na_value=np.nan)
         for p in panels
@@ -829,8 +832,9 @@ def plot_latency(
             placed[r, c] = ax_
             if p.arrived:
                 handles, labels = _latency_panel(
-                    ax_, p, columns, values, expected[p.variant, p.request], x_end, legend
-                )
+                    ax_, p, columns, values, expected[p.variant, p.request], x_end, legend,
+                    within[p.variant, p.request],
+                )  # fmt: skip
             else:
                 never = f"arrived in none of the {p.late:,} runs\n(every run ended before it)"
                 ax_.text(0.5, 0.5, never, transform=ax_.transAxes, ha="center", va="center",
@@ -873,6 +877,7 @@ def _latency_panel(
     expected: tuple[float, str] | None,
     x_end: float,
     legend: Legend,
+    within: tuple[float, float] | None = None,
 ) -> tuple[list[Any], list[str]]:
     """One request's curves, medians, window and expectation; its legend entries."""
     handles: list[Any] = []
@@ -906,7 +911,10 @@ def _latency_panel(
         legend.add(f"dotted: {words}", line_handle(**S.EXACT))
         handles.append(line_handle(**S.EXACT))
         short = "next-visit" if words == STATIONARY_LABEL else "expected"
-        labels.append(f"{short}: {_num(value)}")
+        text = f"{short}: {_num(value)}"
+        if within is not None and unserved.any():  # the mean shown is restricted: compare alike
+            text += f"; within the run, E[min(L, {within[0]:,.0f})]: {_num(within[1])}"
+        labels.append(text)
     window = _window(panel.bound, unserved)
     if window is not None and window < x_end:
         ax.axvspan(window, x_end, color="0.6", alpha=0.25, linewidth=0, zorder=0, gid="unobserved")

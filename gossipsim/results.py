@@ -1077,8 +1077,7 @@ def expected_label(entry: dict[str, Any]) -> str:
     the theory block is (or why there is none)."""
     if entry.get("expected") is None:
         return "no exact expectation (see summary.json theory.removal_latency)"
-    slot = entry.get("at_slot")
-    return f"exact expectation at slot {slot:,}" if slot is not None else "exact expectation"
+    return "exact expectation at the request's slot"
 
 
 def _one_or_range(values: np.ndarray) -> Any:

@@ -239,3 +239,49 @@ def test_a_script_without_the_main_guard_gets_one_line_about_it(tmp_path):
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("gossipsim.errors.ConfigError: --cluster:") and "__main__" in last
     assert done.stderr.count("Traceback") == 1, done.stderr
+
+
+NOTEBOOKS = sorted((ROOT / "examples").glob("*.ipynb"))
+
+
+def _code_cells(notebook: Path) -> list[str]:
+    import json
+
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    return ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=_name)
+def test_the_example_notebooks_run(scratch, notebook):
+    """The code cells of each shipped notebook in order, as a kernel would run them (gs.run held to
+    a few runs); what a figure cell leaves as its value is something a notebook shows."""
+    from gossipsim.plotting.canvas import Figures
+
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    for i, cell in enumerate(_code_cells(notebook)):
+        exec(compile(cell, f"{_name(notebook)}: cell {i}", "exec"), namespace)
+    shown = [v for v in namespace.values() if isinstance(v, Figures)]
+    assert shown and all(f._repr_html_().count("<img") == len(f) for f in shown)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=_name)
+def test_the_example_notebooks_run_in_a_kernel(tmp_path, notebook):
+    """In a Jupyter kernel (nbclient and ipykernel, not dependencies of gossipsim: skipped without
+    them), from the repository's root: no cell fails and the figures come out as images."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    for name in ("scenarios", "topologies", "examples"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    nb = nbformat.read(notebook, as_version=4)
+    nbclient.NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    html = " ".join(o.get("data", {}).get("text/html", "") for o in outputs)
+    assert html.count('src="data:image/png') >= 2
+    assert any("image/png" in o.get("data", {}) for o in outputs)
+    warned = [o.text for o in outputs if o.output_type == "stream" and "Warning" in o.text]
+    assert warned == []

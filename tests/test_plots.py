@@ -776,6 +776,22 @@ def test_every_figure_draws_into_a_given_axes_or_figure_without_a_path():
             assert call(fig=other) is other and other.axes, name
 
 
+def test_a_figure_drawn_into_the_axes_of_a_figure_without_layout_keeps_its_legend_clear():
+    """plt.subplots() makes figures without a layout engine: the legend that goes below the panels
+    must still clear the axis labels (the figure gets constrained layout)."""
+    runs = pd.DataFrame({"variant": ["a", "a", "b", "b"], "run": [0, 1, 0, 1],
+                         "cover_iteration": [5, 6, 7, 8], "iterations": 30})  # fmt: skip
+    summary = {"variants": {"a": {"values": {"scheduler.kind": "x"}}, "b": {"values": {}}}}
+    mine = Figure(figsize=(4, 3))
+    (ax,) = [mine.add_subplot()]
+    plots.plot_cover_time(runs, summary, ax=ax)
+    mine.draw_without_rendering()
+    (drawn_ax,) = [a for a in mine.axes if a.get_xlabel() or a.get_ylabel()]
+    labels = drawn_ax.get_tightbbox()
+    for legend in mine.legends + [lg for sub in mine.subfigs for lg in sub.legends]:
+        assert not _overlaps(legend.get_window_extent(), labels)
+
+
 def test_figures_show_in_a_notebook_without_pyplot():
     """Results.plot() without a folder returns Figures that IPython shows (HTML with a PNG per
     figure), each a Figure with a PNG of its own; pyplot keeps none of them."""

@@ -56,19 +56,29 @@ def drawing_area(
 ) -> Figure | SubFigure:
     """Where a figure function draws: ``fig`` when given (a Figure or SubFigure of the caller's),
     the place of ``ax`` when given (a SubFigure in its grid cell replaces it, so a figure of several
-    panels, its legend and title fit where the axes was), else a new :func:`new_figure`."""
+    panels, its legend and title fit where the axes was), else a new :func:`new_figure`. A
+    caller's figure without a layout engine gets matplotlib's constrained layout: the legends go
+    outside the panels, which only a layout engine makes room for."""
     if ax is not None and fig is not None:
         raise ValueError("give ax or fig, not both")
     if fig is not None:
+        _with_layout(root(fig))
         return fig
     if ax is not None:
         spec = ax.get_subplotspec()
         if spec is None:
             raise ValueError("ax must be a subplot of a grid (made by add_subplot or subplots)")
         parent = cast(Figure | SubFigure, ax.figure)
+        _with_layout(root(parent))
         ax.remove()
         return parent.add_subfigure(spec)
     return new_figure(width, height)
+
+
+def _with_layout(fig: Figure) -> None:
+    """Constrained layout for a figure that has no layout engine (one it has is left alone)."""
+    if fig.get_layout_engine() is None:
+        fig.set_layout_engine("constrained")
 
 
 def root(area: Figure | SubFigure) -> Figure:

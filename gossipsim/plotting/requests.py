@@ -66,6 +66,22 @@ def expected_removal(
     return None if value is None else (float(value), STATIONARY_LABEL)
 
 
+def expected_within_run(
+    summary: dict[str, Any] | None, variant: str, request: int
+) -> tuple[float, float] | None:
+    """(τ, E[min(L, τ)]) of a request whose runs see latencies up to τ − 1 (summary.json's
+    ``per_request`` entry, from ``theory.removal_latency``): the exact value a Kaplan–Meier mean
+    restricted to the observation window estimates; None where not known."""
+    entry = (summary or {}).get("variants", {}).get(variant, {}) or {}
+    for item in entry.get("per_request") or []:
+        if isinstance(item, dict) and item.get("request") == request:
+            expected = item.get("expected_removal_latency") or {}
+            tau, value = expected.get("restricted_to"), expected.get("restricted_value")
+            if tau is not None and value is not None:
+                return float(tau), float(value)
+    return None
+
+
 @dataclass(frozen=True)
 class RequestPanel:
     """One request of one variant: the rows of the runs in which it arrived, with the longest
