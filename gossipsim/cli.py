@@ -101,6 +101,23 @@ def _scalar(text: str) -> Any:
     return text
 
 
+def _figure_options(parser: argparse.ArgumentParser, *, formats: bool = True) -> None:
+    """The figure options shared by run, plot and compare: --format (not for compare, whose
+    --out names its file) and --statistic."""
+    if formats:
+        parser.add_argument(
+            "--format", choices=("png", "pdf", "svg"), default="png",
+            help="figure format (default png)",
+        )  # fmt: skip
+    parser.add_argument(
+        "--statistic",
+        choices=("median", "mean"),
+        default="median",
+        help="centre line of the KL figures: the median with the 12.5-87.5th percentile band "
+        "(default) or the mean with its 95%% confidence interval",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="gossipsim",
@@ -144,16 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="continue an interrupted sweep in --out, skipping finished runs (of a finished "
         "sweep nothing is run: its figures are drawn again)",
     )
-    run.add_argument(
-        "--format", choices=("png", "pdf", "svg"), default="png", help="figure format (default png)"
-    )
-    run.add_argument(
-        "--statistic",
-        choices=("median", "mean"),
-        default="median",
-        help="centre line of the KL figures: the median with the 12.5-87.5th percentile band "
-        "(default) or the mean with its 95%% confidence interval",
-    )
+    _figure_options(run)
     run.add_argument("--no-plots", action="store_true", help="write the tables only")
     run.add_argument(
         "--tables",
@@ -229,16 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     pl = sub.add_parser("plot", help="(re)draw the figures of a results folder")
     pl.add_argument("dir", help="a results folder (written by gossipsim run)")
-    pl.add_argument(
-        "--format", choices=("png", "pdf", "svg"), default="png", help="figure format (default png)"
-    )
-    pl.add_argument(
-        "--statistic",
-        choices=("median", "mean"),
-        default="median",
-        help="centre line of the KL figures: the median with the 12.5-87.5th percentile band "
-        "(default) or the mean with its 95%% confidence interval",
-    )
+    _figure_options(pl)
     pl.add_argument(
         "--figure",
         action="append",
@@ -268,12 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="compare.png",
         help="figure file (default compare.png; .pdf/.svg by extension)",
     )
-    cmp_.add_argument(
-        "--statistic",
-        choices=("median", "mean"),
-        default="median",
-        help="centre line: median with percentile band (default) or mean with 95%% CI",
-    )
+    _figure_options(cmp_, formats=False)
     return parser
 
 
