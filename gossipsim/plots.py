@@ -1036,7 +1036,9 @@ def plot_cover_time(
     with mpl.rc_context(S.RC):
         area = drawing_area(width, 3.4 if by_nodes else 3.2, ax=ax, fig=fig)
         ax_ = area.add_subplot()
-        tick_in = (area.bbox.width / area.dpi - 0.7) / max(len(categories) or slots, 1)
+        # the room of one tick label: the axes' width (the area less the y label and ticks,
+        # about 0.8 in) shared by the ticks, less a margin between neighbours
+        tick_in = 0.9 * (area.bbox.width / area.dpi - 0.8) / max(len(categories) or slots, 1)
         if by_nodes:
             groups = list(dict.fromkeys(table["group"]))
             for i, group in enumerate(groups):

@@ -776,6 +776,22 @@ def test_every_figure_draws_into_a_given_axes_or_figure_without_a_path():
             assert call(fig=other) is other and other.axes, name
 
 
+def test_long_variant_names_on_the_cover_axis_do_not_run_into_each_other():
+    """A one-dimensional sweep of the walk: three long names under a column-wide axis are broken
+    after their hyphens instead of printed over one another."""
+    names = ["metropolis-hastings", "simple-random-walk", "uniform"]
+    runs = pd.DataFrame({"variant": np.repeat(names, 2), "run": [0, 1] * 3,
+                         "cover_iteration": [300, 320, 280, 300, 170, 180], "iterations": 1000})  # fmt: skip
+    summary = {"variants": {n: {"values": {"scheduler.kind": n}} for n in names}}
+    fig = plots.plot_cover_time(runs, summary)
+    fig.draw_without_rendering()
+    (ax,) = [a for a in fig.axes if a.get_xticklabels()]
+    boxes = [t.get_window_extent() for t in ax.get_xticklabels() if t.get_text()]
+    assert len(boxes) == 3
+    assert not any(_overlaps(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
+    assert [t.get_text() for t in ax.get_xticklabels()][0] == "metropolis-\nhastings"
+
+
 def test_a_figure_drawn_into_the_axes_of_a_figure_without_layout_keeps_its_legend_clear():
     """plt.subplots() makes figures without a layout engine: the legend that goes below the panels
     must still clear the axis labels (the figure gets constrained layout)."""

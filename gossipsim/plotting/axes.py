@@ -4,6 +4,7 @@ unlearning requests, and a legend that names every line and band."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -349,19 +350,30 @@ def text_width_in(text: str, fontsize: float) -> float:
 _TEXT = TextToPath()
 
 
+#: where a word too long for a line may be broken: after a hyphen, underscore, slash, "=" or ":"
+_BREAKS = re.compile(r"(?<=[-_/=:])(?=.)")
+
+
 def wrap(text: str, width_in: float, fontsize: float) -> str:
     """``text`` broken at spaces into lines of at most ``width_in`` inches at ``fontsize`` points
-    (measured; existing line breaks kept; a word longer than a line stays whole)."""
+    (measured; existing line breaks kept); a word longer than a line is broken after its hyphens
+    (``metropolis-`` / ``hastings``), underscores, slashes, "=" or ":", and stays whole only where
+    it has none."""
     out: list[str] = []
     for line in text.split("\n"):
         current = ""
         for word in line.split(" "):
-            trial = f"{current} {word}" if current else word
-            if current and text_width_in(trial, fontsize) > width_in:
-                out.append(current)
-                current = word
-            else:
-                current = trial
+            pieces = [word]
+            if text_width_in(word, fontsize) > width_in:
+                pieces = _BREAKS.split(word)
+            for i, piece in enumerate(pieces):
+                glue = "" if i else " "  # a broken word's pieces join without a space
+                trial = f"{current}{glue}{piece}" if current else piece
+                if current and text_width_in(trial, fontsize) > width_in:
+                    out.append(current)
+                    current = piece
+                else:
+                    current = trial
         out.append(current)
     return "\n".join(out)
 
