@@ -3,7 +3,7 @@
 - Logistic regression (both Gaussian families, every bundled classification set, prior variances
   0.1-100, temperatures 0.5-3): the centralised optimum is accepted, and agrees with an independent
   optimiser of the free energy written here (L-BFGS over the mean and the Cholesky factor /
-  log-variances, then SciPy's Newton-Krylov root of its gradient) to KL 2e-12; its estimated KL to
+  log-variances, then SciPy's Newton-Krylov root of its gradient) to KL 2e-11; its estimated KL to
   the optimum is the KL to a known optimum; G-FVL with exact expectations reaches it.
 - Beta–exponential: the best-in-family Beta agrees with Nelder–Mead on KL(q ‖ p) and with a grid.
 - Linear regression (diabetes and synthetic data): the exact posterior agrees with a least-squares
@@ -193,7 +193,7 @@ class FreeEnergy:
             lambda x: self.value_and_grad(x)[1],
             res.x,
             method="krylov",
-            options={"fatol": 1e-12, "maxiter": 50},
+            options={"fatol": 1e-12, "maxiter": 200},
         )
         assert root.success, root.message
         return self.unpack(root.x)[0], self.covariance(root.x)
@@ -234,7 +234,7 @@ def check_target(model, data, forgotten=frozenset()) -> float:
 VARIANCES = (0.1, 1, 2, 4, 9, 25, 100)
 TEMPERATURES = (0.5, 1.0, 3.0)
 # in the default suite: stalls that were refused before (iris mean field at variance 9, wine full at
-# 9 and 25), both families and all three temperatures; the rest of the grid is slow (about 3 min)
+# 9 and 25), both families and all three temperatures; the rest of the grid is slow
 FAST = {
     ("iris", "gaussian-diagonal", 9, 1.0),
     ("iris", "gaussian-full", 100, 0.5),
@@ -244,6 +244,16 @@ FAST = {
 }
 
 
+def _digits_case(family: str, variance: float, temperature: float) -> bool:
+    """Digits (d = 65) in part: the independent optimiser takes about a minute for the full family
+    (2,210 parameters) and 5-10 s for the mean field. Mean field: every variance at α = 1, and
+    variances 1 and 100 at α = 0.5 and 3; full: variances 1, 9 (the old rule's point is 3e-12 from
+    the optimum: a Newton step follows) and 100 at α = 1."""
+    if family == "gaussian-full":
+        return temperature == 1.0 and variance in (1, 9, 100)
+    return temperature == 1.0 or variance in (1, 100)
+
+
 def _grid() -> list:
     cases = []
     for dataset in CLASSIFICATION:
@@ -251,8 +261,8 @@ def _grid() -> list:
             for variance in VARIANCES:
                 for temperature in TEMPERATURES:
                     case = (dataset, family, variance, temperature)
-                    if dataset == "digits" and temperature != 1.0 and variance not in (1, 100):
-                        continue  # d = 65: the search and the independent optimiser take ~10 s each
+                    if dataset == "digits" and not _digits_case(family, variance, temperature):
+                        continue
                     slow = () if case in FAST else (pytest.mark.slow,)
                     cases.append(pytest.param(*case, marks=slow, id="-".join(map(str, case))))
     return cases

@@ -17,7 +17,7 @@ with E_q[log θ] = ψ(a) − ψ(a+b), E_q[log(1−θ)] = ψ(b) − ψ(a+b), E_q[
 a > 1 (infinite otherwise: p vanishes faster than any power of θ at 0). The tests check it against a
 brute-force integral on a fine grid. The **best-in-family KL** min_{a,b} KL(Beta(a, b) ‖ p) is found
 as the stationary point of KL(q ‖ p) in the family by damped natural-gradient steps, accepted when
-its estimated KL to the exact minimiser is at most 1e-12 (:mod:`gossipsim.optimum`); it is also the
+its estimated KL to the exact minimiser is at most 1e-11 (:mod:`gossipsim.optimum`); it is also the
 fixed point of G-FVL, since the free energy (2) is α·KL(q ‖ p) up to a constant. The tests check it
 against Nelder–Mead on (log a, log b) and a grid.
 
@@ -88,7 +88,7 @@ class ExactPosterior(Target):
         self.c1, self.c2, self.c3 = float(log_theta), float(log_one_minus), float(inverse)
         #: relative stationarity residual of the best-in-family Beta where its search stopped
         self.best_family_residual = np.nan
-        #: its estimated KL to the exact best-in-family Beta (≤ 1e-12, else an error;
+        #: its estimated KL to the exact best-in-family Beta (≤ 1e-11, else an error;
         #: :mod:`gossipsim.optimum`)
         self.best_family_kl_to_optimum = np.nan
         self.log_normaliser = self._log_normaliser()
