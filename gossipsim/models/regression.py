@@ -14,10 +14,10 @@ learned by natural-gradient G-FVL (eq. 17) with one of three estimators of ∇_�
 The target is the centralised variational optimum in the same family: the stationary point of the
 free energy (2) on the pooled data of every included node, found by damped natural-gradient steps
 with the exact estimator (and Newton steps where they stall) and accepted when its estimated KL to
-the optimum is at most 1e-11 nats (:mod:`gossipsim.optimum`). G-FVL with the exact estimator has
-the same fixed point, so
-KL(q ‖ target) measures how far the gossip run is from it. Held-out accuracy, negative log-likelihood and expected
-calibration error (eq. 14 of the DSVGD paper, ``[metrics] ece_bins`` bins) are recorded.
+the optimum is at most 1e-11 nats (:mod:`gossipsim.optimum`). G-FVL with the exact estimator has the
+same fixed point, so KL(q ‖ target) measures how far the gossip run is from it. Held-out accuracy,
+negative log-likelihood and expected calibration error (eq. 14 of the DSVGD paper, ``[metrics]
+ece_bins`` bins) are recorded.
 """
 
 from __future__ import annotations
