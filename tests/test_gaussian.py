@@ -141,6 +141,21 @@ def test_fisher_is_hessian_of_log_partition(family):
         np.testing.assert_allclose(family.fisher(eta), hess, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("family", FAMILIES, ids=IDS)
+def test_fisher_norm_is_the_quadratic_form_of_the_fisher_and_the_kl_to_second_order(family):
+    """The closed form √(vᵀFv) (no dim × dim matrix) against the Fisher matrix, for directions with
+    non-symmetric η₂ blocks too; and ½‖tv‖²_F against the exact KL(q_η ‖ q_{η+tv}) (error O(t³))."""
+    rng = np.random.default_rng(4)
+    for eta in _etas(family):
+        for _ in range(3):
+            v = rng.normal(size=family.dim)
+            quadratic = float(v @ family.fisher(eta) @ v)
+            assert family.fisher_norm(eta, v) ** 2 == pytest.approx(quadratic, rel=1e-12)
+            step = 1e-4 * v / family.fisher_norm(eta, v)
+            kl = float(family.kl(eta, eta + step))
+            assert kl == pytest.approx(0.5e-8, rel=1e-3)
+
+
 def test_full_fisher_is_second_difference_of_log_partition():
     fam = GaussianFull(2)
     eta = _etas(fam)[1]

@@ -1,14 +1,19 @@
 """The targets that KL, convergence and latency are measured against, each checked by another method.
 
-- Logistic regression (both Gaussian families, every bundled classification set): the centralised
-  optimum is stationary, agrees with an independent optimiser of the free energy written here
-  (L-BFGS over the mean and the Cholesky factor / log-variances, with its own 64-point quadrature),
-  and G-FVL with exact expectations reaches it.
+- Logistic regression (both Gaussian families, every bundled classification set, prior variances
+  0.1-100, temperatures 0.5-3): the centralised optimum is accepted, and agrees with an independent
+  optimiser of the free energy written here (L-BFGS over the mean and the Cholesky factor /
+  log-variances, then SciPy's Newton-Krylov root of its gradient) to KL 2e-11; its estimated KL to
+  the optimum is the KL to a known optimum; G-FVL with exact expectations reaches it.
 - Beta–exponential: the best-in-family Beta agrees with Nelder–Mead on KL(q ‖ p) and with a grid.
-- Linear regression: the exact posterior agrees with a least-squares solve of the augmented system.
+- Linear regression (diabetes and synthetic data): the exact posterior agrees with a least-squares
+  solve of the augmented system, and the search finds it.
 """
 
 from __future__ import annotations
+
+import tomllib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,29 +21,43 @@ from scipy import integrate, optimize
 from scipy.special import expit
 
 import gossipsim as gs
+from gossipsim import glm
+from gossipsim.datasets import load_task
 from gossipsim.families import Beta
+from gossipsim.families.gaussian import GaussianDiagonal, GaussianFull
 from gossipsim.glm import logistic_projection_expectations
 from gossipsim.models import ExactPosterior
 from gossipsim.optimum import (
+    KL_TOL,
     STATIONARITY_TOL,
     OptimumError,
+    newton_step,
     relative_residual,
     stationarity_residual,
     variational_optimum,
 )
 
+ROOT = Path(__file__).resolve().parent.parent
 CLASSIFICATION = ["iris", "wine", "breast_cancer", "digits"]
 FAMILIES = ["gaussian-full", "gaussian-diagonal"]
 
 
-def logistic_world(dataset: str, family: str, nodes: int = 10, **protocol):
+def logistic_world(
+    dataset: str,
+    family: str,
+    nodes: int = 10,
+    variance: float = 1.0,
+    temperature: float = 1.0,
+    **protocol,
+):
     raw = {
         "scenario": {"name": "opt", "seed": 3, "runs": 1, "iterations": 10},
         "topology": {"kind": "complete", "nodes": nodes},
         "model": {
             "kind": "logistic-regression",
             "family": family,
-            "prior": {"mean": 0.0, "variance": 1.0},
+            "temperature": temperature,
+            "prior": {"mean": 0.0, "variance": variance},
         },
         "data": {"dataset": dataset, "partition": "iid"},
         "protocol": {"estimator": "exact", **protocol},
@@ -95,16 +114,19 @@ def test_projection_integrals_are_derivatives_of_one_rule():
 
 
 class FreeEnergy:
-    """F(m, Σ) = E_q[Σ_n log(1 + e^{a_n}) − y_n a_n] + KL(N(m, Σ) ‖ N(m₀, v₀I)) assembled here: the
-    projections, the KL (from log-determinants) and the chain rule to the parameters are the
+    """F(m, Σ) = (1/α) E_q[Σ_n log(1 + e^{a_n}) − y_n a_n] + KL(N(m, Σ) ‖ N(m₀, v₀I)) assembled here:
+    the projections, the KL (from log-determinants) and the chain rule to the parameters are the
     test's own; the one-dimensional integrals E[softplus(a)], E[σ(a)], E[σ'(a)] are the package's
-    rule, itself checked against adaptive quadrature below. Parameters: the mean and the lower
+    rule, itself checked against adaptive quadrature above. Parameters: the mean and the lower
     Cholesky factor (full) or the log-variances (diagonal)."""
 
-    def __init__(self, X, y, prior_mean: float, prior_var: float, diagonal: bool) -> None:
+    def __init__(
+        self, X, y, prior_mean: float, prior_var: float, diagonal: bool, temperature: float = 1.0
+    ) -> None:
         self.X, self.y = X, y
         self.m0, self.v0 = prior_mean, prior_var
         self.diagonal = diagonal
+        self.alpha = temperature
         self.d = X.shape[1]
         self.tril = np.tril_indices(self.d)
 
@@ -122,7 +144,7 @@ class FreeEnergy:
         return np.diag(c) if self.diagonal else c @ c.T
 
     def value_and_grad(self, x):
-        X, y, d = self.X, self.y, self.d
+        X, y, d, alpha = self.X, self.y, self.d, self.alpha
         m, c = self.unpack(x)
         cov = np.diag(c) if self.diagonal else c @ c.T
         loc = X @ m
@@ -137,29 +159,44 @@ class FreeEnergy:
             + d * np.log(self.v0)
             - logdet
         )
-        g_m = X.T @ (e_sig - y) + (m - self.m0) / self.v0
-        if self.diagonal:  # dF/dv_i = ½ Σ_n x_ni² E σ' + ½ (1/v0 − 1/v_i); chain rule to log v
-            g_v = 0.5 * (X * X).T @ e_dsig + 0.5 * (1 / self.v0 - 1 / c)
+        g_m = X.T @ (e_sig - y) / alpha + (m - self.m0) / self.v0
+        if self.diagonal:  # dF/dv_i = ½ Σ_n x_ni² E σ' / α + ½ (1/v0 − 1/v_i); chain rule to log v
+            g_v = 0.5 * (X * X).T @ e_dsig / alpha + 0.5 * (1 / self.v0 - 1 / c)
             g_c = g_v * c
-        else:  # dF/dΣ = ½ Xᵀ diag(E σ') X + ½ (I/v0 − Σ⁻¹); dF/dL = 2 (dF/dΣ) L
-            g_cov = 0.5 * (X * e_dsig[:, None]).T @ X + 0.5 * np.eye(d) / self.v0
+        else:  # dF/dΣ = ½ Xᵀ diag(E σ') X / α + ½ (I/v0 − Σ⁻¹); dF/dL = 2 (dF/dΣ) L
+            g_cov = 0.5 * (X * e_dsig[:, None]).T @ X / alpha + 0.5 * np.eye(d) / self.v0
             g_chol = 2 * g_cov @ c - np.linalg.inv(c).T  # d(−log|Σ|/2)/dL = −L⁻ᵀ
             g_c = g_chol[self.tril]
-        return e_loss + kl, np.concatenate([g_m, g_c])
+        return e_loss / alpha + kl, np.concatenate([g_m, g_c])
 
     def minimise(self):
+        """L-BFGS on F from the prior, then SciPy's Newton-Krylov root of ∇F = 0 from there: L-BFGS
+        alone stops where F no longer resolves (KL up to 1e-9 from the optimum for the mean-field
+        family at large prior variances); the root-finder works on the gradient."""
         d = self.d
-        x0 = np.concatenate([np.zeros(d), np.zeros(d) if self.diagonal else np.eye(d)[self.tril]])
+        start = np.concatenate(
+            [
+                np.full(d, float(self.m0)),
+                np.full(d, np.log(self.v0))
+                if self.diagonal
+                else np.sqrt(self.v0) * np.eye(d)[self.tril],
+            ]
+        )
         res = optimize.minimize(
             self.value_and_grad,
-            x0,
+            start,
             jac=True,
             method="L-BFGS-B",
             options={"maxiter": 20000, "maxcor": 30, "gtol": 1e-10, "ftol": 1e-15},
         )
-        grad_norm = float(np.linalg.norm(res.jac))
-        assert grad_norm < 1e-5 * max(1.0, abs(res.fun)), (res.message, grad_norm)
-        return self.unpack(res.x)[0], self.covariance(res.x), res.fun
+        root = optimize.root(
+            lambda x: self.value_and_grad(x)[1],
+            res.x,
+            method="krylov",
+            options={"fatol": 1e-12, "maxiter": 200},
+        )
+        assert root.success, root.message
+        return self.unpack(root.x)[0], self.covariance(root.x)
 
 
 def gaussian_kl(m_q, cov_q, m_p, cov_p) -> float:
@@ -175,32 +212,121 @@ def gaussian_kl(m_q, cov_q, m_p, cov_p) -> float:
     )
 
 
-@pytest.mark.parametrize("family", FAMILIES)
-@pytest.mark.parametrize(
-    "dataset",
-    # digits (d = 65) takes 5-20 s per family: in the slow set (make test-slow)
-    [pytest.param(d, marks=pytest.mark.slow) if d == "digits" else d for d in CLASSIFICATION],
-)
-def test_logistic_target_is_stationary_and_agrees_with_an_independent_optimiser(dataset, family):
-    world = logistic_world(dataset, family)
-    model, data = world.model, world.model.fixed_data
-    eta = model.target(data, frozenset()).eta
-
-    # stationary: the fixed-point residual of eq. (17) with all data at one node
-    X, y = data.pooled(model.included(frozenset()))
+def check_target(model, data, forgotten=frozenset()) -> float:
+    """The target is accepted (no OptimumError), its estimated KL to the optimum is at most KL_TOL,
+    and its KL to the independent optimum is at most 2·KL_TOL (each within KL_TOL of the optimum;
+    the independent root's gradient is at rounding level). Returns that KL."""
+    eta = model.target(data, forgotten).eta
+    X, y = data.pooled(model.included(forgotten))
     mean, cov = model.family.conventional(eta)
-    from gossipsim import glm
+    prior = model.spec.model.prior
+    diagonal = isinstance(model.family, GaussianDiagonal)
+    energy = FreeEnergy(
+        X, y, float(prior["mean"]), float(prior["variance"]), diagonal, model.temperature
+    )
+    m_ref, cov_ref = energy.minimise()
+    kl = gaussian_kl(mean, cov, m_ref, cov_ref)
+    assert kl <= 2 * KL_TOL, kl
+    assert np.allclose(mean, m_ref, rtol=1e-4, atol=1e-4 * max(1.0, np.abs(m_ref).max()))
+    return kl
 
-    g, h = glm.expected_logistic_grad_hess(mean, cov, X, y)
-    grad = model.family.mean_gradient(eta, g, h)
-    residual = stationarity_residual(eta, model.prior, grad)
-    assert relative_residual(residual, eta, model.prior) <= STATIONARITY_TOL
 
-    # the same free energy minimised by L-BFGS in another parametrisation, another quadrature
-    energy = FreeEnergy(X, y, 0.0, 1.0, diagonal=family == "gaussian-diagonal")
-    m_ref, cov_ref, _ = energy.minimise()
-    assert gaussian_kl(m_ref, cov_ref, mean, cov) < 1e-7
-    assert np.allclose(mean, m_ref, atol=1e-4 * max(1.0, np.abs(m_ref).max()))
+VARIANCES = (0.1, 1, 2, 4, 9, 25, 100)
+TEMPERATURES = (0.5, 1.0, 3.0)
+# in the default suite: stalls that were refused before (iris mean field at variance 9, wine full at
+# 9 and 25), both families and all three temperatures; the rest of the grid is slow
+FAST = {
+    ("iris", "gaussian-diagonal", 9, 1.0),
+    ("iris", "gaussian-full", 100, 0.5),
+    ("wine", "gaussian-full", 25, 1.0),
+    ("wine", "gaussian-full", 9, 3.0),
+    ("wine", "gaussian-diagonal", 0.1, 0.5),
+}
+
+
+def _digits_case(family: str, variance: float, temperature: float) -> bool:
+    """Digits (d = 65) in part: the independent optimiser takes about a minute for the full family
+    (2,210 parameters) and 5-10 s for the mean field. Mean field: every variance at α = 1, and
+    variances 1 and 100 at α = 0.5 and 3; full: variances 1, 9 (the old rule's point is 3e-12 from
+    the optimum: a Newton step follows) and 100 at α = 1."""
+    if family == "gaussian-full":
+        return temperature == 1.0 and variance in (1, 9, 100)
+    return temperature == 1.0 or variance in (1, 100)
+
+
+def _grid() -> list:
+    cases = []
+    for dataset in CLASSIFICATION:
+        for family in FAMILIES:
+            for variance in VARIANCES:
+                for temperature in TEMPERATURES:
+                    case = (dataset, family, variance, temperature)
+                    if dataset == "digits" and not _digits_case(family, variance, temperature):
+                        continue
+                    slow = () if case in FAST else (pytest.mark.slow,)
+                    cases.append(pytest.param(*case, marks=slow, id="-".join(map(str, case))))
+    return cases
+
+
+@pytest.mark.parametrize("dataset, family, variance, temperature", _grid())
+def test_logistic_target_is_accepted_and_agrees_with_an_independent_optimiser(
+    dataset, family, variance, temperature
+):
+    world = logistic_world(dataset, family, variance=variance, temperature=temperature)
+    check_target(world.model, world.model.fixed_data)
+
+
+@pytest.mark.parametrize(
+    "family",
+    # the mean-field targets were accepted before (and take ~3 s each): in the slow set
+    ["gaussian-full", pytest.param("gaussian-diagonal", marks=pytest.mark.slow)],
+)
+def test_the_shipped_logistic_scenario_with_prior_variance_2_is_accepted(family):
+    """The issue's reproducer: ``logistic_breast_cancer_karate.toml`` with the prior variance set to
+    2 was refused ("no step decreases the free energy after 39 steps", full covariance). Both
+    targets (all data, and without node 0, the request) agree with the independent optimiser."""
+    raw = tomllib.loads((ROOT / "scenarios/logistic_breast_cancer_karate.toml").read_text())
+    raw["model"]["prior"]["variance"] = 2.0
+    raw["model"]["family"] = family
+    raw.pop("sweep")
+    world = gs.build_world(gs.parse_study(raw).variants[0].scenario)
+    for forgotten in (frozenset(), frozenset({0})):
+        check_target(world.model, world.model.fixed_data, forgotten)
+
+
+@pytest.mark.parametrize(
+    "dataset, family, variance", [("iris", "gaussian-diagonal", 9), ("wine", "gaussian-full", 25)]
+)
+def test_the_estimated_kl_is_the_kl_to_the_optimum(dataset, family, variance):
+    """K(η) = ½ δᵀF(η)δ of the Newton step δ, the acceptance criterion, against the exact KL from
+    points around the optimum (Fisher length 1e-3 in random directions: KL ≈ 5e-7) to it: equal
+    within 2% (the second-order error is of the order of the Fisher length)."""
+    world = logistic_world(dataset, family, variance=variance)
+    model, data = world.model, world.model.fixed_data
+    family_ = model.family
+    optimum_eta = model.target(data, frozenset()).eta
+    X, y = data.pooled(model.included(frozenset()))
+
+    def residual(eta):
+        mean, cov = model._projection_moments(eta)
+        g, h = glm.expected_logistic_grad_hess(mean, cov, X, y)
+        return stationarity_residual(eta, model.prior, family_.mean_gradient(eta, g, h))
+
+    rng = np.random.default_rng(0)
+    for _ in range(4):
+        direction = rng.normal(size=optimum_eta.size)
+        if isinstance(family_, GaussianFull):  # a symmetric η₂ (the family's own members)
+            d = family_.d
+            block = direction[d:].reshape(d, d)
+            direction[d:] = (0.5 * (block + block.T)).ravel()
+        eta = optimum_eta + 1e-3 * direction / family_.fisher_norm(optimum_eta, direction)
+        delta, solved = newton_step(
+            residual, family_.fisher_norm, lambda e: bool(family_.in_domain(e)), eta, residual(eta)
+        )
+        assert solved
+        estimate = 0.5 * family_.fisher_norm(eta, delta) ** 2
+        exact = float(family_.kl(eta, optimum_eta))
+        assert estimate == pytest.approx(exact, rel=0.02), (estimate, exact)
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -225,10 +351,53 @@ def test_gossip_with_exact_expectations_reaches_the_target(family):
     assert res.runs["convergence_iteration"].notna().all()
 
 
-def test_the_optimum_search_raises_one_line_when_it_cannot_converge():
+def test_the_optimum_search_raises_one_line_when_its_steps_are_capped():
+    """Three natural-gradient steps and no Newton step leave the target far from the optimum: one
+    line saying so, with the estimated KL."""
     world = logistic_world("iris", "gaussian-diagonal")
-    with pytest.raises(OptimumError, match=r"^target: did not converge in 3 steps"):
-        world.model.centralised_optimum(world.model.fixed_data, frozenset(), max_steps=3)
+    with pytest.raises(OptimumError) as caught:
+        world.model.centralised_optimum(
+            world.model.fixed_data, frozenset(), max_steps=3, newton_steps=0
+        )
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith(
+        "target: did not converge in 3 steps and 0 Newton steps (estimated KL to the optimum "
+    )
+    assert float(message.split("optimum ")[1].split(" >")[0]) > 1e-3
+
+
+@pytest.mark.parametrize("max_steps", [0, 5000])
+def test_the_optimum_search_raises_one_line_when_the_free_energy_has_no_minimum(max_steps):
+    """A loss −θ² under a N(0, 1) prior: F(m, v) = −½(m² + v) − ½ log v − ½ falls without end as v
+    grows (the tempered "posterior" has negative precision), so there is no optimum to accept.
+    The natural-gradient steps stall (after 28 steps v is too large for F to resolve) or stop at
+    their cap, the Newton step of r(η) = 0 leaves the domain and no shorter one shrinks the
+    residual's Fisher length: one line either way."""
+    family = GaussianDiagonal(1)
+    prior = family.natural(np.zeros(1), np.ones(1))
+
+    def grad(eta):  # E_q[−θ²] = −μ₂: its gradient in the mean parameters
+        return np.array([0.0, -1.0])
+
+    def energy(eta):
+        mean, var = family.conventional(eta)
+        return float(-(mean[0] ** 2 + var[0, 0]) + family.kl(eta, prior))
+
+    with pytest.raises(OptimumError) as caught:
+        variational_optimum(
+            prior,
+            grad,
+            energy,
+            lambda e: bool(family.in_domain(e)),
+            fisher_norm=family.fisher_norm,
+            max_steps=max_steps,
+            what="target",
+        )
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith("target: did not converge")
+    assert "and 0 Newton steps; no Newton step shrinks the residual" in message
 
 
 def test_the_plain_fixed_point_iteration_oscillates_where_the_damped_one_converges():
@@ -238,7 +407,6 @@ def test_the_plain_fixed_point_iteration_oscillates_where_the_damped_one_converg
     model = world.model
     data = model.fixed_data
     X, y = data.pooled(model.included(frozenset()))
-    from gossipsim import glm
 
     def grad(eta):
         mean, cov = model.family.conventional(eta)
@@ -260,30 +428,52 @@ def test_the_plain_fixed_point_iteration_oscillates_where_the_damped_one_converg
     )
 
 
-def test_variational_optimum_on_a_conjugate_model_is_the_exact_posterior():
-    """For a quadratic loss the stationary point is the conjugate posterior (closed form)."""
-    rng = np.random.default_rng(0)
-    X = np.column_stack([rng.normal(size=(40, 2)), np.ones(40)])
-    y = X @ np.array([0.5, -1.0, 2.0]) + 0.3 * rng.normal(size=40)
-    from gossipsim import glm
-    from gossipsim.families import GaussianFull
-
-    family = GaussianFull(3)
-    prior = family.natural(np.zeros(3), 2.0 * np.eye(3))
+@pytest.mark.parametrize("temperature", TEMPERATURES)
+@pytest.mark.parametrize("variance", VARIANCES)
+@pytest.mark.parametrize("dataset", ["synthetic", "diabetes"])
+def test_variational_optimum_on_a_conjugate_model_is_the_exact_posterior(
+    dataset, variance, temperature
+):
+    """For a quadratic loss the stationary point is the conjugate posterior (closed form: the prior
+    plus the exact factor over α), on synthetic data and on diabetes (d = 11), for every prior
+    variance and temperature of the logistic grid; accepted with its estimated KL to it ≤ KL_TOL,
+    and that estimate an upper bound to round-off of the KL to the closed form."""
+    sigma = 0.3
+    if dataset == "synthetic":
+        rng = np.random.default_rng(0)
+        X = np.column_stack([rng.normal(size=(40, 2)), np.ones(40)])
+        y = X @ np.array([0.5, -1.0, 2.0]) + sigma * rng.normal(size=40)
+    else:
+        task = load_task("diabetes", test_fraction=0.2, bias=True, rng=np.random.default_rng(2))
+        X, y = task.X_train, task.y_train
+    d = X.shape[1]
+    family = GaussianFull(d)
+    prior = family.natural(np.zeros(d), variance * np.eye(d))
 
     def grad(eta):
         mean, cov = family.conventional(eta)
-        return family.mean_gradient(eta, *glm.expected_linear_grad_hess(mean, cov, X, y, 0.3))
+        return family.mean_gradient(eta, *glm.expected_linear_grad_hess(mean, cov, X, y, sigma))
 
     def energy(eta):
         mean, cov = family.conventional(eta)
-        return float(glm.expected_linear_loss(mean, cov, X, y, 0.3) + family.kl(eta, prior))
+        loss = glm.expected_linear_loss(mean, cov, X, y, sigma) / temperature
+        return float(loss + family.kl(eta, prior))
 
-    found = variational_optimum(prior, grad, energy, lambda e: bool(family.in_domain(e)))
-    eta1, eta2 = glm.linear_regression_factor(X, y, 0.3)
-    exact = prior + np.concatenate([eta1, eta2.ravel()])
-    assert np.allclose(found.eta, exact, rtol=1e-9, atol=1e-9)
-    assert found.steps <= 3  # one natural-gradient step with ρ = 1 is exact for a quadratic loss
+    found = variational_optimum(
+        prior,
+        grad,
+        energy,
+        lambda e: bool(family.in_domain(e)),
+        fisher_norm=family.fisher_norm,
+        temperature=temperature,
+    )
+    eta1, eta2 = glm.linear_regression_factor(X, y, sigma)
+    exact = prior + np.concatenate([eta1, eta2.ravel()]) / temperature
+    assert found.kl_to_optimum <= KL_TOL
+    assert float(family.kl(found.eta, exact)) <= KL_TOL
+    assert np.allclose(found.eta, exact, rtol=1e-8, atol=1e-8 * np.abs(exact).max())
+    # one natural-gradient step with ρ = 1 is exact for a quadratic loss
+    assert found.steps <= 3 and found.newton_steps == 0
 
 
 # ----------------------------------------------------------------------------- Beta–exponential
@@ -320,7 +510,7 @@ def test_beta_exponential_best_in_family_agrees_with_nelder_mead_and_a_grid(c1, 
     aa, bb = np.meshgrid(a * grid, b * grid)
     values = target.kl(np.stack([aa - 1, bb - 1], axis=-1))
     assert np.nanmin(values) >= target.best_family_kl - 1e-10
-    assert target.best_family_residual <= STATIONARITY_TOL
+    assert target.best_family_kl_to_optimum <= KL_TOL
 
 
 def test_beta_exponential_gossip_fixed_point_is_the_best_in_family():
@@ -341,13 +531,23 @@ def test_beta_exponential_gossip_fixed_point_is_the_best_in_family():
 # ----------------------------------------------------------------------------- linear regression
 
 
-def test_linear_regression_target_agrees_with_least_squares_on_the_augmented_system():
+@pytest.mark.parametrize("temperature", TEMPERATURES)
+@pytest.mark.parametrize("variance", VARIANCES)
+def test_linear_regression_target_agrees_with_least_squares_on_the_augmented_system(
+    variance, temperature
+):
     raw = {
         "scenario": {"name": "lin", "seed": 6, "runs": 1, "iterations": 10},
         "topology": {"kind": "ring", "nodes": 8},
-        "model": {"kind": "linear-regression", "sigma": 0.8, "prior": {"mean": 0.5, "variance": 4}},
+        "model": {
+            "kind": "linear-regression",
+            "sigma": 0.8,
+            "temperature": temperature,
+            "prior": {"mean": 0.5, "variance": variance},
+        },
         "data": {"dataset": "diabetes", "partition": "dirichlet", "concentration": 1.0},
     }
+    noise = 0.8 * np.sqrt(temperature)  # the tempered likelihood: σ²α in place of σ²
     world = gs.build_world(gs.parse_study(raw).variants[0].scenario)
     model, data = world.model, world.model.fixed_data
     for forgotten in (frozenset(), frozenset({3})):
@@ -356,8 +556,8 @@ def test_linear_regression_target_agrees_with_least_squares_on_the_augmented_sys
         X, y = data.pooled(model.included(forgotten))
         d = X.shape[1]
         # posterior mean = least-squares solution of [X/σ; I/√v₀] θ ≈ [y/σ; m₀/√v₀]
-        A = np.vstack([X / 0.8, np.eye(d) / 2.0])
-        b = np.concatenate([y / 0.8, np.full(d, 0.5) / 2.0])
+        A = np.vstack([X / noise, np.eye(d) / np.sqrt(variance)])
+        b = np.concatenate([y / noise, np.full(d, 0.5) / np.sqrt(variance)])
         theta, *_ = np.linalg.lstsq(A, b, rcond=None)
         assert np.allclose(mean, theta, rtol=1e-9, atol=1e-10)
         r = np.linalg.qr(A, mode="r")  # AᵀA = RᵀR: the posterior precision

@@ -61,6 +61,12 @@ class ExponentialFamily(ABC):
     def sufficient_statistics(self, theta: np.ndarray) -> np.ndarray:
         """s(θ), with the statistics on the last axis."""
 
+    def fisher_norm(self, eta: np.ndarray, direction: np.ndarray) -> float:
+        """‖v‖_F = √(vᵀ F(η) v) for one member η and one change v of its natural parameters: the
+        length of v in the family's own geometry, KL(q_η ‖ q_{η+v}) = ½‖v‖²_F + O(‖v‖³) (eq. 19)."""
+        v = np.asarray(direction, dtype=float)
+        return float(np.sqrt(max(float(v @ self.fisher(np.asarray(eta, dtype=float)) @ v), 0.0)))
+
     def kl(self, eta_q: np.ndarray, eta_p: np.ndarray) -> np.ndarray:
         """KL(q_η ‖ p_λ) by the Bregman form of the log-partition; broadcasts over leading axes.
 

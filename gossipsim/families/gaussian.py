@@ -217,6 +217,18 @@ class GaussianFull(ExponentialFamily):
         bottom = np.concatenate([np.swapaxes(f12, -1, -2), f22], axis=-1)
         return np.concatenate([top, bottom], axis=-2)
 
+    def fisher_norm(self, eta: np.ndarray, direction: np.ndarray) -> float:
+        """‖v‖_F = √(vᵀ F(η) v) in closed form, without the (d + d²)² Fisher matrix: vᵀs(θ) =
+        v₁ᵀθ + θᵀV₂θ, so vᵀFv = Var_q[vᵀs(θ)] = bᵀΣb + 2 tr((V₂Σ)²) with V₂ = sym(v₂) and
+        b = v₁ + 2V₂m (the antisymmetric part of v₂, the Fisher's null space, has length 0)."""
+        mean, cov, _, _, _ = self._moments(eta)
+        first, second = self.split(direction)
+        second = _sym(second)
+        b = first + 2.0 * second @ mean
+        product = second @ cov
+        value = float(b @ cov @ b) + 2.0 * float(np.sum(product * product.T))
+        return float(np.sqrt(max(value, 0.0)))
+
     def fisher_null_projector(self) -> np.ndarray:
         """Orthogonal projector (dim, dim) onto the Fisher's null space: the antisymmetric η₂ part.
 
@@ -383,6 +395,15 @@ class GaussianDiagonal(ExponentialFamily):
         out[..., d + idx, idx] = 2.0 * mean * var
         out[..., d + idx, d + idx] = 2.0 * var**2 + 4.0 * mean**2 * var
         return out
+
+    def fisher_norm(self, eta: np.ndarray, direction: np.ndarray) -> float:
+        """‖v‖_F = √(vᵀ F(η) v) in closed form: Σᵢ Var_q[v₁ᵢθᵢ + v₂ᵢθᵢ²] = Σᵢ vᵢbᵢ² + 2v₂ᵢ²vᵢ²
+        with bᵢ = v₁ᵢ + 2v₂ᵢmᵢ (vᵢ the variances)."""
+        mean, var = self._mean_var(np.asarray(eta, dtype=float))
+        first, second = self.split(direction)
+        b = first + 2.0 * second * mean
+        value = float(np.sum(var * b * b + 2.0 * (second * var) ** 2))
+        return float(np.sqrt(max(value, 0.0)))
 
     def in_domain(self, eta: np.ndarray) -> np.ndarray:
         """All η₂ᵢ < 0 and η finite."""
