@@ -80,6 +80,7 @@ from .plotting.requests import (
     RequestPanel,
     expected_removal,
     expected_within_run,
+    latency_window,
     request_panels,
 )
 from .plotting.stats import (
@@ -833,7 +834,7 @@ def plot_latency(
             if p.arrived:
                 handles, labels = _latency_panel(
                     ax_, p, columns, values, expected[p.variant, p.request], x_end, legend,
-                    within[p.variant, p.request],
+                    within[p.variant, p.request], latency_window(summary, p.variant),
                 )  # fmt: skip
             else:
                 never = f"arrived in none of the {p.late:,} runs\n(every run ended before it)"
@@ -878,15 +879,17 @@ def _latency_panel(
     x_end: float,
     legend: Legend,
     within: tuple[float, float] | None = None,
+    settled_slots: int = 1,
 ) -> tuple[list[Any], list[str]]:
     """One request's curves, medians, window and expectation; its legend entries."""
     handles: list[Any] = []
     labels: list[str] = []
-    bound = panel.censored_at
-    unserved = np.zeros(len(bound), dtype=bool)
+    unserved = np.zeros(len(panel.censored_at), dtype=bool)
     for column in columns:
         x = values[panel.variant, panel.request, column]
         unserved |= ~np.isfinite(x)
+        # a KL latency needs W settled slots: a run sees it W − 1 slots short of the removal's
+        bound = panel.censored_at - (settled_slots - 1 if column != "removal_latency" else 0)
         style = LATENCY_STYLES[column]
         est = estimates(x, bound)
         km = kaplan_meier(x, bound)

@@ -399,6 +399,27 @@ def test_the_observation_window_of_a_late_request_is_shaded(drawn, tmp_path):
     assert plots.UNOBSERVED in _legend_texts(fig)
 
 
+def test_a_kl_latency_judged_over_a_window_is_censored_w_minus_1_slots_sooner(drawn, tmp_path):
+    """latency_window W = 10: a KL latency needs 10 settled slots, so a run of 1,000 slots sees it
+    only up to 1,000 − 10 + 1 − 950 + 1 = 42 (the removal latency up to 51): its estimate ends
+    there and is the Kaplan–Meier estimate censored at 42."""
+    from gossipsim.censoring import estimates
+
+    removal = [3.0, 10.0, np.nan, 40.0, np.nan, 20.0]
+    requests = _requests(["v"], runs=6, slot=950, removal_latency=removal, latency=removal)
+    summary = {"variants": {"v": {"resolved": {"run": {"iterations": 1000},
+                                               "metrics": {"latency_window": 10}}}}}  # fmt: skip
+    plots.plot_latency(requests, ["v"], tmp_path / "lat.png", summary)
+    (fig,) = drawn
+    (ax,) = _latency_axes(fig)
+    curves = {ln.get_gid(): ln for ln in ax.get_lines() if ln.get_gid()}
+    assert curves["km-removal_latency"].get_xdata()[-1] == 51.0
+    assert curves["km-latency"].get_xdata()[-1] == 42.0
+    kl = next(t for t in _panel_legend_texts(fig) if t.startswith("unlearning"))
+    est = estimates(np.asarray(removal), np.full(6, 42.0))
+    assert f"mean ≥ {plots._num(est.restricted_mean)}" in kl
+
+
 def test_the_expectation_drawn_is_the_request_s_own_when_the_summary_has_it(drawn, tmp_path):
     requests = _requests(["v"], removal_latency=[1.0, 2.0, 3.0, 4.0, 5.0])
     stationary = {"variants": {"v": {"theory": {"next_visit_latency": {"3": 7.0}}}}}

@@ -110,6 +110,15 @@ class RequestPanel:
         return f"node {self.node}, request {where}"
 
 
+def latency_window(summary: dict[str, Any] | None, variant: str) -> int:
+    """The slots W a KL-based latency must stay settled (``metrics.latency_window`` of the
+    variant's resolved scenario; 1 where not known): a run of n slots sees such a latency only up
+    to n − W + 1 − r + 1, W − 1 slots short of the removal latency's n − r + 1."""
+    entry = (summary or {}).get("variants", {}).get(variant, {}) or {}
+    value = ((entry.get("resolved") or {}).get("metrics") or {}).get("latency_window")
+    return int(value) if isinstance(value, int) and value >= 1 else 1
+
+
 def _iterations(summary: dict[str, Any] | None, variant: str) -> float:
     """The length of the variant's runs in its resolved scenario (NaN if not there)."""
     entry = (summary or {}).get("variants", {}).get(variant, {}) or {}
