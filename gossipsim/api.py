@@ -17,6 +17,7 @@ import contextlib
 import math
 import os
 import sys
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,6 +51,7 @@ def run(
     make_plots: Callable[[Results, Path], None] | None = None,
     progress: bool | None = None,
     tables: str | None = None,
+    allow_code_change: bool = False,
 ) -> Results:
     """Run every variant of a scenario and return its :class:`~gossipsim.results.Results`.
 
@@ -67,7 +69,11 @@ def run(
     loses at most about a second of finished runs, :mod:`gossipsim.store`) and the tables (and
     the figures, with ``make_plots``) are written there at the end; ``resume=True`` continues an
     interrupted sweep in ``out`` (a finished one is read back: nothing is run, the figures are
-    drawn again). ``tables`` says which files hold the tables in ``out``: ``"auto"`` (the default:
+    drawn again); it refuses a folder whose runs were made by other code (gossipsim's version or
+    source, a plug-in's source: :mod:`gossipsim.provenance`) unless ``allow_code_change=True``.
+    Damaged parts in ``out`` are reported (a warning) and their runs run again. The folder is
+    locked for the whole call (:mod:`gossipsim.folderlock`): a folder another command is writing
+    is refused with a one-line ConfigError naming its process. ``tables`` says which files hold the tables in ``out``: ``"auto"`` (the default:
     CSV, plus Parquet copies where pyarrow is installed), ``"csv"``, ``"parquet"`` (Parquet only)
     or ``"both"`` (:meth:`Results.write`). ``progress`` shows a progress bar (runs done / total,
     rate, ETA): ``True`` always, ``False`` never, ``None`` (the default) where a user is watching:
@@ -90,23 +96,65 @@ def run(
     study = _with_overrides(study, runs, seed)
     if resume and out is None:
         raise ConfigError("--resume", "needs --out, the folder of the interrupted sweep")
+    if not isinstance(allow_code_change, bool):
+        raise ConfigError("allow_code_change", f"must be True or False (got {allow_code_change!r})")
+    if allow_code_change and not resume:
+        raise ConfigError("--allow-code-change", "applies only with --resume")
     from .results import table_formats
 
     formats = table_formats(tables)
     worlds = check(study)
     engines, notes = choose_engines(study, worlds, engine)
     check_memory(study, worlds, "--runs" if runs is not None else "scenario.runs")
-    # read-only checks of the folder (scenario, input files, its parts): nothing is changed yet
-    store = RunStore(out, study, resume=resume, open=False) if out is not None else None
-    if store is not None and store.complete:  # a finished sweep: its tables are its runs
-        return _finished(study, store, make_plots, formats)
-    record = store.record if store is not None else study_record(study)
-    done = store.finished() if store is not None and resume else set()
-    with start_executor(workers, cluster) as executor:
+    # the folder locked, then read-only checks of it (scenario, input files, code, its parts):
+    # nothing is changed yet
+    store = (
+        RunStore(
+            out, study, resume=resume, open=False, lock=True, allow_code_change=allow_code_change
+        )
+        if out is not None
+        else None
+    )
+    try:
         if store is not None:
-            store.open()  # the executor is running: only now is the folder touched
-        outcomes = _execute(study, worlds, engines, executor, store, done, progress)
-    return _finish(study, worlds, notes, store, outcomes, make_plots, formats, record)
+            _report_repairs(store)
+        if store is not None and store.complete:  # a finished sweep: its tables are its runs
+            return _finished(study, store, make_plots, formats)
+        record = store.record if store is not None else study_record(study)
+        done = store.finished() if store is not None and resume else set()
+        with start_executor(workers, cluster) as executor:
+            if store is not None:
+                store.open()  # the executor is running: only now is the folder touched
+            outcomes = _execute(study, worlds, engines, executor, store, done, progress)
+        return _finish(study, worlds, notes, store, outcomes, make_plots, formats, record)
+    finally:
+        if store is not None:
+            store.close()  # the folder's lock released
+
+
+def _report_repairs(store: RunStore) -> None:
+    """Warn (one line each) of the damaged parts and duplicates a resume drops, and of a code
+    change it was allowed across."""
+    if store.damaged:
+        shown = "; ".join(f"{path.name}: {why}" for path, why in store.damaged[:3])
+        more = len(store.damaged) - 3
+        warnings.warn(
+            f"{len(store.damaged)} damaged results part(s) in {store.parts} set aside, never "
+            f"merged ({shown}{f'; and {more} more' if more > 0 else ''}): their runs are run again",
+            stacklevel=3,
+        )
+    if store.duplicates:
+        warnings.warn(
+            f"{len(store.duplicates)} results part(s) in {store.parts} hold runs committed in "
+            "other parts too (two commands wrote the folder at once): each run is merged once",
+            stacklevel=3,
+        )
+    if store.code_changes:
+        warnings.warn(
+            f"resuming across a change of code ({'; '.join(store.code_changes)}): the tables mix "
+            "runs of both (recorded in .gossipsim/study.json)",
+            stacklevel=3,
+        )
 
 
 def _with_overrides(study: Study, runs: int | None, seed: int | None) -> Study:
@@ -274,7 +322,10 @@ def _finished(
     from .results import TABLE_FILE_KINDS, PostProcessingError, load_results
 
     store.open()  # only removes what a killed process left behind
-    results = load_results(store.dir)
+    try:
+        results = load_results(store.dir)
+    except ConfigError as exc:  # damaged tables: nothing to resume from
+        raise ConfigError("--resume", exc.message) from None
     results.study = study  # the same scenario (the fingerprints agree), as the caller gave it
     results.run_record = store.record
     written = tuple(k for k in TABLE_FILE_KINDS if (store.dir / f"runs.{k}").is_file())

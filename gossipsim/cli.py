@@ -161,6 +161,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="continue an interrupted sweep in --out, skipping finished runs (of a finished "
         "sweep nothing is run: its figures are drawn again)",
     )
+    run.add_argument(
+        "--allow-code-change",
+        action="store_true",
+        help="with --resume: resume even though the code that made the finished runs has changed "
+        "since (gossipsim's version or source, a plug-in's source); the tables then mix both",
+    )
     _figure_options(run)
     run.add_argument("--no-plots", action="store_true", help="write the tables only")
     run.add_argument(
@@ -356,7 +362,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             study, runs=args.runs, seed=args.seed, workers=args.workers or 1,
             cluster=args.cluster, engine=args.engine, out=out, resume=args.resume,
             make_plots=None if args.no_plots else make_plots,
-            progress=progress, tables=args.tables,
+            progress=progress, tables=args.tables, allow_code_change=args.allow_code_change,
         )  # fmt: skip
     except PostProcessingError as exc:
         _report(exc.results, out, tables_written=exc.tables_written)
@@ -365,12 +371,30 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except OSError as exc:  # the disk filled up (or became read-only) while committing runs
         if exc.errno not in DISK_ERRORS:
             raise
-        _error_line(
-            f"cannot write {out}/ ({exc.strerror or exc}); the finished runs are kept: fix the cause "
-            "and continue with the same command and --resume"
-        )
+        kept = _runs_kept(out)
+        if kept:
+            _error_line(
+                f"cannot write {out}/ ({exc.strerror or exc}); the {kept} finished run(s) committed "
+                "so far are kept: fix the cause and continue with the same command and --resume"
+            )
+        else:
+            _error_line(
+                f"cannot write {out}/ ({exc.strerror or exc}); no finished run could be kept: fix "
+                "the cause and run the same command again"
+            )
         return EXIT_FAILED
     return _report(results, out)
+
+
+def _runs_kept(out: Path) -> int:
+    """Runs done or failed committed in ``out`` (0 where it cannot be read)."""
+    from .store import status
+
+    try:
+        info = status(out)
+    except (ConfigError, OSError):
+        return 0
+    return int(info["done"]) + int(info["failed"])
 
 
 def _report(results: Any, out: Path, *, tables_written: bool = True) -> int:
@@ -511,14 +535,33 @@ def _cmd_status(args: argparse.Namespace) -> int:
     from .store import status
 
     info = status(args.dir)
+    damaged_tables = bool(info["complete"] and info["damaged"])
     if args.json:
         print(json.dumps(info))
     else:
-        state = "complete" if info["complete"] else "interrupted or running"
-        print(
-            f"{args.dir}: {info['name']} ({state}): {info['done']} done, {info['failed']} failed, {info['remaining']} remaining of {info['runs']} runs"
+        if info["running"] is not None:
+            state = f"running: process {info['running']}" if info["running"] else "running"
+        else:
+            state = "complete" if info["complete"] else "interrupted"
+        line = (
+            f"{args.dir}: {info['name']} ({state}): {info['done']} done, {info['failed']} failed, "
+            f"{info['remaining']} remaining of {info['runs']} runs"
         )
-    return 0
+        damaged = info["damaged"]
+        shown = "; ".join(damaged[:3]) + (
+            f"; and {len(damaged) - 3} more" if len(damaged) > 3 else ""
+        )
+        if damaged_tables:
+            line += f"; damaged: {shown}; run the scenario again"
+        elif damaged:
+            line += f"; not counted, damaged: {shown} (--resume runs their runs again)"
+        if info["duplicate_parts"]:
+            line += (
+                f"; {info['duplicate_parts']} part(s) hold runs of other parts (two commands "
+                "wrote the folder at once): each run counted once, merged once by --resume"
+            )
+        print(line)
+    return EXIT_FAILED if damaged_tables else 0
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:

@@ -32,6 +32,7 @@ from .errors import ConfigError
 from .executors import RunFailure
 from .fastcsv import write_csv
 from .graphfiles import LAYOUT_KEYS, MAX_SAVED_NODES, graph_files, read_graph, write_graphs
+from .manifest import check_file, check_rows, check_summary, recorded, sealed
 from .measure import BatchOutput, RunOutput
 from .metrics import quantile_summary
 from .scenario import Study, parse_study
@@ -262,12 +263,17 @@ class Results:
         inside ``out_dir`` and then renamed into place file by file, so no file is ever half
         written; table files of an earlier run in a format this one does not write are removed.
         The tables and summary are committed before ``make_plots`` is called: if it raises, they
-        stay.
+        stay. The folder is locked while it is written (:mod:`gossipsim.folderlock`): a folder a
+        command is writing is refused with a one-line ConfigError.
         """
-        dest = self.write_tables(out_dir, tables=tables, parquet=parquet)
-        self.write_record(dest)
-        if make_plots is not None:
-            self.write_plots(dest, make_plots)
+        from .folderlock import FolderLock
+
+        table_formats(tables, parquet=parquet)  # a bad argument is refused before the lock
+        with FolderLock(Path(out_dir), "out_dir"):  # one command at a time on the folder
+            dest = self.write_tables(out_dir, tables=tables, parquet=parquet)
+            self.write_record(dest)
+            if make_plots is not None:
+                self.write_plots(dest, make_plots)
         return dest
 
     def write_record(self, out_dir: str | os.PathLike[str]) -> None:
@@ -292,7 +298,8 @@ class Results:
         parquet: bool | None = None,
     ) -> Path:
         """Commit the tables (failures included) and summary.json to ``out_dir`` in the formats
-        ``tables`` names (see :meth:`write`; summary.json records them as ``table_formats``);
+        ``tables`` names (see :meth:`write`; summary.json records them as ``table_formats``, and
+        each file's rows, size and SHA-256 under ``files``: :mod:`gossipsim.manifest`);
         summary.json is renamed last, so it marks a complete set of tables."""
         formats = table_formats(tables, parquet=parquet)
         parquet = "parquet" in formats
@@ -320,11 +327,11 @@ class Results:
             graphs = write_graphs(staging, self.variants, self.graphs, layouts=False)
             summary = self.summary()
             summary["table_formats"] = list(formats)
-            (staging / "summary.json").write_text(
-                json.dumps(summary, indent=2) + "\n", encoding="utf-8"
-            )
             if parquet_done is not None:
                 names += parquet_done.result()
+            # each table file's rows and checksum, and summary.json's own (gossipsim.manifest)
+            rows = {name: len(frames[name.rsplit(".", 1)[0]]) for name in names}
+            (staging / "summary.json").write_text(sealed(summary, staging, rows), encoding="utf-8")
             shutil.rmtree(dest / GRAPHS, ignore_errors=True)  # graphs of an earlier run
             if graphs:
                 os.replace(staging / GRAPHS, dest / GRAPHS)
@@ -734,16 +741,31 @@ def load_results(out_dir: str | os.PathLike[str]) -> Results:
     (``.gossipsim/study.json``), which :meth:`Results.write` carries to another folder.
 
     The scenario's input files (a data CSV, an edge list) are not read again, so a folder whose
-    inputs have gone still loads. A folder without these files, with a damaged one, whose tables
-    are Parquet files only where pyarrow is not installed, or whose scenario this gossipsim cannot
-    read, is a one-line ConfigError for ``DIR``; visits.csv and failures.csv, missing in folders
-    of older versions, are then empty tables."""
+    inputs have gone still loads. A folder without these files, with a damaged one (summary.json
+    or a table file that is not what was written, by the row counts and checksums summary.json
+    records: :mod:`gossipsim.manifest`; a column that does not hold its recorded type), whose
+    tables are Parquet files only where pyarrow is not installed, whose scenario this gossipsim
+    cannot read, or that a command is writing, is a one-line ConfigError for ``DIR`` naming the
+    file; visits.csv and failures.csv, missing in folders of older versions, are then empty
+    tables."""
     d = Path(out_dir)
+    try:
+        return _load(d)
+    except ConfigError:
+        from .folderlock import holder, in_use_message
+
+        pid = holder(d)
+        if pid is not None and pid != os.getpid():  # a command is writing it: not damaged
+            raise ConfigError("DIR", in_use_message(d, pid)) from None
+        raise
+
+
+def _load(d: Path) -> Results:
     summary = _read_summary(d)
     study = _rebuilt_study(summary, d)
     labels = [v.label for v in study.variants]
     values = [v.values for v in study.variants]
-    types = summary.get("columns") if isinstance(summary.get("columns"), dict) else None
+    types = _column_types(summary, d / "summary.json")
     empty = {"visits": VISIT_COLUMNS, "failures": FAILURE_COLUMNS}
     tables = {}
     # the files that must hold the tables: the CSV files, unless summary.json says the tables
@@ -752,8 +774,12 @@ def load_results(out_dir: str | os.PathLike[str]) -> Results:
     written = summary.get("table_formats")
     required = "parquet" if written == ["parquet"] else "csv"
     for stem in TABLES:
-        table = _read_table(d, stem, labels, empty.get(stem), required)
-        table = _with_types(table, (types or {}).get(stem) or _OLD_TYPES, labels)
+        table, path = _read_table(d, stem, labels, empty.get(stem), required, summary)
+        table = _with_types(table, (types or {}).get(stem) or _OLD_TYPES, labels, path)
+        if path is not None and "variant" in table and table["variant"].isna().any():
+            raise ConfigError(
+                "DIR", f"{str(path)!r} has rows of no variant of the study; run the scenario again"
+            )
         tables[stem] = tidy(table, labels, values)
     if "served" not in tables["requests"].columns:  # a folder of an older gossipsim
         tables["requests"] = with_censoring(tables["requests"], tables["runs"])
@@ -835,7 +861,36 @@ def _read_summary(d: Path) -> dict[str, Any]:
         raise ConfigError(
             "DIR", f"{str(path)!r} is not a gossipsim summary; run the scenario again"
         )
+    check_summary(summary, path)
+    formats = summary.get("table_formats")
+    if formats is not None and (
+        not isinstance(formats, list) or not all(f in TABLE_FILE_KINDS for f in formats)
+    ):
+        raise ConfigError(
+            "DIR",
+            f"{str(path)!r}: table_formats is not a list of csv, parquet; run the scenario again",
+        )
     return summary
+
+
+def _column_types(summary: dict[str, Any], path: Path) -> dict[str, dict[str, str]] | None:
+    """summary.json's column types (``columns``: table -> column -> dtype name), None where it has
+    none (folders of older versions); a one-line ConfigError if they are not such a table."""
+    types = summary.get("columns")
+    if types is None:
+        return None
+    if not (
+        isinstance(types, dict)
+        and all(
+            isinstance(columns, dict)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in columns.items())
+            for columns in types.values()
+        )
+    ):
+        raise ConfigError(
+            "DIR", f"{str(path)!r}: columns is not a table of column types; run the scenario again"
+        )
+    return types
 
 
 def _rebuilt_study(summary: dict[str, Any], d: Path) -> Study:
@@ -919,15 +974,18 @@ def _read_table(
     labels: Sequence[str],
     optional: Sequence[str] | None,
     required: str,
-) -> pd.DataFrame:
+    summary: dict[str, Any],
+) -> tuple[pd.DataFrame, Path | None]:
     """A table from its Parquet file when there is one (and pyarrow to read it), else its CSV
-    file; the file of the ``required`` kind must exist."""
+    file (the file of the ``required`` kind must exist), and the file it came from; the file is
+    first checked against what summary.json records of it (size, checksum), and its rows after."""
     path = d / f"{stem}.csv"
     copy = d / f"{stem}.parquet"
     needed = d / f"{stem}.{required}"
     if not needed.is_file():
-        if optional is not None and not path.exists() and not copy.exists():
-            return pd.DataFrame(columns=list(optional))
+        written = recorded(summary, needed.name) is not None  # then it must be there
+        if optional is not None and not path.exists() and not copy.exists() and not written:
+            return pd.DataFrame(columns=list(optional)), None
         raise ConfigError(
             "DIR", f"{str(needed)!r} is missing: not a finished gossipsim results folder"
         )
@@ -937,23 +995,33 @@ def _read_table(
             f"{str(d)!r} holds its tables as Parquet files only, which needs pyarrow: "
             f"{PARQUET_HINT}",
         )
+    where = copy if copy.is_file() and parquet_available() else path
+    check_file(d, where.name, summary)
     try:
-        if copy.is_file() and parquet_available():
-            return pd.read_parquet(copy)
-        return pd.read_csv(path, dtype={"variant": variant_dtype(labels)})
+        if where == copy:
+            table = pd.read_parquet(copy)
+        else:
+            table = pd.read_csv(path, dtype={"variant": variant_dtype(labels)})
     except (OSError, ValueError, pd.errors.ParserError) as exc:
-        where = copy if copy.is_file() and parquet_available() else path
         raise ConfigError(
             "DIR", f"{str(where)!r} cannot be read ({_reason(exc)}); run the scenario again"
         ) from None
     except Exception as exc:  # pyarrow's own errors on a damaged file
         raise ConfigError(
-            "DIR", f"{str(copy)!r} cannot be read ({_reason(exc)}); run the scenario again"
+            "DIR", f"{str(where)!r} cannot be read ({_reason(exc)}); run the scenario again"
         ) from None
+    check_rows(d, where.name, summary, len(table))
+    return table, where
 
 
-def _with_types(table: pd.DataFrame, types: dict[str, Any], labels: Sequence[str]) -> pd.DataFrame:
-    """The columns converted to the types ``gs.run`` gave them (``types``: column -> dtype name)."""
+def _with_types(
+    table: pd.DataFrame, types: dict[str, Any], labels: Sequence[str], path: Path | None = None
+) -> pd.DataFrame:
+    """The columns converted to the types ``gs.run`` gave them (``types``: column -> dtype name);
+    a column that cannot hold its type (text in a column of numbers) is a one-line ConfigError
+    naming ``path``, the file it was read from. Node labels are left as read (mixed labels are
+    written as text: :func:`_restore_node_labels`)."""
+    nodes = {name for names in NODE_COLUMNS.values() for name in names}
     for name, kind in types.items():
         if name not in table.columns or not isinstance(kind, str):
             continue
@@ -962,8 +1030,14 @@ def _with_types(table: pd.DataFrame, types: dict[str, Any], labels: Sequence[str
             continue
         try:
             table[name] = table[name].astype(target)
-        except (TypeError, ValueError):
-            continue  # e.g. mixed node labels, written as text (see _restore_node_labels)
+        except (TypeError, ValueError, OverflowError) as exc:
+            if name in nodes or path is None or kind == "object":
+                continue  # e.g. mixed node labels, written as text (see _restore_node_labels)
+            raise ConfigError(
+                "DIR",
+                f"{str(path)!r}: column {name!r} does not hold {kind} values as written "
+                f"({_reason(exc)}); run the scenario again",
+            ) from None
     return table
 
 

@@ -3,7 +3,10 @@
 Layout of a results folder ``DIR`` while a sweep runs::
 
     DIR/.gossipsim/study.json                 the scenario (after --runs/--seed), its fingerprint,
-                                              the content hashes of the files it names, run count
+                                              the content hashes of the files it names, the
+                                              fingerprint of the code (:mod:`.provenance`), run count
+    DIR/.gossipsim/lock                       held by the command writing the folder
+                                              (:mod:`.folderlock`): one command at a time
     DIR/.gossipsim/parts/v0001-r000042.part   runs of variant 1 (the first is run 42): a batch of
                                               the vectorised engine, runs of the event engine
                                               committed together, or failures (each part written
@@ -17,35 +20,43 @@ it is interrupted. A ``kill -9`` therefore loses the runs in flight and at most 
 worth of finished runs, which ``--resume`` runs again: a part is written whole or not at all, and
 every run has its own seed, so the resumed tables equal those of an uninterrupted sweep.
 
-A part is data, never code: a JSON header (its runs, whether they failed, the scalar fields) and
-the raw bytes of its NumPy arrays, each described in the header by dtype and shape; arrays of
-strings are stored as fixed-width text, arrays mixing labels of several types as JSON lists. Nothing
-is unpickled: a folder holding parts of an older gossipsim (``.pkl`` files) is refused.
+A part is data, never code: a SHA-256 checksum of the rest of its bytes, a JSON header (its
+variant, its runs, whether they failed, the scalar fields) and the raw bytes of its NumPy arrays,
+each described in the header by dtype and shape; arrays of strings are stored as fixed-width text,
+arrays mixing labels of several types as JSON lists. Nothing is unpickled: a folder holding parts
+of an older gossipsim (``.pkl`` files) is refused. A part whose checksum or structure does not hold
+(damaged on disk, truncated, edited, or written by a gossipsim without checksums) is never merged:
+``status`` reports it and ``--resume`` sets it aside (``.damaged``) and runs its runs again. Parts
+holding the same runs (two commands on one folder before folders were locked) are merged once:
+``--resume`` keeps parts that do not overlap and runs the others' runs again.
 
 When every run is done the tables (metrics.csv, runs.csv, requests.csv, visits.csv, failures.csv,
 summary.json, plots/) are merged from the parts in (variant, run) order, the parts are removed and
 study.json is marked ``complete`` with the runs done and failed (:func:`mark_complete`, which
 :meth:`gossipsim.Results.write` calls too: its folder is the one ``gossipsim run`` writes).
 ``gossipsim run FILE --out DIR --resume`` continues an interrupted sweep: finished runs are skipped,
-and a folder that holds another scenario, or whose data or graph files have changed since, is
-refused; a finished sweep has nothing left to run (its tables are read back). A crash at any moment leaves at worst temporary files and staging folders, which the next
-run or resume on the folder removes.
+and a folder that holds another scenario, whose data or graph files have changed since, or whose
+runs were made by other code (unless ``--allow-code-change``) is refused; a finished sweep has
+nothing left to run (its tables are read back). A crash at any moment leaves at worst temporary
+files and staging folders, which the next run or resume on the folder removes.
 
-Every check is made before the folder is touched: :class:`RunStore` checks at construction and
-changes the folder only in :meth:`RunStore.open`.
+Every check is made before the folder is touched: :class:`RunStore` checks at construction (under
+the folder's lock, with ``lock=True``) and changes the folder only in :meth:`RunStore.open`. A
+rerun that replaces a folder first checks that it can write every folder it will use, then moves
+the old files aside and deletes them only once all have moved (:func:`clear`): a refusal removes
+nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import json
-import math
 import os
 import shutil
-import struct
+import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -53,16 +64,19 @@ import numpy as np
 
 from .errors import ConfigError
 from .executors import Outcome, RunFailure, Task
-from .measure import BatchOutput, RunOutput
+from .folderlock import LOCK_NAME, META, FolderLock, holder
+from .measure import BatchOutput
+from .partformat import PART_MAGIC as PART_MAGIC  # re-exported: the part format's names
+from .partformat import decode_part as decode_part
+from .partformat import decoded, read_bytes
+from .partformat import encode_part as encode_part
+from .partformat import read_header as read_header
+from .provenance import code_changes, code_fingerprint
 from .scenario import Study
 
-META = ".gossipsim"
 STAGING_PREFIX = ".staging-"  # results.Results stages the tables and figures in DIR/.staging-*
 PART_SUFFIX = ".part"
-PART_MAGIC = b"GOSSIPSIM-PART-1\n"
-_LENGTH = struct.Struct("<Q")  # the header's length in bytes, after the magic
-_ALIGN = 8  # array data starts on 8-byte boundaries (from the start of the data section)
-_ARRAY_KINDS = "biufcU"  # dtype kinds a part may hold: numbers, booleans, text; never objects
+DAMAGED_SUFFIX = ".damaged"  # a damaged part set aside by --resume (its runs are run again)
 #: runs of the event engine held back before a commit, at most (one part per variant and commit)
 COMMIT_RUNS = 1024
 #: seconds a finished run waits for its commit, at most, while runs keep finishing faster than that
@@ -172,12 +186,118 @@ def check_output_folder(folder: str | os.PathLike[str], key: str) -> None:
         raise ConfigError(key, f"no permission to write in {str(probe)!r}; choose another folder")
 
 
+def check_writable(folder: Path, key: str) -> None:
+    """Raise a ConfigError for ``key`` unless a file can be made in each existing folder a command
+    writes in a results folder (the folder, its bookkeeping directory and parts, plots/ and
+    graphs/): tried by making and removing a file, which holds for any user (root included)."""
+    for path in (
+        folder,
+        folder / META,
+        folder / META / "parts",
+        folder / "plots",
+        folder / "graphs",
+    ):
+        if not path.is_dir() or path.is_symlink():
+            continue
+        probe = path / f".write-check.tmp-{os.getpid()}"
+        try:
+            os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            probe.unlink()
+        except OSError as exc:
+            raise ConfigError(
+                key, f"cannot write {str(path)!r}: {exc.strerror or exc}; nothing was changed"
+            ) from None
+
+
+@dataclass
+class PartScan:
+    """The committed parts of a folder, checked: those merged (``kept``: (variant, first run),
+    path, header; no two share a run), those ``damaged`` (path, why) and those holding runs of
+    kept parts (``duplicates``, from two commands writing one folder at once)."""
+
+    kept: list[tuple[Task, Path, dict[str, Any]]] = field(default_factory=list)
+    damaged: list[tuple[Path, str]] = field(default_factory=list)
+    duplicates: list[Path] = field(default_factory=list)
+
+    def runs(self, *, failed: bool | None = None) -> set[Task]:
+        """The (variant, run) pairs of the kept parts (only failed or only done ones)."""
+        return {
+            (variant, r)
+            for (variant, _), _, header in self.kept
+            if failed is None or bool(header["failed"]) == failed
+            for r in header["runs"]
+        }
+
+
+def scan_parts(parts: Path, study: Study | None = None) -> PartScan:
+    """Every part of ``parts`` read whole, its checksum verified and its content checked (against
+    ``study``'s variants and runs where given); of the parts sharing runs, the larger is kept."""
+    scan = PartScan()
+    good: list[tuple[Task, Path, dict[str, Any]]] = []
+    for path in sorted(parts.glob(f"v*-r*{PART_SUFFIX}")) if parts.is_dir() else []:
+        try:
+            task = _part_task(path)
+            data = read_bytes(path)
+            header, outcomes = decoded(data)
+            _check_against(task, header, outcomes, study)
+        except (OSError, ValueError) as exc:
+            scan.damaged.append((path, _reason(exc)))
+            continue
+        del outcomes, data
+        good.append((task, path, header))
+    taken: set[Task] = set()
+    for task, path, header in sorted(good, key=lambda g: (-len(g[2]["runs"]), g[0])):
+        mine = {(task[0], r) for r in header["runs"]}
+        if mine & taken:
+            scan.duplicates.append(path)
+            continue
+        taken |= mine
+        scan.kept.append((task, path, header))
+    scan.kept.sort(key=lambda g: g[0])
+    return scan
+
+
+def _reason(exc: BaseException) -> str:
+    return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+
+
+def _part_task(path: Path) -> Task:
+    """(variant, first run) from a part's name ``vVVVV-rRRRRRR.part``."""
+    v, _, r = path.stem[1:].partition("-r")
+    if not (v.isdigit() and r.isdigit()):
+        raise ValueError(f"{path.name!r} is not the name of a results part")
+    return int(v), int(r)
+
+
+def _check_against(
+    task: Task, header: dict[str, Any], outcomes: list[Outcome], study: Study | None
+) -> None:
+    """A part's name, header and outcomes agree (and fit ``study``)."""
+    variant, first = task
+    runs = header["runs"]
+    if "variant" in header and header["variant"] != variant:
+        raise ValueError(f"its name says variant {variant}, its header {header['variant']!r}")
+    if runs and min(runs) != first:
+        raise ValueError(f"its name says first run {first}, its header {min(runs)}")
+    if study is not None:
+        if variant >= len(study.variants):
+            raise ValueError(f"variant {variant} is not in the scenario")
+        total = study.variants[variant].scenario.run.runs
+        if runs and max(runs) >= total:
+            raise ValueError(f"run {max(runs)} is beyond the variant's {total} runs")
+    if sorted(r for outcome in outcomes for r in outcome.runs) != sorted(runs):
+        raise ValueError("its runs and its header's runs differ")
+
+
 class RunStore:
     """The per-run parts of one sweep in ``DIR/.gossipsim``.
 
     Constructing a store checks everything (``--out``, ``--resume`` against the folder's scenario,
-    its input files and the format of its parts) without changing the folder; :meth:`open` (called
-    at construction unless ``open=False``) clears it or cleans it up for resuming.
+    its input files, the code that made its runs and its parts, and that the folders it will write
+    are writable) without changing the folder; :meth:`open` (called at construction unless
+    ``open=False``) clears it or cleans it up for resuming. With ``lock=True`` the folder's lock
+    (:mod:`.folderlock`) is taken before the checks and held until :meth:`close`: what a command
+    does (:func:`gossipsim.run`).
     """
 
     def __init__(
@@ -187,6 +307,8 @@ class RunStore:
         *,
         resume: bool = False,
         open: bool = True,
+        lock: bool = False,
+        allow_code_change: bool = False,
     ) -> None:
         if not os.fspath(out_dir):
             raise ConfigError("--out", "must name a folder (got '')")
@@ -195,15 +317,51 @@ class RunStore:
         self.parts = self.meta / "parts"
         self.study = study
         self.resume = resume
+        self.allow_code_change = allow_code_change
         self.fingerprint = fingerprint(study)
         self.inputs = input_hashes(study)
+        self.code = code_fingerprint(study)
         self.complete = False  # resuming a finished sweep: nothing to run, its tables read back
-        check_output_folder(self.dir, "--out")
-        self._check(read_meta(self.dir))
+        self.damaged: list[tuple[Path, str]] = []  # parts set aside by open() (resuming)
+        self.duplicates: list[Path] = []  # parts of runs committed twice, dropped by open()
+        self.code_changes: list[str] = []  # resumed across these (allow_code_change)
+        self._existing: dict[str, Any] | None = None
+        self._scan: PartScan | None = None
         self._held: list[tuple[int, Outcome]] = []  # finished, not yet committed (save, commit)
         self._first_held = self._last_saved = time.monotonic()
-        if open:
-            self.open()
+        self._lock = FolderLock(self.dir, "--resume" if resume else "--out") if lock else None
+        check_output_folder(self.dir, "--out")
+        self._refuse_foreign()  # before the lock makes anything in the folder
+        try:
+            if self._lock is not None:
+                self._lock.acquire()
+            self._existing = read_meta(self.dir)
+            self._check(self._existing)
+            check_writable(self.dir, "--out")
+            if self.resume and not self.complete:
+                self._check_parts()
+            if open:
+                self.open()
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Release the folder's lock (if this store holds it)."""
+        if self._lock is not None:
+            self._lock.release()
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _refuse_foreign(self) -> None:
+        """Refuse a folder with files of its own and no gossipsim bookkeeping."""
+        if os.path.lexists(self.meta) or not self.dir.is_dir():
+            return
+        self._check(None)
 
     def _check(self, existing: dict[str, Any] | None) -> None:
         """Refuse, without touching anything, a folder this sweep may not write or resume."""
@@ -215,7 +373,10 @@ class RunStore:
                     "runs (an older gossipsim's Results.write made it); run without --resume to "
                     "start over",
                 )
-            if self.dir.exists() and any(self.dir.iterdir()):
+            others = [p for p in self.dir.iterdir() if p.name != META] if self.dir.is_dir() else []
+            if self.meta.is_dir():
+                others += [p for p in self.meta.iterdir() if p.name != LOCK_NAME]
+            if others:
                 key = "--resume" if self.resume else "--out"
                 raise ConfigError(
                     key,
@@ -252,19 +413,58 @@ class RunStore:
         # run is done, and its tables are its runs (the parts are gone)
         self.complete = bool(existing.get("complete"))
 
+    def _check_parts(self) -> None:
+        """Resuming: read every part (damaged ones and duplicates are dropped by :meth:`open`) and
+        refuse runs made by other code (unless ``allow_code_change``)."""
+        scan = self._scanned()
+        self.damaged = list(scan.damaged)
+        self.duplicates = list(scan.duplicates)
+        if not scan.kept:
+            return  # nothing made by the other code is kept: nothing to mix
+        changes = code_changes((self._existing or {}).get("code"), self.code)
+        if changes and not self.allow_code_change:
+            raise ConfigError(
+                "--resume",
+                f"the code has changed since the runs in {str(self.dir)!r} were made: "
+                f"{'; '.join(changes)}; resumed runs would come from other code than the "
+                f"{len(scan.runs())} finished ones. Run without --resume to start over, or add "
+                "--allow-code-change to resume anyway",
+            )
+        self.code_changes = changes
+
     @property
     def record(self) -> dict[str, Any]:
-        """What ``study.json`` records of this sweep (:func:`study_record`)."""
-        return study_record(self.study, self.inputs)
+        """What ``study.json`` records of this sweep (:func:`study_record`), with the code
+        changes a resume was allowed across (``allowed_code_changes``, kept from earlier ones)."""
+        record = study_record(self.study, self.inputs, self.code)
+        earlier = (self._existing or {}).get("allowed_code_changes") if self.resume else None
+        allowed = [*(earlier if isinstance(earlier, list) else []), *self.code_changes]
+        if allowed:
+            record["allowed_code_changes"] = allowed
+        return record
 
     def open(self) -> None:
         """Make the folder ready: replaced (a new sweep) or cleaned of what a crash left behind
-        (resuming), then ``study.json`` written (a finished sweep resumed keeps its own)."""
+        (resuming: damaged parts set aside, duplicates removed), then ``study.json`` written (a
+        finished sweep resumed keeps its own)."""
         try:
             if self.resume:
                 clean_stale(self.dir)
+                for path, _ in self.damaged:
+                    os.replace(path, path.with_suffix(DAMAGED_SUFFIX))
+                for path in self.duplicates:
+                    path.unlink(missing_ok=True)
+                self._scan = None
             else:
-                clear(self.dir)
+                try:
+                    clear(self.dir)
+                except OSError as exc:
+                    where = exc.filename or self.dir
+                    raise ConfigError(
+                        "--out",
+                        f"cannot replace the results in {str(self.dir)!r} ({str(where)!r}: "
+                        f"{exc.strerror or exc}); nothing was changed",
+                    ) from None
             if self.complete:
                 return
             self.parts.mkdir(parents=True, exist_ok=True)
@@ -321,35 +521,47 @@ class RunStore:
     def _write(self, variant: int, outcomes: list[Outcome]) -> None:
         """One part holding ``outcomes`` (a batch, or failures), under a temporary name, renamed."""
         first = min(min(outcome.runs) for outcome in outcomes)
-        atomic_write_bytes(self.parts / self.part_name((variant, first)), encode_part(outcomes))
+        self._scan = None
+        atomic_write_bytes(
+            self.parts / self.part_name((variant, first)), encode_part(outcomes, variant=variant)
+        )
 
-    def _parts(self) -> list[tuple[Task, Path]]:
-        """The committed parts by (variant, first run)."""
-        out = []
-        for path in self.parts.glob(f"v*-r*{PART_SUFFIX}"):
-            v, r = path.stem[1:].split("-r")
-            out.append(((int(v), int(r)), path))
-        return sorted(out)
+    def _scanned(self) -> PartScan:
+        if self._scan is None:
+            self._scan = scan_parts(self.parts, self.study)
+        return self._scan
 
     def finished(self) -> set[Task]:
-        """Tasks with a committed part (a finished run or a recorded failure); every task of a
-        finished sweep."""
+        """Tasks with a committed part (a finished run or a recorded failure) that is whole and
+        merged once; every task of a finished sweep."""
         if self.complete:
             variants = self.study.variants
             return {(v, r) for v, var in enumerate(variants) for r in range(var.scenario.run.runs)}
-        done: set[Task] = set()
-        for (variant, _), path in self._parts():
-            done.update((variant, r) for r in _checked_header(path)["runs"])
-        return done
+        return self._scanned().runs()
 
     def load(self) -> list[tuple[int, Outcome]]:
-        """Every committed outcome, in (variant, first run) order."""
+        """Every committed outcome, in (variant, first run) order; a part damaged since the sweep
+        started, or runs committed twice, are a one-line error (``--resume`` then runs them
+        again)."""
         out: list[tuple[int, Outcome]] = []
-        for (variant, _), path in self._parts():
+        seen: set[Task] = set()
+        for path in sorted(self.parts.glob(f"v*-r*{PART_SUFFIX}")):
             try:
-                out += [(variant, outcome) for outcome in decode_part(_read(path))]
+                task = _part_task(path)
+                header, outcomes = decoded(read_bytes(path))
+                _check_against(task, header, outcomes, self.study)
             except (OSError, ValueError) as exc:
                 raise _damaged(path, exc) from None
+            mine = {(task[0], r) for r in header["runs"]}
+            if mine & seen:
+                raise ConfigError(
+                    "--resume",
+                    f"results part {str(path)!r} holds runs committed in another part too (two "
+                    "commands wrote the folder at once); continue with the same command and "
+                    "--resume, which merges them once",
+                )
+            seen |= mine
+            out += [(task[0], outcome) for outcome in outcomes]
         out.sort(key=lambda item: (item[0], item[1].runs[0]))  # failures and runs of a part apart
         return out
 
@@ -359,14 +571,18 @@ class RunStore:
         mark_complete(self.dir, read_meta(self.dir) or self.record, done=done, failed=failed)
 
 
-def study_record(study: Study, inputs: dict[str, str] | None = None) -> dict[str, Any]:
+def study_record(
+    study: Study, inputs: dict[str, str] | None = None, code: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """What ``DIR/.gossipsim/study.json`` records of a sweep of ``study``: its name, fingerprint,
-    the content hashes of its inputs (``inputs``, else read now: :func:`input_hashes`), its
+    the content hashes of its inputs (``inputs``, else read now: :func:`input_hashes`), the
+    fingerprint of the code (``code``, else taken now: :func:`.provenance.code_fingerprint`), its
     number of runs and its scenario."""
     return {
         "name": study.name,
         "fingerprint": fingerprint(study),
         "inputs": input_hashes(study) if inputs is None else inputs,
+        "code": code_fingerprint(study) if code is None else code,
         "runs": sum(v.scenario.run.runs for v in study.variants),
         "scenario": study.raw,
     }
@@ -394,231 +610,11 @@ def mark_complete(out_dir: Path, record: dict[str, Any], *, done: int, failed: i
     write_record(out_dir, {**kept, "complete": True, "done": done, "failed": failed})
 
 
-# ------------------------------------------------------------------------------------ part format
-
-
-def encode_part(outcomes: Outcome | list[Outcome]) -> bytes:
-    """A part as bytes: magic, header length, JSON header, array data (see the module doc). A part
-    holds one run, one batch of runs, or failures."""
-    items = outcomes if isinstance(outcomes, list) else [outcomes]
-    arrays: dict[str, np.ndarray] = {}
-    fields: dict[str, Any]
-    runs = [r for item in items for r in item.runs]
-    if all(isinstance(item, RunFailure) for item in items) and len(items) > 1:
-        kind = "failures"
-        fields = {
-            "failures": [[f.run, f.seed, f.error] for f in items]  # type: ignore[union-attr]
-        }
-    elif len(items) != 1:
-        raise ValueError("a results part holds one run, one batch of runs, or failures")
-    elif isinstance(outcome := items[0], RunFailure):
-        kind = "failure"
-        fields = {"run": outcome.run, "seed": outcome.seed, "error": outcome.error}
-    elif isinstance(outcome, BatchOutput):
-        kind = "batch"
-        fields = {}
-        if outcome.run_rows or outcome.request_rows:
-            fields = {"run_rows": outcome.run_rows, "request_rows": outcome.request_rows}
-        arrays.update({f"run_columns.{k}": v for k, v in outcome.run_columns.items()})
-        arrays.update({f"request_columns.{k}": v for k, v in outcome.request_columns.items()})
-        arrays["metric_runs"] = outcome.metric_runs
-        arrays.update({f"metrics.{k}": v for k, v in outcome.metrics.items()})
-        arrays["visits"] = outcome.visits
-    else:
-        kind = "run"
-        fields = {
-            "run": outcome.run,
-            "seed": outcome.seed,
-            "run_row": outcome.run_row,
-            "request_rows": outcome.request_rows,
-        }
-        arrays.update({f"metrics.{k}": v for k, v in outcome.metrics.items()})
-        arrays["visits"] = outcome.visits
-    table: list[list[Any]] = []  # [name, dtype, shape, offset], or [name, "json", shape, values]
-    chunks: list[bytes | memoryview] = []
-    offset = 0
-    for name, value in arrays.items():
-        dtype, shape, data = _encode_array(np.asarray(value))
-        if isinstance(data, list):
-            table.append([name, dtype, shape, data])
-            continue
-        pad = -offset % _ALIGN
-        if pad:
-            chunks.append(b"\0" * pad)
-            offset += pad
-        table.append([name, dtype, shape, offset])
-        chunks.append(data)
-        offset += len(data)
-    header = {
-        "kind": kind,
-        "runs": [int(r) for r in runs],
-        "failed": kind in ("failure", "failures"),
-        "fields": fields,
-        "arrays": table,
-    }
-    text = _HEADER_ENCODER.encode(header).encode()
-    return b"".join([PART_MAGIC, _LENGTH.pack(len(text)), text, *chunks])
-
-
-def _encode_array(a: np.ndarray) -> tuple[str, list[int], memoryview | list[Any]]:
-    """An array's dtype (``"json"``, or ``"object:"`` + the text dtype of string labels), shape,
-    and its bytes or, for labels of mixed types, its values as a list."""
-    shape = list(a.shape)
-    if a.dtype.kind == "O":
-        values = a.ravel().tolist()
-        if all(isinstance(x, str) for x in values):  # string labels: fixed-width text
-            text = np.array(values, dtype=str)
-            return "object:" + text.dtype.str, shape, _bytes(text)
-        return "json", shape, values  # labels of mixed types (3 and "a")
-    if a.dtype.kind not in _ARRAY_KINDS:
-        raise TypeError(f"cannot store an array of dtype {a.dtype} in a results part")
-    return a.dtype.str, shape, _bytes(a)
-
-
-def _bytes(a: np.ndarray) -> memoryview:
-    """The array's bytes without a copy (batches hold large arrays)."""
-    return np.ascontiguousarray(a).data.cast("B")
-
-
-def _json_scalar(x: Any) -> Any:
-    """NumPy scalars as the Python values they hold (JSON has no other types)."""
-    if isinstance(x, np.bool_):
-        return bool(x)
-    if isinstance(x, np.integer):
-        return int(x)
-    if isinstance(x, np.floating):
-        return float(x)
-    raise TypeError(f"cannot store a value of type {type(x).__name__} in a results part")
-
-
-# one encoder for every part: json.dumps with options would build a new one per call
-_HEADER_ENCODER = json.JSONEncoder(default=_json_scalar, separators=(",", ":"))
-
-
-def decode_part(data: bytearray) -> list[Outcome]:
-    """The outcomes :func:`encode_part` wrote; a ValueError if ``data`` is not such a part. Arrays
-    are views of ``data`` (writable, as it is a bytearray)."""
-    header, start = _parse_header(data)
-    try:
-        return _outcomes(header, data, start)
-    except (TypeError, KeyError, AttributeError) as exc:  # a header of the wrong shape
-        raise ValueError(f"malformed results part ({type(exc).__name__}: {exc})") from None
-
-
-def _outcomes(header: dict[str, Any], data: bytearray, start: int) -> list[Outcome]:
-    fields = header["fields"]
-    arrays = {entry[0]: _decode_array(entry, data, start) for entry in header["arrays"]}
-
-    def group(prefix: str) -> dict[str, np.ndarray]:
-        return {k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)}
-
-    kind = header["kind"]
-    if kind == "failure":
-        return [RunFailure(int(fields["run"]), int(fields["seed"]), str(fields["error"]))]
-    if kind == "failures":
-        return [RunFailure(int(r), int(seed), str(error)) for r, seed, error in fields["failures"]]
-    if kind == "batch":
-        return [
-            BatchOutput(
-                runs=tuple(int(r) for r in header["runs"]),
-                run_columns=group("run_columns."),
-                metric_runs=arrays["metric_runs"],
-                metrics=group("metrics."),
-                visits=arrays["visits"],
-                request_columns=group("request_columns."),
-                run_rows=[dict(row) for row in fields.get("run_rows", [])],
-                request_rows=[dict(row) for row in fields.get("request_rows", [])],
-            )
-        ]
-    if kind == "run":
-        return [
-            RunOutput(
-                run=int(fields["run"]),
-                seed=int(fields["seed"]),
-                run_row=dict(fields["run_row"]),
-                request_rows=[dict(row) for row in fields["request_rows"]],
-                metrics=group("metrics."),
-                visits=arrays["visits"],
-            )
-        ]
-    raise ValueError(f"unknown part kind {kind!r}")
-
-
-def _parse_header(data: bytes | bytearray) -> tuple[dict[str, Any], int]:
-    """The header and the offset where the array data starts."""
-    head = len(PART_MAGIC) + _LENGTH.size
-    if len(data) < head or not data.startswith(PART_MAGIC):
-        raise ValueError("not a gossipsim results part")
-    (length,) = _LENGTH.unpack_from(data, len(PART_MAGIC))
-    if head + length > len(data):
-        raise ValueError("truncated results part")
-    header = json.loads(data[head : head + length])
-    runs = header.get("runs") if isinstance(header, dict) else None
-    if not isinstance(runs, list) or not all(type(r) is int for r in runs):
-        raise ValueError("results part without its runs")
-    return header, head + length
-
-
-def _decode_array(entry: list[Any], data: bytearray, start: int) -> np.ndarray:
-    """One array of a part, from its header entry (see :func:`encode_part`)."""
-    _, kind, shape, where = entry
-    if kind == "json":  # labels of mixed types
-        out = np.empty(len(where), dtype=object)
-        out[:] = where
-        return out.reshape(shape)
-    dtype, text = _dtype(kind)
-    count = math.prod(shape)
-    offset = start + where
-    if type(where) is not int or count < 0 or offset + count * dtype.itemsize > len(data):
-        raise ValueError("truncated results part")
-    array = np.frombuffer(data, dtype=dtype, count=count, offset=offset)
-    if len(shape) != 1:
-        array = array.reshape(shape)
-    return array.astype(object) if text else array
-
-
-@functools.lru_cache(maxsize=64)
-def _dtype(kind: str) -> tuple[np.dtype[Any], bool]:
-    """The dtype a part names and whether it holds string labels (``object:`` + text dtype):
-    numbers, booleans or text only, never objects (which would be built from the file's bytes)."""
-    text = kind.startswith("object:")
-    dtype = np.dtype(kind.removeprefix("object:"))
-    if dtype.kind not in _ARRAY_KINDS or dtype.hasobject or (text and dtype.kind != "U"):
-        raise ValueError(f"results part with an array of dtype {dtype}")
-    return dtype, text
-
-
-def _read(path: Path) -> bytearray:
-    """A file's bytes in a bytearray (so arrays decoded from it are writable, without a copy)."""
-    with open(path, "rb") as fh:
-        data = bytearray(os.fstat(fh.fileno()).st_size)
-        fh.readinto(data)
-    return data
-
-
-def read_header(path: Path) -> dict[str, Any]:
-    """The header of a committed part (its runs, whether they failed, ...), read without its
-    arrays; a ValueError if the file is not a part."""
-    with open(path, "rb") as fh:
-        head = fh.read(len(PART_MAGIC) + _LENGTH.size)
-        if head[: len(PART_MAGIC)] != PART_MAGIC or len(head) < len(PART_MAGIC) + _LENGTH.size:
-            raise ValueError("not a gossipsim results part")
-        (length,) = _LENGTH.unpack_from(head, len(PART_MAGIC))
-        header, _ = _parse_header(head + fh.read(length))
-    return header
-
-
-def _checked_header(path: Path) -> dict[str, Any]:
-    try:
-        return read_header(path)
-    except (OSError, ValueError) as exc:
-        raise _damaged(path, exc) from None
-
-
 def _damaged(path: Path, exc: Exception) -> ConfigError:
     return ConfigError(
         "--resume",
-        f"results part {str(path)!r} is damaged ({exc}); delete it to run its runs again",
+        f"results part {str(path)!r} is damaged ({_reason(exc)}); continue with the same command "
+        "and --resume, which sets it aside and runs its runs again",
     )
 
 
@@ -641,7 +637,7 @@ def read_meta(out_dir: Path) -> dict[str, Any] | None:
     path = Path(out_dir) / META / "study.json"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
 
@@ -660,26 +656,52 @@ def clean_stale(out_dir: Path) -> None:
 
 
 def clear(out_dir: Path) -> None:
-    """Remove a previous gossipsim results folder's own files (and nothing else)."""
-    clean_stale(out_dir)
-    for name in RESULT_FILES:
-        (out_dir / name).unlink(missing_ok=True)
-    shutil.rmtree(out_dir / "plots", ignore_errors=True)
-    shutil.rmtree(out_dir / META, ignore_errors=True)
+    """Remove a previous gossipsim results folder's own files (and nothing else; the lock stays):
+    all are first moved into a staging folder, and deleted only once every one has moved; if one
+    cannot be moved, those moved are put back and the OSError raised (nothing is lost)."""
+    d = Path(out_dir)
+    clean_stale(d)
+    victims = [d / name for name in (*RESULT_FILES, "plots") if os.path.lexists(d / name)]
+    if (d / META).is_dir():
+        victims += [p for p in (d / META).iterdir() if p.name != LOCK_NAME]
+    if not victims:
+        return
+    trash = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=d))
+    moved: list[tuple[Path, Path]] = []
+    try:
+        for i, path in enumerate(victims):
+            aside = trash / f"{i}-{path.name}"
+            os.rename(path, aside)
+            moved.append((path, aside))
+    except OSError:
+        for path, aside in reversed(moved):
+            with contextlib.suppress(OSError):
+                os.rename(aside, path)
+        shutil.rmtree(trash, ignore_errors=True)
+        raise
+    shutil.rmtree(trash, ignore_errors=True)
 
 
 def status(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
-    """Runs done, failed and remaining of a results folder (finished or interrupted)."""
+    """Runs done, failed and remaining of a results folder (finished or interrupted), whether a
+    command holds it (``running``: its process id, else None), what is damaged (``damaged``:
+    ``name: why`` of each part that will not be merged, or of each file of finished tables that
+    is not what was written) and how many parts hold runs of other parts (``duplicate_parts``:
+    each run is counted once)."""
     d = Path(out_dir)
     meta = read_meta(d)
     if meta is None:
         meta = _record_of_tables(d)
     if meta is None:
         raise ConfigError("DIR", f"{str(d)!r} is not a gossipsim results folder")
-    total = int(meta.get("runs", 0))
+    total = meta.get("runs", 0)
+    total = total if type(total) is int else 0
+    running = holder(d)
     if meta.get("complete"):
+        from .manifest import folder_damage
+
         failed = meta.get("failed")
-        if not isinstance(failed, int):  # recorded by an older gossipsim: count failures.csv
+        if type(failed) is not int:  # recorded by an older gossipsim: count failures.csv
             failed = _failures_written(d)
         return {
             "name": meta.get("name"),
@@ -688,25 +710,24 @@ def status(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
             "done": total - failed,
             "failed": failed,
             "remaining": 0,
+            "running": running,
+            "damaged": folder_damage(d),
+            "duplicate_parts": 0,
         }
     refuse_pickled_parts(d, "DIR")
-    done = failed = 0
-    for path in (d / META / "parts").glob(f"v*-r*{PART_SUFFIX}"):
-        try:
-            header = read_header(path)
-        except (OSError, ValueError):
-            continue  # a damaged part counts as not done (--resume says which)
-        if header.get("failed"):
-            failed += len(header["runs"])
-        else:
-            done += len(header["runs"])
+    scan = scan_parts(d / META / "parts")
+    done, failed = len(scan.runs(failed=False)), len(scan.runs(failed=True))
+    damaged = [f"{path.name}: {why}" for path, why in scan.damaged]
     return {
         "name": meta.get("name"),
         "complete": False,
         "runs": total,
         "done": done,
         "failed": failed,
-        "remaining": total - done - failed,
+        "remaining": max(total - done - failed, 0),
+        "running": running,
+        "damaged": damaged,
+        "duplicate_parts": len(scan.duplicates),
     }
 
 
@@ -715,7 +736,10 @@ def _failures_written(d: Path) -> int:
     if (d / "failures.csv").is_file():
         import pandas as pd
 
-        return len(pd.read_csv(d / "failures.csv"))
+        try:
+            return len(pd.read_csv(d / "failures.csv"))
+        except (OSError, ValueError, pd.errors.ParserError):
+            return 0
     return 0
 
 
@@ -728,6 +752,6 @@ def _record_of_tables(d: Path) -> dict[str, Any] | None:
         entries = summary["variants"].values()
         runs = sum(int(e["resolved"]["run"]["runs"]) for e in entries)
         failed = sum(int(e.get("failed_runs", 0)) for e in entries)
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
         return None
     return {"name": summary.get("name"), "runs": runs, "complete": True, "failed": failed}

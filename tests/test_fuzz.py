@@ -13,12 +13,21 @@ case ``gossipsim validate`` and then, if it passes, ``gossipsim run`` (one run, 
 
 never an exception (a traceback), exit 1 (a run that fails after validation passed), or a hang (a
 per-case time limit). The fast profile runs in ``make test``; ``pytest -m slow`` runs thousands.
+
+Three classes fuzz the results folder (issue 21): damaged parts of an interrupted sweep (bits
+flipped, truncations, garbage, headers edited with their checksum stale or forged to match,
+parts renamed, copied, emptied, deleted), damaged tables of a finished one (bits, truncations,
+deletions, CSV cells and rows, summary.json keys), and commands run at once on one folder (some
+killed). Each outcome is a one-line refusal or report, or tables identical to an uninterrupted
+run's: never silently different tables.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import math
+import os
 import random
 import signal
 from collections import Counter
@@ -487,3 +496,510 @@ def test_generator_is_deterministic():
     first = [c.description for c in generate(50)]
     assert first == [c.description for c in generate(50)]
     assert len(set(first)) > 40
+
+
+# ------------------------------------------------------------------------- the results folder
+#
+# Three classes more (issue 21): damaged parts of an interrupted sweep, damaged tables of a
+# finished one, and commands run at once on one folder. Every outcome must be a one-line refusal
+# or report, or tables identical to an uninterrupted run's: never silently different tables,
+# never a traceback.
+
+FOLDER_SEED = 20261127
+FAST_PART_CASES = 6
+SLOW_PART_CASES = 400
+FAST_TABLE_CASES = 16
+SLOW_TABLE_CASES = 400
+SLOW_CONCURRENT_TRIALS = 6
+
+
+def _folder_study() -> Any:
+    import gossipsim as gs
+    from tests.folders import sweep_raw
+
+    return gs.parse_study(sweep_raw(runs=6))
+
+
+@dataclass
+class PartTemplate:
+    study: Any
+    reference: Any  # the uninterrupted run's Results
+    folder: Path  # an interrupted sweep: parts of both engines
+
+
+@pytest.fixture(scope="module")
+def part_template(tmp_path_factory) -> PartTemplate:
+    import gossipsim as gs
+    from gossipsim.fastpath import simulate_runs
+    from gossipsim.runner import build_world
+    from gossipsim.store import RunStore
+    from tests.folders import interrupted
+
+    study = _folder_study()
+    folder = tmp_path_factory.mktemp("parts") / "R"
+    interrupted(study, folder, [(0, [0, 1, 2]), (0, [4]), (1, [1, 3])])
+    (batch,) = simulate_runs(build_world(study.variants[1].scenario), [4, 5])
+    RunStore(folder, study, resume=True).save(1, batch)  # a batch of the vectorised engine
+    return PartTemplate(study, gs.run(study), folder)
+
+
+def _flip(rng: random.Random, data: bytearray) -> str:
+    where = [rng.randrange(len(data)) for _ in range(rng.choice([1, 1, 2, 4]))]
+    for i in where:
+        data[i] ^= 1 << rng.randrange(8)
+    return f"bits flipped at {where}"
+
+
+WEIRD_HEADER_VALUES: list[Any] = [
+    None, -1, -8, 0, 3, 2**62, 2**64, 1.5, "", "x", "<f8", [], [-1], [2**62, 2**62], {}, [None],
+]  # fmt: skip
+#: dtypes a forged header may name: each refused, or of another itemsize than the array's
+FORGED_DTYPES = ["|O", "<f4", "<i4", "|b1", "<U3", "V8", "banana", "<M8[s]", "object:<i8", 5]
+
+
+def _forge_header(rng: random.Random, header: dict[str, Any]) -> tuple[str, int | None]:
+    """A malformed header (item 3's kinds) for a part whose checksum then matches: each must be
+    refused; returns what was changed and the header-length field to write (None: its own)."""
+    choice = rng.randrange(7)
+    arrays = [e for e in header["arrays"] if e[1] != "json"]
+    if choice == 0:
+        length = rng.choice([2**62, 2**64 - 1, 2**40, 10**9])
+        return f"header length {length}", length
+    if choice == 1 and arrays:
+        entry = rng.choice(arrays)
+        size = len(json.dumps(entry[2]))
+        entry[2] = rng.choice([[-1], [2**62], [2**31, 2**31], [], [0], [n + 1 for n in entry[2]]])
+        return f"shape of {entry[0]} (was {size} long)", None
+    if choice == 2 and arrays:
+        entry = rng.choice(arrays)
+        import numpy as np
+
+        before = np.dtype(entry[1].removeprefix("object:")).itemsize
+        options = [
+            d
+            for d in FORGED_DTYPES
+            if not isinstance(d, str)
+            or d == "banana"
+            or not _same_itemsize(d.removeprefix("object:"), before)
+        ]
+        entry[1] = rng.choice(options)
+        return f"dtype of {entry[0]} -> {entry[1]!r}", None
+    if choice == 3 and arrays:
+        entry = rng.choice(arrays)
+        entry[3] = rng.choice([-8, -16, entry[3] + 1, entry[3] + 8, 2**62, None, "0"])
+        return f"offset of {entry[0]} -> {entry[3]!r}", None
+    if choice == 4:
+        rows = header["fields"].get("run_rows") or header["fields"].get("failures")
+        if rows and isinstance(rows[0], dict):
+            rows[0]["seed"] = rng.choice([None, -1, "7", 1.5])
+            return f"seed -> {rows[0]['seed']!r}", None
+        header["runs"] = rng.choice([[], [header["runs"][0]] * 2, [-1], [10**6], None, "x"])
+        return f"runs -> {header['runs']!r}", None
+    if choice == 5:
+        key = rng.choice(["kind", "fields", "arrays", "failed", "variant"])
+        header[key] = rng.choice(WEIRD_HEADER_VALUES)
+        return f"{key} -> {header[key]!r}", None
+    header["runs"] = list(reversed(header["runs"])) if len(header["runs"]) > 1 else [10**6]
+    return f"runs -> {header['runs']!r}", None
+
+
+def _same_itemsize(dtype: str, size: int) -> bool:
+    import numpy as np
+
+    try:
+        return np.dtype(dtype).itemsize == size
+    except TypeError:
+        return False
+
+
+def _mutate_part(rng: random.Random, folder: Path) -> str:
+    """Damage one part of ``folder`` (or its set of parts) the way a disk, a copy or a person
+    might: flipped bits, a truncation, garbage appended, a header edited (its checksum stale or,
+    as a forgery, matching), a part renamed, copied, emptied or deleted."""
+    from tests.folders import forged, parts_of, split
+
+    parts = parts_of(folder)
+    part = rng.choice(parts)
+    data = bytearray(part.read_bytes())
+    kind = rng.randrange(9)
+    if kind <= 2:
+        what = _flip(rng, data)
+    elif kind == 3:
+        cut = rng.randrange(len(data))
+        data = data[:cut]
+        what = f"truncated to {cut} bytes"
+    elif kind == 4:
+        data += bytes(rng.randrange(256) for _ in range(rng.randrange(1, 9)))
+        what = "bytes appended"
+    elif kind == 5:  # the header edited in place, its checksum left as it was
+        header, arrays = split(bytes(data))
+        what = _forge_header(rng, header)[0] + " (checksum stale)"
+        text = json.dumps(header).encode()
+        data = data[:17] + data[17:49] + len(text).to_bytes(8, "little") + text + arrays
+    elif kind == 6:  # a forgery: the checksum matches the malformed header
+        header, arrays = split(bytes(data))
+        what, length = _forge_header(rng, header)
+        data = bytearray(forged(header, arrays, length=length))
+        what += " (checksum matching)"
+    elif kind == 7:
+        other = (
+            folder
+            / ".gossipsim"
+            / "parts"
+            / f"v{rng.randrange(3):04d}-r{rng.randrange(8):06d}.part"
+        )
+        if rng.random() < 0.5:
+            part.rename(other)
+            return f"{part.name} renamed {other.name}"
+        other.write_bytes(bytes(data))
+        return f"{part.name} copied to {other.name}"
+    else:
+        if rng.random() < 0.5:
+            part.unlink()
+            return f"{part.name} deleted"
+        data = bytearray()
+        what = "emptied"
+    part.write_bytes(bytes(data))
+    return f"{part.name}: {what}"
+
+
+def check_part_case(template: PartTemplate, rng: random.Random, folder: Path) -> str:
+    """Damage a copy of the template's folder, then --resume from Python: "refused" (one line),
+    "reported" (the damage named in a warning, tables identical) or "identical"; raise an
+    AssertionError on a traceback or tables that differ from the uninterrupted run's."""
+    import shutil
+    import warnings
+
+    import gossipsim as gs
+    from gossipsim.store import status
+    from tests.folders import same_tables
+
+    shutil.copytree(template.folder, folder)
+    what = _mutate_part(rng, folder)
+    try:
+        with time_limit(TIME_LIMIT_S):
+            info = status(folder)
+            assert info["done"] + info["failed"] + info["remaining"] == 12, (what, info)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                res = gs.run(template.study, out=folder, resume=True)
+    except gs.ConfigError as exc:
+        assert "\n" not in str(exc), f"{what}: {exc}"
+        return "refused"
+    except (Exception, CaseTimeout) as exc:
+        raise AssertionError(f"{what}: {type(exc).__name__}: {exc}") from exc
+    try:
+        same_tables(template.reference, res)
+        same_tables(template.reference, gs.load_results(folder))
+    except AssertionError as exc:
+        raise AssertionError(f"{what}: tables differ from the uninterrupted run: {exc}") from exc
+    lines = [str(w.message) for w in caught]
+    assert all("\n" not in line for line in lines), (what, lines)
+    return "reported" if any("damaged" in line for line in lines) else "identical"
+
+
+def _fuzz_parts(template: PartTemplate, count: int, seed: int, tmp_path: Path) -> Counter[str]:
+    rng = random.Random(seed)
+    return Counter(check_part_case(template, rng, tmp_path / f"p{i:04d}") for i in range(count))
+
+
+def test_part_fuzzer_fast_profile(part_template, tmp_path):
+    outcomes = _fuzz_parts(part_template, FAST_PART_CASES, FOLDER_SEED, tmp_path)
+    assert outcomes["reported"] >= FAST_PART_CASES // 3, outcomes
+    print(dict(outcomes))
+
+
+@pytest.mark.slow
+def test_part_fuzzer_long_profile(part_template, tmp_path):
+    outcomes = _fuzz_parts(part_template, SLOW_PART_CASES, FOLDER_SEED + 1, tmp_path)
+    print(dict(outcomes))
+
+
+@dataclass
+class TableTemplate:
+    reference: Any  # load_results of the folder as written
+    folder: Path  # a finished folder: CSV and (with pyarrow) Parquet copies
+
+
+@pytest.fixture(scope="module")
+def table_template(tmp_path_factory) -> TableTemplate:
+    import gossipsim as gs
+
+    folder = tmp_path_factory.mktemp("tables") / "R"
+    gs.run(_folder_study(), out=folder)
+    return TableTemplate(gs.load_results(folder), folder)
+
+
+CELL_VALUES = ["abc", "", "nan", "1e309", "-1", "0", "3.5", "1e-300", "True", '"', "ring"]
+
+
+def _mutate_tables(rng: random.Random, folder: Path) -> str:
+    """Damage a finished folder (:func:`_damage_tables`), half the time after deleting its Parquet
+    copies (allowed): the CSV files are then what is read, so their damage is what would load (as
+    metrics.csv truncated mid-row with the copies gone did, issue 21)."""
+    if rng.random() < 0.5:
+        for copy_ in folder.glob("*.parquet"):
+            copy_.unlink()
+        return "Parquet copies deleted; " + _damage_tables(rng, folder)
+    return _damage_tables(rng, folder)
+
+
+def _damage_tables(rng: random.Random, folder: Path) -> str:
+    """Damage the finished folder's files: bits flipped or a file truncated, emptied or deleted
+    (a table, a Parquet copy, summary.json, the record), a CSV cell edited or a row deleted or
+    duplicated, a key of summary.json set to another value or deleted, or every Parquet copy
+    deleted (allowed: the CSV files are read)."""
+    files = sorted(
+        p for p in [*folder.iterdir(), folder / ".gossipsim" / "study.json"] if p.is_file()
+    )
+    kind = rng.randrange(9)
+    csv_files = [p for p in files if p.suffix == ".csv" and p.stem != "failures"]
+    if kind in (4, 5) and not csv_files:  # a folder of Parquet files only
+        kind = 0
+    if kind <= 1:
+        path = rng.choice(files)
+        data = bytearray(path.read_bytes())
+        what = _flip(rng, data)
+        path.write_bytes(bytes(data))
+        return f"{path.name}: {what}"
+    if kind == 2:
+        path = rng.choice(files)
+        data = path.read_bytes()
+        cut = rng.randrange(len(data) + 1)
+        path.write_bytes(data[:cut])
+        return f"{path.name}: truncated to {cut} of {len(data)} bytes"
+    if kind == 3:
+        path = rng.choice(files)
+        path.unlink()
+        return f"{path.name}: deleted"
+    if kind in (4, 5):
+        path = rng.choice(csv_files)
+        lines = path.read_text().splitlines(keepends=True)
+        if len(lines) < 2:
+            return f"{path.name}: left as it is (no rows)"
+        row = rng.randrange(1, len(lines))
+        if kind == 4:
+            cells = lines[row].rstrip("\n").split(",")
+            col = rng.randrange(len(cells))
+            cells[col] = rng.choice(CELL_VALUES)
+            lines[row] = ",".join(cells) + "\n"
+            what = f"row {row} column {col} -> {cells[col]!r}"
+        elif rng.random() < 0.5:
+            del lines[row]
+            what = f"row {row} deleted"
+        else:
+            lines.insert(row, lines[row])
+            what = f"row {row} duplicated"
+        path.write_text("".join(lines))
+        return f"{path.name}: {what}"
+    if kind in (6, 7):
+        path = folder / "summary.json"
+        summary = json.loads(path.read_text())
+        key = rng.choice(sorted(summary))
+        if kind == 6:
+            summary[key] = copy.deepcopy(rng.choice(WEIRD_VALUES + [{"runs": "x"}]))
+            what = f"{key} -> {str(summary[key])[:40]}"
+        else:
+            del summary[key]
+            what = f"{key} deleted"
+        path.write_text(json.dumps(summary, indent=2))
+        return f"summary.json: {what}"
+    for copy_ in folder.glob("*.parquet"):
+        copy_.unlink()
+    return "every Parquet copy deleted"
+
+
+def check_table_case(template: TableTemplate, rng: random.Random, folder: Path) -> str:
+    """Damage a copy of a finished folder, then load it: "refused" (one line) or "identical"
+    tables; status must not raise, and never call the folder damaged when it loads."""
+    import shutil
+
+    import gossipsim as gs
+    from gossipsim.store import status
+    from tests.folders import same_tables
+
+    shutil.copytree(template.folder, folder)
+    what = _mutate_tables(rng, folder)
+    try:
+        with time_limit(TIME_LIMIT_S):
+            try:
+                info: dict[str, Any] | None = status(folder)
+            except gs.ConfigError as exc:
+                assert "\n" not in str(exc), f"{what}: {exc}"
+                info = None
+            res = gs.load_results(folder)
+    except gs.ConfigError as exc:
+        assert "\n" not in str(exc), f"{what}: {exc}"
+        return "refused"
+    except (Exception, CaseTimeout) as exc:
+        raise AssertionError(f"{what}: {type(exc).__name__}: {exc}") from exc
+    try:
+        same_tables(template.reference, res)
+    except AssertionError as exc:
+        raise AssertionError(f"{what}: loaded tables differ from those written: {exc}") from exc
+    # status may call a file damaged that load_results did not read: a CSV file whose Parquet
+    # copy was read (the Parquet copy is whole), never one the tables came from
+    for entry in info.get("damaged", []) if info is not None else []:
+        name = entry.split(":")[0]
+        assert name.endswith(".csv") and (folder / name).with_suffix(".parquet").is_file(), (
+            what,
+            info,
+        )
+    return "identical"
+
+
+def _fuzz_tables(template: TableTemplate, count: int, seed: int, tmp_path: Path) -> Counter[str]:
+    rng = random.Random(seed)
+    return Counter(check_table_case(template, rng, tmp_path / f"t{i:04d}") for i in range(count))
+
+
+def test_damaged_tables_fuzzer_fast_profile(table_template, tmp_path):
+    outcomes = _fuzz_tables(table_template, FAST_TABLE_CASES, FOLDER_SEED, tmp_path)
+    assert outcomes["refused"] >= FAST_TABLE_CASES // 3, outcomes
+    print(dict(outcomes))
+
+
+@pytest.mark.slow
+def test_damaged_tables_fuzzer_long_profile(table_template, tmp_path):
+    outcomes = _fuzz_tables(table_template, SLOW_TABLE_CASES, FOLDER_SEED + 1, tmp_path)
+    print(dict(outcomes))
+
+
+# commands at once on one folder: real processes (the lock is the OS's), each slowed a little so
+# that they overlap
+SLOWED = """
+import sys, time
+from gossipsim import executors, store
+store.COMMIT_SECONDS = 0.1
+run_unit = executors.run_unit
+def slow_unit(study, unit):
+    time.sleep(float(sys.argv[1]))
+    return run_unit(study, unit)
+executors.run_unit = slow_unit
+from gossipsim.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def concurrent_trial(
+    rng: random.Random, folder: Path, scenario: Path, reference: Any
+) -> Counter[str]:
+    """2-3 commands (run, --resume) started at random moments on one folder, one of them perhaps
+    killed (kill -9): each ends with exit 0, or 2 and one line saying the folder is in use (or
+    130/-9 when killed); then --resume completes the uninterrupted run's tables."""
+    import subprocess
+    import sys
+    import time
+
+    import gossipsim as gs
+    from gossipsim.store import status
+    from tests.folders import same_tables
+
+    outcomes: Counter[str] = Counter()
+    procs = []
+    for _ in range(rng.choice([2, 2, 3])):
+        extra = rng.choice([[], ["--resume"]])
+        cmd = [sys.executable, "-c", SLOWED, str(rng.choice([0.005, 0.02])), "run", str(scenario),
+               "--out", str(folder), "--no-plots", "--progress", "off", "--engine", "event", *extra]  # fmt: skip
+        procs.append(
+            subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        )
+        time.sleep(rng.choice([0.0, 0.3, 0.8]))
+    if rng.random() < 0.4:
+        time.sleep(rng.random())
+        rng.choice(procs).kill()
+    for proc in procs:
+        try:
+            _, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        if proc.returncode == 0:
+            outcomes["finished"] += 1
+        elif proc.returncode == -9:
+            outcomes["killed"] += 1
+        else:
+            assert proc.returncode == 2, (proc.returncode, err)
+            lines = err.strip().splitlines()
+            assert len(lines) == 1 and "is in use by another gossipsim command" in lines[0], err
+            outcomes["refused"] += 1
+    info = status(folder)
+    assert info["running"] is None and info["remaining"] >= 0, info
+    assert info["done"] + info["failed"] + info["remaining"] == info["runs"], info
+    res = gs.run(gs.load_scenario(scenario), out=folder, resume=True)
+    same_tables(reference, res)
+    return outcomes
+
+
+def _concurrent(trials: int, seed: int, tmp_path: Path, runs: int = 40) -> Counter[str]:
+    import gossipsim as gs
+    from tests.folders import sweep_raw
+
+    raw = sweep_raw(runs=runs, iterations=200)
+    scenario = tmp_path / "c.toml"
+    scenario.write_text(to_toml(raw))
+    reference = gs.run(gs.parse_study(raw))
+    rng = random.Random(seed)
+    outcomes: Counter[str] = Counter()
+    for i in range(trials):
+        outcomes += concurrent_trial(rng, tmp_path / f"c{i:03d}", scenario, reference)
+    return outcomes
+
+
+def test_concurrent_commands_fast_profile(tmp_path, capsys, monkeypatch):
+    """A command running on a folder (here in a thread: the lock is the OS's, per open file, so it
+    holds between threads as between processes) while others start on it: run, --resume and
+    Results.write are refused in one line naming the holder; the first completes its tables. (The
+    long profile runs real processes, some killed.)"""
+    import threading
+    import time
+
+    import gossipsim as gs
+    from gossipsim import executors, folderlock
+    from tests.folders import same_tables, sweep_raw
+
+    monkeypatch.setattr(folderlock, "RETRY_SECONDS", 0.05)
+    raw = sweep_raw(runs=8, iterations=200)
+    scenario = tmp_path / "c.toml"
+    scenario.write_text(to_toml(raw))
+    reference = gs.run(gs.parse_study(raw))
+    folder = tmp_path / "R"
+    release = threading.Event()
+    real = executors.run_unit
+
+    def held(study: Any, unit: Any) -> Any:  # the first command waits, holding the folder
+        if threading.current_thread().name == "first":
+            release.wait(30)
+        return real(study, unit)
+
+    monkeypatch.setattr(executors, "run_unit", held)
+    done: dict[str, Any] = {}
+    first = threading.Thread(
+        target=lambda: done.update(res=gs.run(gs.parse_study(raw), out=folder, engine="event")),
+        name="first",
+    )
+    first.start()
+    try:
+        deadline = time.monotonic() + 30
+        while folderlock.holder(folder) is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        args = ["run", str(scenario), "--out", str(folder), "--no-plots"]
+        for extra in ([], ["--resume"]):
+            capsys.readouterr()
+            assert main([*args, *extra]) == 2
+            lines = capsys.readouterr().err.strip().splitlines()
+            assert len(lines) == 1 and f"(process {os.getpid()})" in lines[0], lines
+        with pytest.raises(gs.ConfigError, match="in use by another gossipsim command"):
+            reference.write(folder)
+    finally:
+        release.set()
+        first.join(60)
+    same_tables(reference, done["res"])
+    same_tables(reference, gs.load_results(folder))
+
+
+@pytest.mark.slow
+def test_concurrent_commands_long_profile(tmp_path):
+    outcomes = _concurrent(SLOW_CONCURRENT_TRIALS, FOLDER_SEED + 1, tmp_path)
+    assert outcomes["refused"] >= 1, outcomes
+    print(dict(outcomes))

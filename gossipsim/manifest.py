@@ -1,0 +1,156 @@
+"""What a results folder's tables were when written: row counts and a checksum per file.
+
+``summary.json`` records, under ``files``, each table file written with it (``metrics.csv``,
+``metrics.parquet``, ...): its rows, its size in bytes and the SHA-256 of its bytes; and under
+``summary_sha256`` the SHA-256 of summary.json itself without that key (its JSON as loaded,
+keys sorted, no spaces: the same for any formatting). :func:`check_summary` and
+:func:`check_file` refuse, in one line naming the file, a summary or a table that no longer is
+what was written (truncated, edited, damaged); :func:`damaged_files` lists every such file of a
+folder for ``gossipsim status``. Folders written before summary.json recorded them are read as
+they are.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+FILES_KEY = "files"
+DIGEST_KEY = "summary_sha256"
+#: a rerun of the scenario is the remedy for a damaged finished folder
+REMEDY = "run the scenario again"
+
+
+def file_sha256(path: Path) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def summary_sha256(summary: dict[str, Any]) -> str:
+    """The checksum of a summary as loaded from its JSON (``DIGEST_KEY`` left out)."""
+    body = {k: v for k, v in summary.items() if k != DIGEST_KEY}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def sealed(summary: dict[str, Any], folder: Path, rows: dict[str, int]) -> str:
+    """summary.json's text for ``summary`` with the table files of ``folder`` (``rows``: file name
+    -> its rows) recorded in it and its own checksum."""
+    files = {}
+    for name, count in rows.items():
+        path = folder / name
+        files[name] = {"rows": count, "bytes": path.stat().st_size, "sha256": file_sha256(path)}
+    loaded = json.loads(json.dumps({**summary, FILES_KEY: files}))  # as a reader will load it
+    loaded[DIGEST_KEY] = summary_sha256(loaded)
+    return json.dumps(loaded, indent=2) + "\n"
+
+
+def check_summary(summary: dict[str, Any], path: Path) -> None:
+    """Refuse a summary.json whose checksum does not match its content (one that records its
+    table files must have one)."""
+    recorded = summary.get(DIGEST_KEY)
+    if recorded is None and FILES_KEY not in summary:
+        return  # written before summaries were checksummed
+    if not isinstance(recorded, str) or recorded != summary_sha256(summary):
+        raise ConfigError(
+            "DIR",
+            f"{str(path)!r} is damaged or was edited (it does not match the checksum gossipsim "
+            f"wrote in it); {REMEDY}",
+        )
+    if not isinstance(summary.get(FILES_KEY), dict):
+        raise ConfigError("DIR", f"{str(path)!r} does not record its tables; {REMEDY}")
+
+
+def recorded(summary: dict[str, Any], name: str) -> dict[str, Any] | None:
+    """What summary.json records of table file ``name`` (None if it records nothing of it)."""
+    files = summary.get(FILES_KEY)
+    entry = files.get(name) if isinstance(files, dict) else None
+    return entry if isinstance(entry, dict) else None
+
+
+def mismatch(path: Path, entry: dict[str, Any]) -> str | None:
+    """Why ``path`` is not the file ``entry`` records (None if it is)."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        return f"cannot be read: {exc.strerror or exc}"
+    written = entry.get("bytes")
+    if size != written:
+        return (
+            f"{size:,} bytes, {written:,} written" if type(written) is int else "its size unknown"
+        )
+    try:
+        digest = file_sha256(path)
+    except OSError as exc:
+        return f"cannot be read: {exc.strerror or exc}"
+    if digest != entry.get("sha256"):
+        return "its bytes differ from those written (checksum)"
+    return None
+
+
+def check_file(folder: Path, name: str, summary: dict[str, Any]) -> None:
+    """Refuse table file ``name`` of ``folder`` if it is not what summary.json records."""
+    entry = recorded(summary, name)
+    if entry is None:
+        if isinstance(summary.get(FILES_KEY), dict):
+            raise ConfigError(
+                "DIR",
+                f"{str(folder / name)!r} is not among the files summary.json records; {REMEDY}",
+            )
+        return
+    why = mismatch(folder / name, entry)
+    if why is not None:
+        raise ConfigError(
+            "DIR",
+            f"{str(folder / name)!r} is damaged or was edited since it was written ({why}); {REMEDY}",
+        )
+
+
+def check_rows(folder: Path, name: str, summary: dict[str, Any], rows: int) -> None:
+    """Refuse a table read from ``name`` whose row count is not the one recorded."""
+    entry = recorded(summary, name)
+    written = entry.get("rows") if entry is not None else rows
+    if written != rows:
+        shown = f"{written:,}" if type(written) is int else "an unknown number"
+        raise ConfigError(
+            "DIR", f"{str(folder / name)!r} holds {rows:,} rows, {shown} written; {REMEDY}"
+        )
+
+
+def folder_damage(folder: Path) -> list[str]:
+    """``name: why`` of every file of a finished folder that is not what was written: summary.json
+    itself, a table file summary.json records that differs from it, or one of the files the tables
+    are read from that is missing (Parquet copies beside CSV files may be deleted). Empty for a
+    folder written before summary.json recorded its files."""
+    try:
+        summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return ["summary.json: missing"]
+    except (OSError, ValueError, RecursionError) as exc:
+        return [f"summary.json: cannot be read ({type(exc).__name__})"]
+    if not isinstance(summary, dict):
+        return ["summary.json: not a gossipsim summary"]
+    try:
+        check_summary(summary, folder / "summary.json")
+    except ConfigError:
+        return ["summary.json: does not match its checksum"]
+    files = summary.get(FILES_KEY)
+    if not isinstance(files, dict):
+        return []
+    needed = "parquet" if summary.get("table_formats") == ["parquet"] else "csv"
+    out = []
+    for name, entry in sorted(files.items()):
+        path = folder / name
+        if not os.path.lexists(path):
+            if name.endswith("." + needed):
+                out.append(f"{name}: missing")
+            continue
+        why = mismatch(path, entry) if isinstance(entry, dict) else "not recorded"
+        if why is not None:
+            out.append(f"{name}: {why}")
+    return out
