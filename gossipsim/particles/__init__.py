@@ -1,5 +1,6 @@
 """Particle methods as pure functions on arrays: the RBF kernel of SVGD and its bandwidths, the SVGD
-direction, AdaGrad with momentum, and a Gaussian kernel density estimate.
+direction, AdaGrad with momentum, a Gaussian kernel density estimate, and the kernelized Stein
+discrepancy.
 
 Every function takes arrays whose leading axes are batch axes (``(..., N, d)`` particle sets), so
 many runs, nodes or candidate sets are stepped at once; nothing here draws random numbers or keeps
@@ -14,6 +15,7 @@ from gossipsim.particles.kernels import (
     pairwise_squared_distances,
     rbf_gram,
 )
+from gossipsim.particles.stein import gaussian_stein_discrepancy, kernel_stein_discrepancy
 from gossipsim.particles.svgd import run_svgd, svgd_direction
 
 __all__ = [
@@ -21,7 +23,9 @@ __all__ = [
     "AdaGradSettings",
     "adagrad_step",
     "kde_log_density",
+    "gaussian_stein_discrepancy",
     "kde_log_density_and_score",
+    "kernel_stein_discrepancy",
     "median_bandwidth",
     "pairwise_squared_distances",
     "rbf_gram",
