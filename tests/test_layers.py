@@ -84,6 +84,7 @@ RULES: dict[str, dict[str, tuple[str, ...]]] = {
     # particle methods and the log-densities they move towards: pure math on arrays
     "particles": {"allowed": (*FOUNDATION, G + "particles")},
     "logdensity": {"allowed": (*FOUNDATION, G + "logdensity")},
+    "idx": {"allowed": (*FOUNDATION, G + "idx")},
     "protocols": {
         "forbidden": (
             *OUTPUTS,
