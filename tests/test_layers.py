@@ -85,6 +85,7 @@ RULES: dict[str, dict[str, tuple[str, ...]]] = {
     "particles": {"allowed": (*FOUNDATION, G + "particles")},
     "logdensity": {"allowed": (*FOUNDATION, G + "logdensity")},
     "idx": {"allowed": (*FOUNDATION, G + "idx")},
+    "imagetask": {"allowed": (*FOUNDATION, G + "imagetask", G + "idx", G + "datasets")},
     "protocols": {
         "forbidden": (
             *OUTPUTS,
