@@ -1,7 +1,9 @@
 """Real and synthetic supervised tasks, and partitions of their training rows over the nodes.
 
 Real data sets come from scikit-learn's *bundled* data (no download). Every task is either
-``"binary"`` (labels ``y`` in ``{0.0, 1.0}``, float64) or ``"regression"`` (a real target):
+``"binary"`` (labels ``y`` in ``{0.0, 1.0}``, float64), ``"multiclass"`` (``y`` the original class
+index 0..C−1 as float64, with ``load_task(..., labels="classes")``) or ``"regression"`` (a real
+target):
 
 =================  ============  =========================================================  ========
 name               kind          label / target                                             groups
@@ -50,7 +52,9 @@ import numpy as np
 
 from .errors import ConfigError
 
-TaskKind = Literal["binary", "regression"]
+TaskKind = Literal["binary", "multiclass", "regression"]
+LabelMode = Literal["binary", "classes"]
+LABEL_MODES = ("binary", "classes")
 RngLike = np.random.Generator | np.random.SeedSequence | int
 
 #: Number of quantile bins of ``y`` used as the groups of a regression task.
@@ -285,16 +289,30 @@ def _with_bias(X: np.ndarray) -> np.ndarray:
 # -------------------------------------------------------------------------------------- real tasks
 
 
-def load_task(name: str, *, test_fraction: float = 0.2, bias: bool = True, rng: RngLike) -> Task:
-    """Load a bundled scikit-learn data set as a standardised binary or regression :class:`Task`.
+def load_task(
+    name: str,
+    *,
+    test_fraction: float = 0.2,
+    bias: bool = True,
+    rng: RngLike,
+    labels: LabelMode = "binary",
+) -> Task:
+    """Load a bundled scikit-learn data set as a standardised binary, multi-class or regression
+    :class:`Task`.
 
-    See the module docstring for the task definitions and the preprocessing. ``rng`` drives the
-    train/test split only; the same seed gives identical arrays.
+    See the module docstring for the task definitions and the preprocessing. ``labels="classes"``
+    keeps a classification set's original classes (``kind="multiclass"``, ``y`` the class index;
+    the split and features are the binary task's, row for row). ``rng`` drives the train/test
+    split only; the same seed gives identical arrays.
     """
     if name not in DATASETS:
         raise ConfigError(
             "data.dataset", f"unknown data set {name!r}; choose one of {', '.join(DATASETS)}"
         )
+    if labels not in LABEL_MODES:
+        raise ConfigError("data.labels", f"must be one of {', '.join(LABEL_MODES)}, got {labels!r}")
+    if labels == "classes" and DATASETS[name].task != "binary":
+        raise ConfigError("data.labels", f"{name!r} is a regression set: it has no classes to keep")
     fraction = check_fraction(test_fraction)
     gen = as_generator(rng)
     spec = DATASETS[name]
@@ -303,7 +321,7 @@ def load_task(name: str, *, test_fraction: float = 0.2, bias: bool = True, rng: 
     if spec.task == "binary":
         classes = target.astype(np.int64)
         train, test = _stratified_split(classes, fraction, gen)
-        y = _binary_labels(name, target)
+        y = _binary_labels(name, target) if labels == "binary" else classes.astype(float)
         y_train, y_test = y[train], y[test]
         groups_train, groups_test = classes[train], classes[test]
         target_mean, target_scale = 0.0, 1.0
@@ -324,7 +342,7 @@ def load_task(name: str, *, test_fraction: float = 0.2, bias: bool = True, rng: 
         names = (*names, "bias")
     return Task(
         name=name,
-        kind=spec.task,
+        kind="multiclass" if labels == "classes" else spec.task,
         X_train=X_train,
         y_train=np.asarray(y_train, dtype=float),
         X_test=X_test,

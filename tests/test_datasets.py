@@ -284,3 +284,29 @@ def test_a_node_without_data_is_an_error_not_silent():
     tiny = np.array([0, 0, 0, 0, 0, 0, 1])
     err = _raises("data.partition", tiny, 4, scheme="labels", labels_per_node=1)
     assert "gets no data" in err.message
+
+
+@pytest.mark.parametrize(
+    "name,classes", [("digits", 10), ("wine", 3), ("iris", 3), ("breast_cancer", 2)]
+)
+def test_multiclass_tasks_keep_the_original_classes(name: str, classes: int) -> None:
+    """labels="classes": y is the sklearn class index, rows and features as in the binary task."""
+    from sklearn import datasets as skd
+
+    task = load_task(name, rng=rng(), labels="classes")
+    binary = load_task(name, rng=rng())
+    assert task.kind == "multiclass"
+    np.testing.assert_array_equal(task.X_train, binary.X_train)
+    np.testing.assert_array_equal(task.y_train, task.groups_train)
+    np.testing.assert_array_equal(task.y_test, task.groups_test)
+    assert sorted(np.unique(task.y_train).astype(int).tolist()) == list(range(classes))
+    counts = np.bincount(np.concatenate([task.y_train, task.y_test]).astype(int))
+    raw = getattr(skd, f"load_{name}")().target
+    np.testing.assert_array_equal(counts, np.bincount(raw))
+
+
+def test_multiclass_labels_refused_for_regression_and_unknown_modes() -> None:
+    with pytest.raises(ConfigError, match="data.labels: 'diabetes' is a regression set"):
+        load_task("diabetes", rng=rng(), labels="classes")
+    with pytest.raises(ConfigError, match="data.labels: must be one of binary, classes"):
+        load_task("wine", rng=rng(), labels="all")  # type: ignore[arg-type]

@@ -81,6 +81,11 @@ RULES: dict[str, dict[str, tuple[str, ...]]] = {
         ),
     },  # fmt: skip
     "families": {"allowed": (*FOUNDATION, G + "families")},
+    # particle methods and the log-densities they move towards: pure math on arrays
+    "particles": {"allowed": (*FOUNDATION, G + "particles")},
+    "logdensity": {"allowed": (*FOUNDATION, G + "logdensity")},
+    "idx": {"allowed": (*FOUNDATION, G + "idx")},
+    "imagetask": {"allowed": (*FOUNDATION, G + "imagetask", G + "idx", G + "datasets")},
     "protocols": {
         "forbidden": (
             *OUTPUTS,
