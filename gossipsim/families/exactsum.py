@@ -74,7 +74,7 @@ def sums_are_exact(values: np.ndarray, axis: int) -> bool:
     return bool(np.all(ok))
 
 
-def _as_integers(v: np.ndarray) -> tuple[np.ndarray, int]:
+def as_integers(v: np.ndarray) -> tuple[np.ndarray, int]:
     """``v`` (finite) as Python integers N and one exponent q with ``v = N · 2**q`` exactly."""
     odd, shift = _split(v)
     present = shift != _NO_BITS
@@ -111,7 +111,7 @@ def running_sums(values: np.ndarray, axis: int) -> np.ndarray:
     v = np.asarray(values, dtype=float)
     if v.size == 0 or sums_are_exact(v, axis) or not np.all(np.isfinite(v)):
         return np.cumsum(v, axis=axis)
-    integers, q = _as_integers(v)
+    integers, q = as_integers(v)
     return _to_floats(np.cumsum(integers, axis=axis), q)
 
 
@@ -121,7 +121,7 @@ def exact_sum(values: np.ndarray, axis: int = 0) -> np.ndarray:
     v = np.asarray(values, dtype=float)
     if v.size == 0 or sums_are_exact(v, axis) or not np.all(np.isfinite(v)):
         return v.sum(axis=axis)
-    integers, q = _as_integers(v)
+    integers, q = as_integers(v)
     return _to_floats(np.sum(integers, axis=axis), q)
 
 
