@@ -14,7 +14,6 @@ which every family below inherits; ``∇A(η)`` is the mean parameter μ = E[s(�
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 
@@ -101,7 +100,7 @@ class ExponentialFamily(ABC):
         partition_size: Callable[[np.ndarray], np.ndarray],
         mean_error: Callable[[np.ndarray], np.ndarray],
         usable: Callable[[np.ndarray], np.ndarray],
-        stable: Callable[[np.ndarray, np.ndarray], float],
+        stable: Callable[[np.ndarray, np.ndarray], np.ndarray],
     ) -> np.ndarray:
         """The Bregman form's KL (:meth:`kl`, the same bits) where its rounding error is below
         :data:`BREGMAN_ERROR_LIMIT` nats, else (or where it is not a number while both
@@ -126,11 +125,9 @@ class ExponentialFamily(ABC):
         if np.any(redo):
             rows_q, rows_p = np.broadcast_arrays(q, p)
             value = np.array(np.broadcast_to(value, redo.shape), dtype=float)
-            indices = zip(*np.nonzero(redo), strict=True) if redo.ndim else [()]
-            for index in indices:
-                exact = stable(rows_q[index], rows_p[index])
-                if math.isfinite(exact):  # (not at concentrations below about 1e-308)
-                    value[index] = exact
+            exact = np.asarray(stable(rows_q[redo], rows_p[redo]), dtype=float)
+            # (not a number at concentrations below about 1e-308: the Bregman form's value kept)
+            value[redo] = np.where(np.isfinite(exact), exact, value[redo])
         # −∞ (a mean parameter beyond float64 where the stable form does not apply) is not a
         # divergence of 0: NaN, which fails the run (gossipsim.measure.NonFiniteKL)
         return np.where(value == -np.inf, np.nan, np.maximum(value, 0.0))
@@ -178,7 +175,7 @@ class Beta(ExponentialFamily):
 
     def kl(self, eta_q: np.ndarray, eta_p: np.ndarray) -> np.ndarray:
         """The Bregman form, or the stable form of a Dirichlet of two categories
-        (:func:`.stablekl.dirichlet_kl`) where the former's rounding error exceeds
+        (:func:`.stablekl.dirichlet_kl_rows`) where the former's rounding error exceeds
         :data:`BREGMAN_ERROR_LIMIT`."""
         return self._kl_with_stable_form(
             eta_q,
@@ -186,7 +183,7 @@ class Beta(ExponentialFamily):
             _concentration_partition_size,
             _concentration_mean_error,
             _concentrations_usable,
-            stablekl.dirichlet_kl,
+            stablekl.dirichlet_kl_rows,
         )
 
     def sample(self, eta: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
@@ -252,7 +249,7 @@ class Gamma(ExponentialFamily):
         return (shape > 0) & (rate > 0)
 
     def kl(self, eta_q: np.ndarray, eta_p: np.ndarray) -> np.ndarray:
-        """The Bregman form, or the stable form (:func:`.stablekl.gamma_kl`) where the former's
+        """The Bregman form, or the stable form (:func:`.stablekl.gamma_kl_rows`) where the former's
         rounding error exceeds :data:`BREGMAN_ERROR_LIMIT`."""
 
         def partition_size(eta: np.ndarray) -> np.ndarray:
@@ -267,7 +264,7 @@ class Gamma(ExponentialFamily):
             return (eta[..., 0] + 1.0 > 0) & (eta[..., 1] < 0)
 
         return self._kl_with_stable_form(
-            eta_q, eta_p, partition_size, mean_error, usable, stablekl.gamma_kl
+            eta_q, eta_p, partition_size, mean_error, usable, stablekl.gamma_kl_rows
         )
 
     def sample(self, eta: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
@@ -385,7 +382,7 @@ class Dirichlet(ExponentialFamily):
         return np.all(np.asarray(eta, dtype=float) + 1.0 > 0, axis=-1)
 
     def kl(self, eta_q: np.ndarray, eta_p: np.ndarray) -> np.ndarray:
-        """The Bregman form, or the stable form (:func:`.stablekl.dirichlet_kl`) where the
+        """The Bregman form, or the stable form (:func:`.stablekl.dirichlet_kl_rows`) where the
         former's rounding error exceeds :data:`BREGMAN_ERROR_LIMIT`."""
         return self._kl_with_stable_form(
             eta_q,
@@ -393,7 +390,7 @@ class Dirichlet(ExponentialFamily):
             _concentration_partition_size,
             _concentration_mean_error,
             _concentrations_usable,
-            stablekl.dirichlet_kl,
+            stablekl.dirichlet_kl_rows,
         )
 
     def sample(self, eta: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
@@ -422,34 +419,4 @@ def _concentrations_usable(eta: np.ndarray) -> np.ndarray:
     return np.all(np.asarray(eta, dtype=float) + 1.0 > 0.0, axis=-1)
 
 
-#: Veltkamp's splitting constant 2^27 + 1, and the magnitude below which splitting cannot overflow
-_SPLITTER = 134217729.0
-_SPLIT_LIMIT = 2.0**995
-
-
-def _two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """a·b as p + e exactly, p the rounded product and e its error (Dekker's product with
-    Veltkamp's splitting; e is 0 where a factor or the product is too large to split)."""
-    p = a * b
-
-    def split(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        c = _SPLITTER * x
-        high = c - (c - x)
-        return high, x - high
-
-    a_high, a_low = split(a)
-    b_high, b_low = split(b)
-    e = ((a_high * b_high - p) + a_high * b_low + a_low * b_high) + a_low * b_low
-    safe = (np.abs(a) < _SPLIT_LIMIT) & (np.abs(b) < _SPLIT_LIMIT) & np.isfinite(p)
-    return p, np.where(safe, e, 0.0)
-
-
-def _difference_of_products(
-    a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray
-) -> np.ndarray:
-    """a·b − c·d to a few rounding errors of its own size even when the products nearly cancel:
-    the rounded products' difference plus their exact errors'."""
-    with np.errstate(all="ignore"):
-        p, p_error = _two_product(a, b)
-        q, q_error = _two_product(c, d)
-        return (p - q) + (p_error - q_error)
+_difference_of_products = stablekl.difference_of_products
