@@ -6,7 +6,8 @@ then calls the matching methods. Models never build protocols.
 
 - :data:`EXACT_FACTORS`: exact conjugate statistics. ``model.factors(data)`` gives each node's exact
   likelihood factor in natural parameters, shape (K, D) (eqs. 13-14), to be added to
-  ``model.prior``.
+  ``model.prior``; with ``model.exact_sums`` the states are the correctly rounded sums of the
+  factors they hold (:mod:`gossipsim.families.exactsum`), in both engines.
 - :data:`MEAN_GRADIENT`: expected log-likelihood gradients. ``model.mean_gradient(data, estimator)``
   gives a function ``(η, k, rng) -> ∇_μ E_{q_η}[L_k]`` (eq. 17) for one of ``model.estimators``,
   configured by an :class:`EstimatorSettings`; ``model.in_domain(η)`` says where E_q[L_k] is finite.

@@ -446,14 +446,6 @@ def _print_summary(results: Any, out: Path, *, tables_written: bool = True) -> N
         req = results.requests[results.requests["variant"] == label]
         for entry in results.request_entries(str(label)):
             print(_request_line(entry, req[req["request"] == entry["request"]]))
-        nonfinite = results.nonfinite_runs(str(label))
-        if nonfinite:
-            print(
-                f"gossipsim: warning: variant {label}: the KL became NaN or infinite in {nonfinite}/"
-                f"{len(part)} runs (runs.csv nonfinite_kl_slots); those slots are not a divergence "
-                "the run tracked",
-                file=sys.stderr,
-            )
 
 
 def _censored_text(what: str, summary: dict[str, Any], unit: str) -> str:

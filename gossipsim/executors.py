@@ -19,6 +19,7 @@ single-threaded worker processes for the duration of the sweep.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import multiprocessing
 import os
 import signal
@@ -96,10 +97,17 @@ def run_unit(study: Study, unit: Unit, targets: Targets | None = None) -> list[t
 
         try:
             world = _world(study, variant, targets)
-            return [(variant, out) for out in simulate_runs(world, runs)]
+            batches = simulate_runs(world, runs)
         except Exception as exc:  # the whole batch is recorded as failed
             message = describe_error(exc)
             return [(variant, RunFailure(r, run_seed(base, r), message)) for r in runs]
+        outcomes: list[tuple[int, Outcome]] = []
+        for batch in batches:  # a run whose KL is not a number fails alone, as on the event engine
+            for r, error in sorted(batch.failures.items()):
+                outcomes.append((variant, RunFailure(r, run_seed(base, r), describe_error(error))))
+            if batch.runs:
+                outcomes.append((variant, dataclasses.replace(batch, failures={})))
+        return outcomes
     out: list[tuple[int, Outcome]] = []
     for run in runs:
         seed = run_seed(base, run)

@@ -33,14 +33,25 @@ faster on the paper's Fig. 3 scenario (``benchmarks/engines.py``).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from .capabilities import EXACT_FACTORS
 from .engine import Arrival, RunRecord
-from .measure import BatchOutput, BatchRecord, RunOutput, batches_of, measure, measure_batch
+from .families.exactsum import running_sums
+from .measure import (
+    BatchOutput,
+    BatchRecord,
+    NonFiniteKL,
+    RunOutput,
+    batches_of,
+    measure,
+    measure_batch,
+    nonfinite_kl,
+    without_runs,
+)
 from .metrics import recorded_slots
 from .protocols import WithRetrainBaseline, protocol_kind
 from .scheduling import UNIFORM_BLOCK, scheduler_for
@@ -122,7 +133,7 @@ def simulate_runs(world: World, runs: Sequence[int]) -> list[BatchOutput]:
         elif vectorised:
             out.append(_batch_learning(world, batch))
         else:
-            out += batches_of(_batch(world, batch))
+            out += _batch(world, batch)
     return out
 
 
@@ -173,8 +184,8 @@ def _batch_learning(world: World, runs: list[int]) -> BatchOutput:
     covered = visited.all(axis=1)
     cover = np.where(covered, np.where(visited, first_visit, 0).max(axis=1) + 1, 0)
     n_slots = np.where(covered & sc.run.stop_when_done, cover, sc.run.iterations)
-    with np.errstate(all="ignore"):  # a non-finite KL is counted (nonfinite_kl_slots), not warned
-        kl, visit_slots = _state_kl(world, seeds, first_visit)
+    with np.errstate(all="ignore"):  # a non-finite KL fails its run (below), not warned
+        kl, visit_slots, states, datas = _state_kl(world, seeds, first_visit)
     # number of first visits up to each column: the index of the state that holds there
     new_visit = np.zeros((batch, columns + 1), dtype=np.int64)
     new_visit[np.broadcast_to(rows[:, None], visited.shape)[visited], first_visit[visited]] = 1
@@ -218,8 +229,43 @@ def _batch_learning(world: World, runs: list[int]) -> BatchOutput:
         "domain_recoveries": np.full(batch, np.nan),
         "nonfinite_kl_slots": _nonfinite_slots(kl, visit_slots, n_slots),
     }
-    visits = np.bincount(holders[np.arange(columns) < n_slots[:, None]], minlength=world.nodes)
-    return BatchOutput(tuple(runs), run_columns, run_ids[slot_rows], metrics, visits)
+    within = np.arange(columns) < n_slots[:, None]
+    visits = np.bincount(holders[within], minlength=world.nodes)
+    output = BatchOutput(tuple(runs), run_columns, run_ids[slot_rows], metrics, visits)
+    failures = _learning_failures(world, run_ids, kl, visit_slots, n_slots, states, datas)
+    if not failures:
+        return output
+    kept = ~np.isin(run_ids, list(failures))
+    visits = np.bincount(holders[kept][within[kept]], minlength=world.nodes)
+    return without_runs(output, failures, visits)
+
+
+def _learning_failures(
+    world: World,
+    run_ids: np.ndarray,
+    kl: np.ndarray,
+    visit_slots: np.ndarray,
+    n_slots: np.ndarray,
+    states: np.ndarray,
+    datas: list[Any],
+) -> dict[int, NonFiniteKL]:
+    """The runs of a learning batch whose KL is not a number at some slot of the run (state j ≥ 1
+    holds from the j-th first visit), with the failure :func:`~gossipsim.measure.measure` raises."""
+    bad = ~np.isfinite(kl[:, 1:]) & (visit_slots <= n_slots[:, None])
+    out: dict[int, NonFiniteKL] = {}
+    model = world.model
+    for b in np.flatnonzero(bad.any(axis=1)).tolist():
+        j = int(np.argmax(bad[b]))
+        data = model.fixed_data if model.fixed_data is not None else datas[b]
+        target = model.target(data, frozenset())
+        out[int(run_ids[b])] = nonfinite_kl(
+            "protocol's state",
+            int(visit_slots[b, j]),
+            float(kl[b, j + 1]),
+            states[b, j + 1],
+            target,
+        )
+    return out
 
 
 _NEVER = np.iinfo(np.int64).max  # the first-visit column of a node never visited
@@ -273,16 +319,18 @@ def _batch_unlearning(world: World, runs: list[int]) -> BatchOutput:
     )
     removed = np.where(requested, removed, _NEVER)
     prior = np.asarray(model.prior, dtype=float)
+    add_up = _adder(model)
     main_slots, main_states = _trace(
         np.zeros((batch, 1), dtype=np.int64),
         np.concatenate([plus, minus], axis=1),
         np.concatenate([factors, -1.0 * factors], axis=1),
         prior,
+        add_up,
     )
     retrain_slots = retrain_states = None
     if sc.protocol.retrain_baseline:
         retrain_slots, retrain_states = _retrain_trace(
-            at, nodes, restart_slots, since, factors, prior, n_slots
+            at, nodes, restart_slots, since, factors, prior, n_slots, add_up
         )
     end_times, start_times, bits = _clock(world, holders)
     record = BatchRecord(
@@ -393,12 +441,22 @@ def _stop_slots(
     return stop
 
 
+def _adder(model: Any) -> Callable[..., np.ndarray]:
+    """How a trace's states are summed, as :class:`~gossipsim.protocols.gfvl.FactorTrace` sums
+    them for this model: correctly rounded (``exact_sums``) or float64's cumulative sums."""
+    return running_sums if getattr(model, "exact_sums", False) else np.cumsum
+
+
 def _trace(
-    begin: np.ndarray, slots: np.ndarray, steps: np.ndarray, prior: np.ndarray
+    begin: np.ndarray,
+    slots: np.ndarray,
+    steps: np.ndarray,
+    prior: np.ndarray,
+    add_up: Callable[..., np.ndarray] = np.cumsum,
 ) -> tuple[np.ndarray, np.ndarray]:
     """A factor trace of every run: the slots of its records in order (``begin``: the reset
     records, then the changes at ``slots``; ``_NEVER`` pads) and the states after each, prior plus
-    the signed factors ``steps`` summed in slot order (as FactorTrace sums them)."""
+    the signed factors ``steps`` summed in slot order by ``add_up`` (as FactorTrace sums them)."""
     batch = slots.shape[0]
     every = np.concatenate([begin, slots], axis=1)
     order = np.argsort(every, axis=1, kind="stable")
@@ -406,7 +464,21 @@ def _trace(
     resets = begin.shape[1]
     padded = np.concatenate([np.broadcast_to(prior, (batch, resets, prior.size)), steps], axis=1)
     ordered = np.take_along_axis(padded, order[:, :, None], axis=1)
-    return sorted_slots, np.cumsum(ordered, axis=1)
+    return sorted_slots, _sum_records(add_up, ordered, sorted_slots)
+
+
+def _sum_records(
+    add_up: Callable[..., np.ndarray], values: np.ndarray, slots: np.ndarray
+) -> np.ndarray:
+    """``add_up(values, axis=1)`` over each row's records (``slots`` < ``_NEVER``, a prefix of
+    the row: records in slot order, pads last); the pads' states, never read, are NaN. Only the
+    records are summed where the sums are exact, which costs per value."""
+    width = int((slots < _NEVER).sum(axis=1).max(initial=0))
+    if add_up is np.cumsum or width == values.shape[1]:
+        return add_up(values, axis=1)
+    out = np.full(values.shape, np.nan)
+    out[:, :width] = add_up(values[:, :width], axis=1)
+    return out
 
 
 def _retrain_trace(
@@ -417,10 +489,11 @@ def _retrain_trace(
     factors: np.ndarray,
     prior: np.ndarray,
     n_slots: np.ndarray,
+    add_up: Callable[..., np.ndarray] = np.cumsum,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The retrain baseline's trace of every run: restarted from the prior at each request that
     arrived (in processing order), then each node not forgotten by then added at its first visit
-    since the restart and before the next one."""
+    since the restart and before the next one (summed by ``add_up``, as in :func:`_trace`)."""
     batch, k_nodes, dim = factors.shape
     slots_parts, state_parts = [], []
     forgotten = np.zeros(k_nodes, dtype=bool)
@@ -441,7 +514,7 @@ def _retrain_trace(
         steps = np.take_along_axis(factors, order[:, :, None], axis=1)
         block = np.concatenate([np.broadcast_to(prior, (batch, 1, dim)), steps], axis=1)
         slots_parts.append(block_slots)
-        state_parts.append(np.cumsum(block, axis=1))
+        state_parts.append(_sum_records(add_up, block, block_slots))
     every = np.concatenate(slots_parts, axis=1)
     states = np.concatenate(state_parts, axis=1)
     order = np.argsort(every, axis=1, kind="stable")  # pads (_NEVER) last, records in slot order
@@ -482,9 +555,10 @@ def _nonfinite_slots(kl: np.ndarray, visit_slots: np.ndarray, n_slots: np.ndarra
 
 def _state_kl(
     world: World, seeds: np.ndarray, first_visit: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[Any]]:
     """KL to the target of the states after each first visit (prior, prior + f_(1), ..., summed in
-    visit order: eqs. 13-14), runs × (nodes + 1), and the 1-based slot of the j-th first visit."""
+    visit order: eqs. 13-14), runs × (nodes + 1), the 1-based slot of the j-th first visit, the
+    states themselves and the data (one set for all runs, or each run's)."""
     model = world.model
     batch, k_nodes = first_visit.shape
     order = np.argsort(first_visit, axis=1, kind="stable")
@@ -495,12 +569,12 @@ def _state_kl(
     factors = np.broadcast_to(factors, (batch, k_nodes, model.prior.size))
     steps = np.take_along_axis(factors, order[:, :, None], axis=1)
     prior = np.broadcast_to(model.prior, (batch, 1, model.prior.size))
-    states = np.cumsum(np.concatenate([prior, steps], axis=1), axis=1)
+    states = _adder(model)(np.concatenate([prior, steps], axis=1), axis=1)
     if model.fixed_data is not None:  # one target for every run
-        return model.target(model.fixed_data, frozenset()).kl(states), visit_slots
+        return model.target(model.fixed_data, frozenset()).kl(states), visit_slots, states, datas
     # targets depend on the run's data when it is drawn per run
     kl = np.stack([model.target(datas[b], frozenset()).kl(states[b]) for b in range(batch)])
-    return kl, visit_slots
+    return kl, visit_slots, states, datas
 
 
 def _clock(world: World, holders: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -576,7 +650,10 @@ class _RunState:
         self.bits = 0.0
 
 
-def _batch(world: World, runs: list[int]) -> list[RunOutput]:
+def _batch(world: World, runs: list[int]) -> list[BatchOutput]:
+    """Runs whose walks are vectorised and whose protocols and metrics are the event engine's
+    (:func:`_advance`, :func:`_finish`), as batches; a run whose KL is not a number is a failure
+    of its batch (:attr:`~gossipsim.measure.BatchOutput.failures`)."""
     seeds = run_seeds(world.scenario.run.seed, np.asarray(runs, dtype=np.int64))
     starts = start_nodes(world, seeds)
     states = [
@@ -591,7 +668,21 @@ def _batch(world: World, runs: list[int]) -> list[RunOutput]:
                 active[b] = state.stop is None
         if not active.any():
             break
-    return [_finish(world, s) for s in states]
+    outputs: list[RunOutput] = []
+    failures: dict[int, NonFiniteKL] = {}
+    for state in states:
+        try:
+            outputs.append(_finish(world, state))
+        except NonFiniteKL as exc:
+            failures[state.run] = exc
+    batches = batches_of(outputs) if outputs else []
+    if failures:
+        if not batches:  # every run failed: a batch of none
+            batches = [
+                BatchOutput((), {}, np.empty(0, dtype=np.int64), {}, np.zeros(world.nodes, int))
+            ]
+        batches[0].failures.update(failures)
+    return batches
 
 
 def _walks(

@@ -1,6 +1,12 @@
 """From a run's raw record to its rows of the three tables (runs, requests, metrics): the
 definitions of docs/architecture.md (cover, convergence, latency) applied to what either engine
 recorded. Both engines call :func:`measure`.
+
+A run whose KL to its target (of the protocol's state, or of its retrain baseline's) is NaN or
+infinite at some slot of the run has a divergence float64 could not compute: it fails with a
+:class:`NonFiniteKL` naming the first such slot and its cause (the executors list it in
+failures.csv with its seed; its rows are in none of the tables), rather than leaving numbers in
+the tables that are not a divergence.
 """
 
 from __future__ import annotations
@@ -16,6 +22,55 @@ from .engine import Arrival, RunRecord
 from .metrics import Segments, kl_segments, recorded_slots
 from .representations import REPRESENTATIONS, Target
 from .world import World, node_labels
+
+
+class NonFiniteKL(ArithmeticError):
+    """A run whose KL to its target became NaN or infinite: the run fails with this message
+    (:func:`nonfinite_kl`), the same from either engine."""
+
+
+def nonfinite_kl(
+    which: str, slot: int, value: float, state: np.ndarray, target: Target
+) -> NonFiniteKL:
+    """The failure of a run whose ``which`` (the protocol's state, or the retrain baseline's) has
+    the non-finite KL ``value`` to ``target`` from ``slot`` on, with its cause: a state that is not
+    finite, a KL beyond float64's largest number, or terms of the KL beyond float64's range (an
+    ∞ − ∞ or a 0·∞)."""
+    eta = np.asarray(state, dtype=float)
+    target_eta = getattr(target, "eta", None)
+    where = f"state {_numbers(eta)}" + (
+        f", target {_numbers(target_eta)}" if target_eta is not None else ""
+    )
+    if not np.all(np.isfinite(eta)):
+        cause = "the state's natural parameters are not finite numbers"
+    elif value == np.inf:
+        cause = f"the KL is larger than float64's largest number ({np.finfo(float).max:.3g})"
+    else:
+        cause = "terms of the KL are beyond float64's range (an ∞ − ∞ or 0·∞)"
+    what = "NaN" if np.isnan(value) else f"{value:g}"
+    return NonFiniteKL(
+        f"the KL of the {which} to its target is {what} from slot {slot} ({where}): {cause}"
+    )
+
+
+def _numbers(values: Any) -> str:
+    flat = np.asarray(values, dtype=float).ravel()
+    shown = ", ".join(f"{x:.6g}" for x in flat[:4])
+    return f"({shown}{', ...' if flat.size > 4 else ''})"
+
+
+def _check_finite(
+    segments: Segments, trace: Any, targets: list[Target], last_slot: int, which: str
+) -> None:
+    """Raise :class:`NonFiniteKL` for the first segment of slots 1..``last_slot`` whose KL is not
+    a number."""
+    m = segments.first_nonfinite(last_slot)
+    if m is None:
+        return
+    assert segments.state_index is not None and segments.target_index is not None
+    state = trace.states[int(segments.state_index[m])]
+    target = targets[int(segments.target_index[m])]
+    raise nonfinite_kl(which, int(segments.starts[m]), float(segments.kl[m]), state, target)
 
 
 @dataclass
@@ -47,6 +102,9 @@ class BatchOutput:
     visits: np.ndarray  # summed over the runs
     #: requests.csv columns after the variant (``run`` first), one entry per request of each run
     request_columns: dict[str, np.ndarray] = field(default_factory=dict)
+    #: runs of the batch that failed (not in ``runs``, nor in any column), by run index: a KL that
+    #: is not a number (:class:`NonFiniteKL`)
+    failures: dict[int, NonFiniteKL] = field(default_factory=dict)
     #: runs.csv rows after the variant (``run`` first), for runs measured one by one
     run_rows: list[dict[str, Any]] = field(default_factory=list)
     #: requests.csv rows after the variant (``run`` first), for runs measured one by one
@@ -121,6 +179,9 @@ def measure(
             retrain = kl_segments(
                 traces["retrain"], target_slots, targets, excess=excess, divergence=state.divergence
             )
+    _check_finite(main, traces["main"], targets, n, "protocol's state")
+    if retrain is not None:
+        _check_finite(retrain, traces["retrain"], targets, n, "retrain baseline's state")
     end_times = record.end_times
 
     def time_of(slot: int | None) -> float:
@@ -278,6 +339,8 @@ class _BatchSegments:
     starts: np.ndarray
     kl: np.ndarray
     limit: int  # larger than every slot of the runs (pads are compared as this)
+    state_idx: np.ndarray  # each segment's state in its run's trace
+    target_idx: np.ndarray  # each segment's target (in processing order of the requests)
 
     def index(self, rows: np.ndarray, slots: np.ndarray) -> np.ndarray:
         """The segment holding each (row, slot): the last start ≤ slot (−1: none)."""
@@ -369,7 +432,7 @@ def _batch_segments(
         for run in np.unique(b).tolist():  # data drawn per run: a target per run
             mine = b == run
             kl[b[mine], c[mine]] = kl_of(run, t, chosen[mine])
-    return _BatchSegments(starts, kl, limit)
+    return _BatchSegments(starts, kl, limit, state_idx, target_idx)
 
 
 def measure_batch(world: World, record: BatchRecord) -> BatchOutput:
@@ -478,6 +541,7 @@ def measure_batch(world: World, record: BatchRecord) -> BatchOutput:
         metrics["retrain_kl"] = (
             retrain.at(slot_rows, slots) if retrain is not None else np.full(slots.size, np.nan)
         )
+    failures = _batch_failures(world, record, main, retrain, n)
     never = converged == _NEVER
     run_columns = {
         "seed": record.seeds,
@@ -492,7 +556,7 @@ def measure_batch(world: World, record: BatchRecord) -> BatchOutput:
         "domain_recoveries": np.full(batch, np.nan),
         "nonfinite_kl_slots": main.nonfinite_slots(n),
     }
-    return BatchOutput(
+    output = BatchOutput(
         runs=tuple(record.runs.tolist()),
         run_columns=run_columns,
         metric_runs=record.runs[slot_rows],
@@ -500,6 +564,66 @@ def measure_batch(world: World, record: BatchRecord) -> BatchOutput:
         visits=record.visits,
         request_columns=request_columns,
     )
+    if not failures:
+        return output
+    kept = ~np.isin(record.runs, list(failures))
+    within = np.arange(1, record.holders.shape[1] + 1)[None, :] <= n[:, None]
+    visits = np.bincount(record.holders[kept][within[kept]], minlength=world.nodes)
+    return without_runs(output, failures, visits)
+
+
+def without_runs(
+    output: BatchOutput, failures: dict[int, NonFiniteKL], visits: np.ndarray
+) -> BatchOutput:
+    """``output`` without the rows of the ``failures``' runs (listed in its ``failures``), with the
+    ``visits`` of the runs kept."""
+    runs = np.asarray(output.runs, dtype=np.int64)
+    failed = list(failures)
+    kept = ~np.isin(runs, failed)
+    rows = ~np.isin(output.metric_runs, failed)
+    requests = output.request_columns
+    request_rows = ~np.isin(requests["run"], failed) if requests else None
+    return BatchOutput(
+        runs=tuple(runs[kept].tolist()),
+        run_columns={name: values[kept] for name, values in output.run_columns.items()},
+        metric_runs=output.metric_runs[rows],
+        metrics={name: values[rows] for name, values in output.metrics.items()},
+        visits=visits,
+        request_columns={name: values[request_rows] for name, values in requests.items()},
+        failures={**output.failures, **failures},
+    )
+
+
+def _batch_failures(
+    world: World,
+    record: BatchRecord,
+    main: _BatchSegments,
+    retrain: _BatchSegments | None,
+    n: np.ndarray,
+) -> dict[int, NonFiniteKL]:
+    """The runs of a batch whose KL (the protocol's, then the retrain baseline's) is not a number
+    at some slot of the run, with the failure :func:`measure` raises for each."""
+    model = world.model
+    nodes = record.arrival_nodes.tolist()
+    out: dict[int, NonFiniteKL] = {}
+    traces = [(main, record.main_states, "protocol's state")]
+    if retrain is not None and record.retrain_states is not None:
+        traces.append((retrain, record.retrain_states, "retrain baseline's state"))
+    for segments, states, which in traces:
+        bad = ~np.isfinite(segments.kl) & (segments.starts <= n[:, None])
+        for b in np.flatnonzero(bad.any(axis=1)).tolist():
+            run = int(record.runs[b])
+            if run in out:
+                continue
+            m = int(np.argmax(bad[b]))
+            data = model.fixed_data if model.fixed_data is not None else record.datas[b]
+            t = int(segments.target_idx[b, m])
+            target = model.target(data, frozenset(nodes[:t]))
+            state = states[b, segments.state_idx[b, m]]
+            out[run] = nonfinite_kl(
+                which, int(segments.starts[b, m]), float(segments.kl[b, m]), state, target
+            )
+    return out
 
 
 def _target_kl(

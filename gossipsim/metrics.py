@@ -47,6 +47,9 @@ class Segments:
     kl: np.ndarray
     best: np.ndarray
     excess: bool = False
+    #: for each segment, the index of its state in the trace and of its target (None: not kept)
+    state_index: np.ndarray | None = None
+    target_index: np.ndarray | None = None
 
     @property
     def values(self) -> np.ndarray:
@@ -86,6 +89,12 @@ class Segments:
         ends = np.append(self.starts[1:], last_slot + 1)
         lengths = np.clip(np.minimum(ends, last_slot + 1) - self.starts, 0, None)
         return int(lengths[~np.isfinite(self.kl)].sum())
+
+    def first_nonfinite(self, last_slot: int) -> int | None:
+        """The index of the first segment within slots 1..``last_slot`` whose KL is NaN or
+        infinite (None: every KL of the run is a number)."""
+        bad = ~np.isfinite(self.kl) & (self.starts <= last_slot)
+        return int(np.argmax(bad)) if bad.any() else None
 
     def all_at_or_below(self, threshold: float, first: int, last: int) -> bool:
         """Whether the value is ≤ ``threshold`` at every slot of ``first..last`` (False when the
@@ -173,7 +182,7 @@ def kl_segments(
         kl[mask] = divergence(targets[t], chosen) if divergence else targets[t].kl(chosen)
         if targets[t].best_family_kl is not None:
             best[mask] = targets[t].best_family_kl
-    return Segments(starts.astype(np.int64), kl, best, excess)
+    return Segments(starts.astype(np.int64), kl, best, excess, state_idx, target_idx)
 
 
 def recorded_slots(n_slots: int, every: int, extra: list[int]) -> np.ndarray:

@@ -225,7 +225,8 @@ class Results:
         return tidy(table, self.variants, [v.values for v in self.study.variants])
 
     def nonfinite_runs(self, label: str) -> int:
-        """Runs of a variant whose KL became NaN or infinite at some slot (``nonfinite_kl_slots``)."""
+        """Runs of a variant whose KL became NaN or infinite at some slot (``nonfinite_kl_slots``):
+        0 for folders written since such runs fail (failures.csv); others may have some."""
         runs = self.runs.loc[self.runs["variant"] == label]
         if "nonfinite_kl_slots" not in runs:
             return 0

@@ -9,6 +9,7 @@ import math
 import multiprocessing
 import os
 import pickle
+import re
 import signal
 import subprocess
 import sys
@@ -736,33 +737,71 @@ def test_a_pool_worker_that_dies_is_a_recorded_failure(tmp_path, monkeypatch, ca
     assert "1 run(s) failed" in _one_line(capsys.readouterr().err)
 
 
-def test_a_non_finite_kl_is_counted_and_warned_not_left_to_numpy(tmp_path, capsys, monkeypatch):
-    """A divergence the run cannot track (here: a target whose KL is NaN once the state's first entry
-    exceeds 5) is counted per run in runs.csv, per variant in summary.json, and warned once per
-    variant in one line; NumPy's own RuntimeWarnings do not reach the user."""
+@pytest.mark.parametrize(
+    ("requests", "window"),
+    [([], 1), ([{"node": 3, "at_iteration": 60}], 1), ([{"node": 3, "at_iteration": 60}], 3)],
+)
+def test_a_run_whose_kl_is_not_finite_fails_with_its_cause(
+    tmp_path, capsys, monkeypatch, requests, window
+):
+    """A divergence a run cannot compute (here: a target whose KL is NaN for the state holding node
+    0's factor alone, which only runs starting at node 0 reach) fails that run: it is listed in
+    failures.csv with the slot and the cause, its rows are in no table, the other runs' tables are
+    written, and the command exits 1 with one line; NumPy's own RuntimeWarnings do not reach the
+    user. Both engines give the same tables and failures (issue 21, item 7: this was a warning and
+    exit 0, with the NaN in the tables). With a request, the retrain baseline's state holding node
+    0's factor alone (its first visit after restarting) fails a run too; with a settling window
+    the vectorised engine steps each run's protocol (its other path)."""
     from gossipsim.models.base import FamilyTarget
 
     original = FamilyTarget.kl
+    holder: dict[str, np.ndarray] = {}
 
     def kl(self, states):
         value = np.asarray(original(self, states), dtype=float)
+        alone = np.all(np.asarray(states) == holder["state"], axis=-1)
         with np.errstate(invalid="ignore"):
-            return np.where(np.asarray(states)[..., 0] > 5, np.log(-1.0 + 0 * value), value)
+            return np.where(alone, np.log(-1.0 + 0 * value), value)
 
-    monkeypatch.setattr(FamilyTarget, "kl", kl)
     path = tmp_path / "s.toml"
-    path.write_text(
-        to_toml(base_scenario(scenario={"name": "nf", "seed": 1, "runs": 3, "iterations": 40}))
-    )
-    assert (
-        main(["run", str(path), "--out", str(tmp_path / "out"), "--no-plots", "--engine", "event"])
-        == 0
-    )
-    err = capsys.readouterr().err
-    warnings = [line for line in err.splitlines() if "warning" in line]
-    assert len(warnings) == 1 and "NaN or infinite in 3/3 runs" in warnings[0]
-    assert "invalid value" not in err
-    runs = pd.read_csv(tmp_path / "out" / "runs.csv")
-    assert (runs["nonfinite_kl_slots"] > 0).all()
-    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
-    assert summary["variants"]["nf"]["runs_with_nonfinite_kl"] == 3
+    raw = base_scenario(scenario={"name": "nf", "seed": 1, "runs": 24, "iterations": 200})
+    if requests:
+        raw["unlearning"] = requests
+    raw["metrics"]["latency_window"] = window
+    path.write_text(to_toml(raw))
+    world = gs.build_world(gs.load_scenario(path).variants[0].scenario)
+    holder["state"] = world.model.prior + world.model.fixed_data[0]
+    monkeypatch.setattr(FamilyTarget, "kl", kl)
+    for engine in ("event", "vectorized"):
+        out = tmp_path / engine
+        code = main(["run", str(path), "--out", str(out), "--no-plots", "--engine", engine])
+        err = capsys.readouterr().err
+        assert code == 1
+        failures = pd.read_csv(out / "failures.csv")
+        assert [line for line in err.splitlines() if line.strip()] == [
+            f"gossipsim: {len(failures)} run(s) failed; their errors and seeds are in "
+            f"{out}/failures.csv"
+        ]
+        assert "invalid value" not in err and "warning" not in err
+        runs = pd.read_csv(out / "runs.csv")
+        metrics = pd.read_csv(out / "metrics.csv")
+        assert 0 < len(failures) < 24 and len(failures) + len(runs) == 24
+        assert not set(failures["run"]) & set(runs["run"])
+        assert set(metrics["run"]) == set(runs["run"])
+        assert (metrics.loc[metrics["iteration"] == 1, "holder"] != 0).all()  # started elsewhere
+        for error in failures["error"]:
+            main_state = "the KL of the protocol's state to its target is NaN from slot 1 (state ("
+            retrain = re.match(
+                r"the KL of the retrain baseline's state to its target is NaN from slot (\d+) ",
+                error.removeprefix("gossipsim.measure.NonFiniteKL: "),
+            )
+            assert error.startswith(f"gossipsim.measure.NonFiniteKL: {main_state}") or (
+                requests and retrain and int(retrain.group(1)) >= 60
+            ), error
+            assert error.endswith("terms of the KL are beyond float64's range (an ∞ − ∞ or 0·∞)")
+        assert (runs["nonfinite_kl_slots"] == 0).all()
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["variants"]["nf"]["failed_runs"] == len(failures)
+    for name in ("runs", "metrics", "failures", "visits"):  # the same from either engine
+        event, vectorized = (tmp_path / e / f"{name}.csv" for e in ("event", "vectorized"))
+        assert event.read_bytes() == vectorized.read_bytes(), name

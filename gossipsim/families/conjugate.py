@@ -77,6 +77,18 @@ def _check_value(value: Any, param: ModelParam, key: str) -> Any:
     return x
 
 
+def count_sum(x: np.ndarray) -> float:
+    """Σx of non-negative integer counts, correctly rounded to float64: summed exactly (as int64
+    where that cannot overflow, else as Python integers: 30 counts near 10^18 pass 2^63, where an
+    int64 sum wraps round to a wrong, even negative, total) and rounded once."""
+    counts = np.asarray(x, dtype=np.int64)
+    if counts.size == 0:
+        return 0.0
+    if counts.size * int(counts.max()) < 2**63:
+        return float(counts.sum())
+    return float(sum(counts.tolist()))
+
+
 def _numbers(values: list[Any] | tuple[Any, ...], key: str) -> np.ndarray:
     """:func:`_number` of every entry, vectorised (a Dirichlet prior may list millions)."""
     if not all(type(v) is float or type(v) is int for v in values):
@@ -280,7 +292,7 @@ class GammaPoisson(GammaPrior):
     observation = f"a count: an integer 0 <= x <= 2^53 ({MAX_COUNT})"
 
     def statistics(self, x: np.ndarray) -> np.ndarray:
-        return np.array([float(np.sum(x)), -float(len(x))])
+        return np.array([count_sum(x), -float(len(x))])
 
     def generate(self, n: int, params: Mapping[str, Any], rng: np.random.Generator) -> np.ndarray:
         return rng.poisson(params["mean"], size=n).astype(np.int64)

@@ -71,6 +71,10 @@ class Model(ABC):
     capabilities: ClassVar[frozenset[str]] = frozenset()
     #: whether ``[data] path`` (a node,x CSV file) is supported
     reads_files: ClassVar[bool] = False
+    #: with exact factors: whether every state (and target) is the correctly rounded sum of the
+    #: prior and the factors it holds, whatever the order they came and went in
+    #: (:mod:`gossipsim.families.exactsum`), rather than float64's sums in update order
+    exact_sums: ClassVar[bool] = False
 
     spec: ModelSpec
     family: ExponentialFamily

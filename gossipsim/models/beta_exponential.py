@@ -28,6 +28,7 @@ differentiated in (a, b) and mapped by F⁻¹. There is no reparameterisation es
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,9 +45,9 @@ from ..families import Beta, ModelParam
 from ..families.drawn import Drawn, is_drawn, parse_drawn
 from ..families.expfam import trigamma
 from ..families.natgrad import reinforce_mean_gradient
-from ..optimum import variational_optimum
+from ..optimum import OptimumError, variational_optimum
 from ..scheduling import IndexedGraph
-from .base import Model, Target, check_prior_numbers, total_points
+from .base import Model, Target, check_prior_numbers, total_points, warnings_only_on_success
 
 if TYPE_CHECKING:
     from ..settings import ModelSpec
@@ -81,6 +82,10 @@ def beta_entropy(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return betaln(a, b) - (a - 1) * digamma(a) - (b - 1) * digamma(b) + (a + b - 2) * digamma(a + b)
 
 
+class PosteriorError(ConfigError):
+    """The exact posterior cannot be computed (a one-line message)."""
+
+
 class ExactPosterior(Target):
     """p(θ) ∝ θ^(c₁) (1−θ)^(c₂) exp(−c₃/θ) on (0, 1): the exact Beta–exponential posterior."""
 
@@ -92,11 +97,19 @@ class ExactPosterior(Target):
         #: :mod:`gossipsim.optimum`)
         self.best_family_kl_to_optimum = np.nan
         self.log_normaliser = self._log_normaliser()
+        if not np.isfinite(self.log_normaliser):  # every KL would be ±inf, and shown as 0
+            raise PosteriorError(
+                "exact posterior",
+                f"its normaliser is {self.log_normaliser:g} in log, not a number: quadrature in "
+                "float64 cannot integrate this posterior",
+            )
         self.best_family_kl, self.best_family = self._best_in_family()
 
     def log_unnormalised(self, theta: np.ndarray | float) -> np.ndarray:
         theta = np.asarray(theta, dtype=float)
-        return self.c1 * np.log(theta) + self.c2 * np.log1p(-theta) - self.c3 / theta
+        # with b = 1 (c₂ = 0) the density at θ = 1 is finite: (1 − θ)⁰ = 1, not 0·(−∞)
+        second = self.c2 * np.log1p(-theta) if self.c2 != 0.0 else 0.0
+        return self.c1 * np.log(theta) + second - self.c3 / theta
 
     def _mode(self) -> float:
         from scipy import optimize  # here: importing it costs every command a fifth of a second
@@ -240,6 +253,9 @@ class BetaExponential(Model):
         self.points = points_per_node(spec.data.points_per_node, graph.size)
         self.node_params = check_theta(spec.data.params.get("theta", 0.5), graph.size)
         self.fixed_data = self.draw_data(data_rng) if spec.data.draw == "once" else None
+        if self.fixed_data is None:  # data drawn per run: a target of one draw must be found
+            with warnings_only_on_success():
+                self.compute_target(self.draw_data(data_rng), frozenset())
 
     @staticmethod
     def _read(spec: ModelSpec, graph: IndexedGraph) -> ExponentialData:
@@ -346,14 +362,76 @@ class BetaExponential(Model):
         return exact if p.estimator == "exact" else reinforce
 
     def compute_target(self, data: Any, forgotten: frozenset[int]) -> Target:
+        """The exact posterior of the included nodes' data; where it cannot be computed at this
+        temperature but can at temperature 1, an error naming ``model.temperature`` and the
+        temperatures these data allow (:meth:`_temperature_error`)."""
         included = self.included(forgotten)
         n = float(data.counts[included].sum())
         z = float(data.sums[included].sum())
-        alpha = self.temperature
+        try:
+            return self._posterior(n, z, self.temperature)
+        except (OptimumError, PosteriorError) as exc:
+            raise self._named_error(exc, n, z) from None
+
+    def _posterior(self, n: float, z: float, alpha: float) -> ExactPosterior:
+        """The exact posterior of ``n`` observations summing to ``z`` at temperature ``alpha``."""
         return ExactPosterior(self.a0 - 1 - n / alpha, self.b0 - 1, z / alpha)
+
+    def _named_error(self, exc: ConfigError, n: float, z: float) -> ConfigError:
+        """``exc`` (a target that cannot be computed) as an error naming the key that causes it:
+        ``model.temperature`` (:meth:`_temperature_error`), else ``model.prior`` when the prior alone
+        (no data) has no target either, else the data."""
+        named = self._temperature_error(exc, n, z)
+        if named is not None:
+            return named
+        what = f"the exact posterior cannot be computed ({_reason(exc)})"
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self._posterior(0.0, 0.0, 1.0)
+        except (OptimumError, PosteriorError):
+            return ConfigError("model.prior", f"{what}, even without data; use values closer to 1")
+        key = "data.path" if self.spec.data.path is not None else "data"
+        return ConfigError(key, f"{what} with these observations; use other values")
+
+    def _temperature_error(self, exc: ConfigError, n: float, z: float) -> ConfigError | None:
+        """``model.temperature`` named as the cause of ``exc`` when the same data give a target at
+        temperature 1 (None otherwise), with what is allowed: every power of ten from the smallest
+        found to 1 gives one (tried from 1 down, until the first that does not; a smaller
+        temperature weights the data by more than float64's quadrature and the best-in-family
+        search can resolve)."""
+        alpha = self.temperature
+        if not alpha < 1.0:
+            return None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the trials' quadrature warnings mean nothing here
+            allowed = None
+            exponent = 0
+            while 10.0**-exponent > alpha:
+                try:
+                    self._posterior(n, z, 10.0**-exponent)
+                except (OptimumError, PosteriorError):
+                    break
+                allowed = 10.0**-exponent
+                exponent += 1
+        if allowed is None:
+            return None
+        return ConfigError(
+            "model.temperature",
+            f"{alpha:g} is too small for these data ({n:g} observations weighted by 1/α = "
+            f"{1 / alpha:.3g}): the exact posterior cannot be computed ({_reason(exc)}); allowed: "
+            f"temperature >= {allowed:g} for these data (every power of ten from there to 1 gives "
+            "one)",
+        )
 
     def node_sizes(self, data: Any) -> list[int]:
         return list(self.points)
+
+
+def _reason(exc: ConfigError) -> str:
+    """Why a target could not be computed: the best-in-family search's error as it is (it names
+    the search), the exact posterior's message alone."""
+    return exc.message if isinstance(exc, PosteriorError) else str(exc)
 
 
 def check_theta(value: Any, nodes: int, key: str = "data.theta") -> list[float | Drawn]:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping
 from dataclasses import replace
+from decimal import ROUND_CEILING, Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -14,6 +16,7 @@ from ..capabilities import EXACT_FACTORS
 from ..data import points_per_node, read_observations, synthetic_observations
 from ..errors import ConfigError
 from ..families import CONJUGATE_MODELS, ConjugateModel
+from ..families.exactsum import exact_sum, sum_bounds
 from ..scheduling import IndexedGraph
 from ..schema import Key
 from .base import (
@@ -32,10 +35,20 @@ if TYPE_CHECKING:
 
 class ConjugateExpFam(Model):
     """A conjugate pair from :mod:`gossipsim.families.conjugate`: data are the exact local factors
-    s_k = (1/α) Σ_{x ∈ D_k} [s_l(x); 1], one row per node."""
+    s_k = (1/α) Σ_{x ∈ D_k} [s_l(x); 1], one row per node.
+
+    States and targets are correctly rounded sums of the prior and the factors they hold
+    (``exact_sums``, :mod:`gossipsim.families.exactsum`), so a run holding every factor ends on
+    its target bit for bit, KL 0, and an unlearned factor leaves no trace. What float64 cannot do
+    exactly is refused when the model is built, in one line: a state the sums of the factors can
+    reach that is beyond float64's range, or a target whose KL to itself, computed as the runs
+    compute it, is not 0 (its log-partition or mean parameters overflow), or a target whose KL
+    from the prior is not a number (:meth:`arithmetic_problem`). Where the temperature alone is
+    the cause, the error names ``model.temperature`` and the smallest one these data allow."""
 
     capabilities: ClassVar[frozenset[str]] = frozenset({EXACT_FACTORS})
     reads_files: ClassVar[bool] = True
+    exact_sums: ClassVar[bool] = True
     math: ClassVar[type[ConjugateModel]]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -59,6 +72,8 @@ class ConjugateExpFam(Model):
         self.fixed_data = None
         self.check_budget(spec, graph)
         check_prior_numbers(self.family, self.prior)
+        #: the key a refusal of the data names
+        self.data_key = "data.path" if data.path is not None else "data"
         if data.path is not None:
             path = Path(data.path)
             if not path.is_absolute():
@@ -66,14 +81,14 @@ class ConjugateExpFam(Model):
             observations = read_observations(path, graph, self.impl)
             self.points = [len(x) for x in observations]
             self.fixed_data = self._factors(observations, "data.path")
-            self._check_posterior(self.fixed_data, "data.path")
+            self.check_arithmetic(self.fixed_data)
         else:
             self.points = points_per_node(data.points_per_node, graph.size)
             self.node_params = self.impl.check_data_params(data.params, graph.size)
             # data drawn per run are checked on one draw here (its numbers are never used), so
             # that data a run cannot compute with fail validation rather than every run
             drawn = self.draw_data(data_rng)
-            self._check_posterior(drawn, "data")
+            self.check_arithmetic(drawn)
             if data.draw == "once":
                 self.fixed_data = drawn
 
@@ -95,18 +110,87 @@ class ConjugateExpFam(Model):
             )
         return factors
 
-    def _check_posterior(self, factors: np.ndarray, key: str) -> None:
-        """The exact posterior of these factors must be computable: a finite KL from the prior to
-        it (the first number every run reports)."""
+    def target_eta(self, data: Any, forgotten: frozenset[int]) -> np.ndarray:
+        """The target's natural parameters: the prior plus the included nodes' factors, correctly
+        rounded (:func:`~gossipsim.families.exactsum.exact_sum`), as the runs' states are."""
+        factors = np.asarray(data, dtype=float)
+        return exact_sum(np.concatenate([self.prior[None, :], factors[self.included(forgotten)]]))
+
+    def arithmetic_problem(
+        self,
+        factors: np.ndarray,
+        forgotten: frozenset[int] = frozenset(),
+        target: np.ndarray | None = None,
+    ) -> str | None:
+        """Why runs with these factors could not compute exactly in float64 (None if they can):
+        a state the factors' sums reach beyond float64's range (checked with no node forgotten:
+        the bounds hold every state), the target not finite, its KL to itself — computed as the
+        runs compute it — not 0 (its log-partition or mean parameters overflow), or its KL from
+        the prior (where learning starts, and the retrain baseline restarts) not a number."""
+        family = self.family
         with np.errstate(all="ignore"):
-            target = self.prior + factors.sum(axis=0)
-            kl = self.family.kl(self.prior[None, :], target)
-        if not (np.all(np.isfinite(target)) and np.all(np.isfinite(kl))):
-            raise ConfigError(
-                key,
-                "the data give a posterior whose KL from the prior is not finite (the "
-                "observations are too large for the model's arithmetic); use smaller values",
+            if not forgotten:
+                low, high = sum_bounds(self.prior, factors)
+                for bound in (low, high):
+                    beyond = np.flatnonzero(~np.isfinite(bound))
+                    if beyond.size:
+                        return (
+                            f"the nodes' factors add up beyond float64's range (±{_MAX:.3g}) in "
+                            f"natural parameter {int(beyond[0])} of the posterior"
+                        )
+            if target is None:
+                target = self.target_eta(factors, forgotten)
+            if not np.all(np.isfinite(target)):
+                return f"the target posterior's natural parameters {_show(target)} are not finite"
+            itself = float(np.asarray(family.kl(target[None, :], target))[0])
+            if itself != 0.0:
+                return (
+                    f"the target posterior (natural parameters {_show(target)}) is beyond float64's "
+                    f"arithmetic: its log-partition or mean parameters overflow, and its KL to "
+                    f"itself computes as {itself:g}, not 0"
+                )
+            start = float(np.asarray(family.kl(self.prior[None, :], target))[0])
+            if not np.isfinite(start):
+                return (
+                    f"the KL from the prior to the target posterior (natural parameters "
+                    f"{_show(target)}) computes as {start:g}, not a float64 number"
+                )
+        return None
+
+    def check_arithmetic(
+        self,
+        factors: np.ndarray,
+        forgotten: frozenset[int] = frozenset(),
+        target: np.ndarray | None = None,
+    ) -> None:
+        """The one-line error of :meth:`arithmetic_problem`, if any: naming ``model.temperature``
+        and the smallest temperature these data allow where the temperature alone is the cause
+        (the same data at temperature 1 compute exactly), else the data's key."""
+        problem = self.arithmetic_problem(factors, forgotten, target)
+        if problem is None:
+            return
+        alpha = self.temperature
+        statistics = np.asarray(factors, dtype=float) * alpha
+        with np.errstate(all="ignore"):
+            at_one = (
+                alpha < 1.0
+                and np.all(np.isfinite(statistics))
+                and self.arithmetic_problem(statistics, forgotten) is None
             )
+        if at_one:
+            bound = smallest_temperature(
+                lambda t: self.arithmetic_problem(statistics / t, forgotten) is None, alpha
+            )
+            raise ConfigError(
+                "model.temperature",
+                f"{alpha:g} is too small for these data: with the factors scaled by 1/α, {problem}; "
+                f"allowed: temperature >= {bound} for these data",
+            )
+        raise ConfigError(
+            self.data_key,
+            f"{problem}: the prior and these observations are beyond float64's arithmetic; use "
+            "smaller values",
+        )
 
     @classmethod
     def sizes(cls, spec: ModelSpec, nodes: int) -> budget.ModelSizes:
@@ -127,7 +211,11 @@ class ConjugateExpFam(Model):
         return np.asarray(data, dtype=float)
 
     def compute_target(self, data: Any, forgotten: frozenset[int]) -> Target:
-        return FamilyTarget(self.family, self.prior + data[self.included(forgotten)].sum(axis=0))
+        """The exact posterior (:meth:`target_eta`), or a one-line error if runs could not compute
+        with it exactly (:meth:`check_arithmetic`)."""
+        eta = self.target_eta(data, forgotten)
+        self.check_arithmetic(data, forgotten, eta)
+        return FamilyTarget(self.family, eta)
 
     def node_sizes(self, data: Any) -> list[int]:
         return list(self.points)
@@ -212,3 +300,32 @@ class DirichletCategoricalModel(ConjugateExpFam):
             state_key="model.categories",
             state_what=f"{categories} categories on {nodes} nodes",
         )
+
+
+_MAX = float(np.finfo(float).max)
+#: relative precision of the smallest temperature a refusal reports
+_TEMPERATURE_PRECISION = 1e-4
+
+
+def _show(eta: np.ndarray) -> str:
+    """Natural parameters for a message (the first four)."""
+    flat = np.asarray(eta, dtype=float).ravel()
+    return "(" + ", ".join(f"{x:.4g}" for x in flat[:4]) + (", ...)" if flat.size > 4 else ")")
+
+
+def smallest_temperature(allowed: Callable[[float], bool], refused: float) -> str:
+    """The smallest temperature ``allowed`` accepts, above ``refused`` (refused) and at most 1
+    (accepted), by bisection in log α to a relative :data:`_TEMPERATURE_PRECISION`, written with
+    four significant digits rounded up (so itself accepted; all 17 digits if it were not)."""
+    low, high = math.log(refused), 0.0
+    while high - low > _TEMPERATURE_PRECISION / 4:
+        middle = 0.5 * (low + high)
+        if allowed(math.exp(middle)):
+            high = middle
+        else:
+            low = middle
+    found = math.exp(high)
+    exact = Decimal(found)
+    up = exact.quantize(Decimal(1).scaleb(exact.adjusted() - 3), rounding=ROUND_CEILING)
+    text = f"{float(up):.4g}"
+    return text if allowed(float(text)) else f"{found:.17g}"

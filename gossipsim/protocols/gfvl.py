@@ -16,6 +16,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from ..families.exactsum import running_sums
 from ..messages import Message
 from .base import Protocol, StateTrace
 
@@ -25,16 +26,22 @@ class FactorTrace(StateTrace):
 
     Each change of q adds (+1) or removes (−1) one node's exact factor, or resets q to the prior (the
     retrain baseline restarting); the states are rebuilt after the run by cumulative sums in the same
-    order as the updates, so they are bit-for-bit those the protocol held. Recording is then a few
-    list appends per change, whatever the dimension of the factors.
+    order as the updates. Recording is then a few list appends per change, whatever the dimension
+    of the factors.
+
+    With ``exact_sums`` each state is the correctly rounded sum of the prior and the factors it
+    holds (:func:`~gossipsim.families.exactsum.running_sums`): a function of that set alone, so a
+    factor added and removed again leaves q exactly as it was, and q holding every factor is the
+    target bit for bit. Without, the sums are float64's in update order.
     """
 
-    __slots__ = ("prior", "factors", "_nodes", "_signs")
+    __slots__ = ("prior", "factors", "exact_sums", "_nodes", "_signs")
 
-    def __init__(self, prior: np.ndarray, factors: np.ndarray) -> None:
+    def __init__(self, prior: np.ndarray, factors: np.ndarray, *, exact_sums: bool = False) -> None:
         super().__init__()
         self.prior = np.asarray(prior, dtype=float)
         self.factors = np.asarray(factors, dtype=float)
+        self.exact_sums = exact_sums
         self._nodes: list[int] = []
         self._signs: list[int] = []
 
@@ -59,11 +66,12 @@ class FactorTrace(StateTrace):
         steps = self.factors[np.asarray(self._nodes, dtype=np.int64)] * signs[:, None]  # ±f exactly
         resets = np.flatnonzero(signs == 0)
         out = np.empty_like(steps)
+        add_up = running_sums if self.exact_sums else np.cumsum
         for i, begin in enumerate(resets):
             end = resets[i + 1] if i + 1 < resets.size else steps.shape[0]
             block = steps[begin:end].copy()
             block[0] = self.prior
-            out[begin:end] = np.cumsum(block, axis=0)  # prior + f₁ + f₂ ..., in update order
+            out[begin:end] = add_up(block, axis=0)  # prior + f₁ + f₂ ..., in update order
         return out
 
 
@@ -79,6 +87,8 @@ class ConjugateGFVL(Protocol):
     trace : the :class:`FactorTrace` to record into (the retrain baseline passes one on from
         restart to restart); a new one if not given.
     start_slot : the slot at which the initial state is recorded (0 for a fresh run).
+    exact_sums : whether states are correctly rounded sums of the factors they hold (a new
+        trace's :class:`FactorTrace` ``exact_sums``; the model's ``exact_sums``).
     """
 
     def __init__(
@@ -90,6 +100,7 @@ class ConjugateGFVL(Protocol):
         forgotten: Iterable[int] = (),
         trace: StateTrace | None = None,
         start_slot: int = 0,
+        exact_sums: bool = False,
     ) -> None:
         self.prior = np.array(prior, dtype=float, copy=True)
         self.factors = np.asarray(factors, dtype=float)
@@ -107,7 +118,7 @@ class ConjugateGFVL(Protocol):
         self._outstanding = n_nodes - sum(self.forgotten)
         self.removed: dict[int, int] = {}
         if trace is None:
-            trace = FactorTrace(self.prior, self.factors)
+            trace = FactorTrace(self.prior, self.factors, exact_sums=exact_sums)
         if not isinstance(trace, FactorTrace):
             raise TypeError("ConjugateGFVL records into a FactorTrace")
         self.trace = trace

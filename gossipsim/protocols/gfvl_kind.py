@@ -154,6 +154,7 @@ class GFVL(ProtocolKind):
             return ConjugateGFVL(
                 model.prior, model.factors(request.data), bits_per_message=request.bits,
                 forgotten=request.forgotten, trace=request.trace, start_slot=request.start_slot,
+                exact_sums=bool(getattr(model, "exact_sums", False)),
             )  # fmt: skip
         return NaturalGradientGFVL(
             model.family, model.prior, request.nodes,
