@@ -194,6 +194,10 @@ def monte_carlo_unlearning_latency(
     chain = sched.jump_chain(g)
     out = np.ones(runs)
     alive = pos != target
+    direct = _moves_to(chain, gen, pos[alive], target)
+    if direct is not None:  # hitting times drawn without a NumPy pass a slot
+        out[alive] = 1.0 + direct
+        return out
     act = np.flatnonzero(alive)
     pos = pos[alive]
     moves = np.zeros(act.size, dtype=np.int64)
@@ -270,6 +274,9 @@ def _slots_to_node(
     """The first slot the node ``target`` holds, for walks that leave ``pos`` at the start of slot
     ``next_first`` (the jump chain from there on)."""
     out = np.empty(pos.size)
+    direct = _moves_to(chain, gen, pos, target)
+    if direct is not None:  # every slot moves: the m-th move holds slot next_first + m − 1
+        return next_first - 1 + direct
     act = np.arange(pos.size)
     first = next_first.copy()
     pos = chain.dest(gen, pos)
@@ -287,33 +294,134 @@ def _slots_to_node(
     return out
 
 
+#: most ±1 steps of a walk on a cycle drawn at once (8 MB of int64 partial sums)
+_CYCLE_BLOCK = 1 << 20
+#: the most moves the walks to a node on a cycle may take in all: about 15 s at the measured
+#: 6.5 ns a move (a ring of 20,000 nodes takes 6.7·10^7 moves a walk on average)
+MAX_CYCLE_MOVES = 2_000_000_000
+
+
+def check_hitting_work(graph: Graph, scheduler: str, runs: int, key: str = "runs") -> None:
+    """Refuse, at once and in one line naming ``key``, walks to a node that would take more than
+    :data:`MAX_CYCLE_MOVES` moves in all, where that is known without simulating them: on a cycle
+    of K nodes (moving every slot to either neighbour) a walk from a uniform or stationary holder
+    takes (K² − 1)/6 moves on average (the ±1 walk's exit time, gap·(K − gap), averaged)."""
+    g, sched = prepare(graph, scheduler)
+    chain = sched.jump_chain(g)
+    if not (chain.all_move and chain.mode == "rows" and chain.regular == 2 and chain.n >= 3):
+        return
+    each = (chain.n**2 - 1) / 6
+    _refuse_cycle_work(each * int(runs), chain.n, key)
+
+
+def _refuse_cycle_work(moves: float, n: int, key: str) -> None:
+    if moves > MAX_CYCLE_MOVES:
+        raise ConfigError(
+            key,
+            f"the walks to the node would take about {moves:.3g} moves in all on this cycle of "
+            f"{n:,} nodes ((K² − 1)/6 = {(n**2 - 1) / 6:.3g} a walk on average), more than the "
+            f"{MAX_CYCLE_MOVES:.3g} simulated in about 15 s; use fewer runs or nodes (the "
+            "exact expectation alone: gossipsim.next_visit_latency)",
+        )
+
+
+def _moves_to(
+    chain: JumpChain, gen: np.random.Generator, pos: np.ndarray, target: int
+) -> np.ndarray | None:
+    """Moves (one a slot) until each walk from ``pos`` (none at ``target``) first reaches
+    ``target``, drawn from their exact law without stepping all walks slot by slot, where the walk
+    allows it; None elsewhere (the caller steps the jump chain).
+
+    * The ``uniform`` scheduler: every slot's holder is uniform over the K nodes, so the moves are
+      ``Geometric(1/K)`` (support 1, 2, …).
+    * A walk that moves every slot to either neighbour on a cycle with probability 1/2 (Metropolis-
+      Hastings or the simple random walk on a ring): its position around the cycle is a ±1 random
+      walk, simulated a block of steps at a time by cumulative sums (:func:`_cycle_moves`). A ring
+      of K nodes takes about K²/6 moves from a stationary start (10^8 moves at K = 20,000: about a
+      second, where one NumPy pass per slot took minutes).
+    """
+    if chain.mode == "uniform":
+        return gen.geometric(1.0 / chain.n, size=pos.size).astype(float)
+    rank = _cycle_rank(chain)
+    if rank is None:
+        return None
+    n = chain.n
+    gaps = (rank[target] - rank[pos]) % n  # steps forward around the cycle to the target
+    _refuse_cycle_work(float(np.sum(gaps * (n - gaps), dtype=float)), n, "runs")
+    return np.array([_cycle_moves(int(gap), n, gen) for gap in gaps.tolist()], dtype=float)
+
+
+def _cycle_rank(chain: JumpChain) -> np.ndarray | None:
+    """Each node's position around the cycle when ``chain`` moves every slot to one of exactly two
+    neighbours with probability 1/2 each on a connected graph (then the graph is a cycle, read by
+    SciPy's depth-first order from node 0), else None."""
+    if not (chain.all_move and chain.mode == "rows" and chain.regular == 2 and chain.n >= 3):
+        return None
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import depth_first_order
+
+    n = chain.n
+    matrix = sp.csr_array(
+        (np.ones(chain.indices.size, dtype=np.int8), chain.indices, chain.indptr), shape=(n, n)
+    )
+    order = depth_first_order(matrix, 0, directed=False, return_predecessors=False)
+    if order.size != n:  # two or more cycles: not reachable from node 0 (refused before)
+        return None
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n, dtype=np.int64)
+    return rank
+
+
+def _cycle_moves(gap: int, n: int, gen: np.random.Generator) -> float:
+    """Steps of a ±1 random walk from 0 until it first reaches ``gap`` or ``gap − n`` (the target
+    ``gap`` steps ahead on a cycle of ``n`` nodes, either way round): blocks of steps drawn at once,
+    growing to :data:`_CYCLE_BLOCK`, the first hit found in their cumulative sums."""
+    lo, hi = gap - n, gap
+    done = 0
+    position = 0
+    block = 1024
+    while True:
+        steps = gen.integers(0, 2, size=block, dtype=np.int8).astype(np.int64)
+        path = np.cumsum(2 * steps - 1)
+        path += position
+        outside = (path >= hi) | (path <= lo)
+        first = int(np.argmax(outside))
+        if outside[first]:
+            return float(done + first + 1)
+        done += block
+        position = int(path[-1])
+        block = min(4 * block, _CYCLE_BLOCK)
+
+
 def summarize(samples: np.ndarray) -> dict[str, Any]:
     """Mean, standard deviation, standard error, 95% CI (mean ± 1.96·sd/√n) and median.
 
-    NaN samples (runs that hit ``max_moves``) are left out and counted in ``unfinished``.
+    NaN samples (runs that hit ``max_moves``) are left out and counted in ``unfinished``. With
+    fewer than two finished runs the spread is unknown: ``sd`` and ``se`` are NaN and ``ci95`` is
+    None (one run says nothing about the interval; it is not of zero width).
     """
     x = np.asarray(samples, dtype=float).ravel()
     finite = x[~np.isnan(x)]
     n = int(finite.size)
+    nan = float("nan")
     if n == 0:
-        nan = float("nan")
         return {
             "mean": nan,
             "sd": nan,
             "se": nan,
-            "ci95": (nan, nan),
+            "ci95": None,
             "median": nan,
             "runs": 0,
             "unfinished": int(x.size),
         }
     mean = float(finite.mean())
-    sd = float(finite.std(ddof=1)) if n > 1 else 0.0
+    sd = float(finite.std(ddof=1)) if n > 1 else nan
     se = sd / math.sqrt(n)
     return {
         "mean": mean,
         "sd": sd,
         "se": se,
-        "ci95": (mean - 1.96 * se, mean + 1.96 * se),
+        "ci95": (mean - 1.96 * se, mean + 1.96 * se) if n > 1 else None,
         "median": float(np.median(finite)),
         "runs": n,
         "unfinished": int(x.size - n),

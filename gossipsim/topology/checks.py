@@ -155,8 +155,25 @@ def check_graph_object(graph: object, key: str = "topology") -> nx.Graph:
             )
         if isinstance(label, int) and not INT64_MIN <= label <= INT64_MAX:
             raise ConfigError(key, f"node label {label} is outside the 64-bit integer range")
+    _check_distinct_as_text(graph, key)
     copy = graph.copy()  # attributes dicts copied: the caller's later edits do not reach the runs
     return nx.freeze(finish(copy, key))
+
+
+def _check_distinct_as_text(graph: nx.Graph, key: str) -> None:
+    """Refuse two node labels written alike, the integer 3 and the string "3": the results folder
+    saves labels as text (``graphs/*.graphml``), and requests, ``scheduler.start`` and the CLI's
+    ``--node`` name nodes by text, so they would be one node there (a graph of 3, "3" and "a" was
+    saved as two nodes and a self-loop)."""
+    seen: dict[str, object] = {}
+    for label in graph.nodes:
+        other = seen.setdefault(str(label), label)
+        if other is not label and other != label:
+            raise ConfigError(
+                key,
+                f"node labels {other!r} and {label!r} are written alike ({str(label)!r}): labels "
+                "are saved and named as text, so give each node a label of its own",
+            )
 
 
 def finish(graph: nx.Graph, key: str) -> nx.Graph:
