@@ -38,7 +38,7 @@ from .executors import (
 )
 from .graphfiles import MAX_SAVED_NODES
 from .runner import World, build_world
-from .scenario import Study, load_scenario, parse_study
+from .scenario import Study, load_scenario, parse_study, raise_for_swept_base
 from .store import RunStore, study_record
 from .textfiles import checked_path
 
@@ -457,6 +457,11 @@ def check(study: Study) -> list[World]:
             if len(study.variants) == 1:
                 raise
             raise ConfigError(exc.key, f"{exc.message} (variant {variant.label!r})") from None
+    for key, scenario in study.base_probes:  # a swept key's own value, checked by the model
+        try:
+            build_world(scenario)
+        except ConfigError as exc:
+            raise_for_swept_base(exc, key)
     return worlds
 
 

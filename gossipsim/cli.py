@@ -696,7 +696,7 @@ def _cmd_hitting(args: argparse.Namespace) -> int:
         indexed.index(start, "--start")
     label = indexed.labels[node]
     # walks whose length is known to be too long are refused before the exact value is computed
-    ct.montecarlo.check_hitting_work(indexed, args.scheduler, args.runs, "--runs")
+    ct.montecarlo.check_hitting_work(indexed, label, args.scheduler, args.runs, "--runs")
     exact = None
     if args.exact:  # first: a slot too late for the exact law is refused before the runs
         try:

@@ -95,6 +95,9 @@ class Study:
     variants: tuple[Variant, ...]
     graph: Any = field(default=None, repr=False)
     swept_graphs: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: (swept key, the first variant with that key at its value outside the sweep), for each swept
+    #: key the file also sets: what :func:`gossipsim.api.check` builds to check that value
+    base_probes: tuple[tuple[str, Scenario], ...] = field(default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "raw", freeze(self.raw))
@@ -377,7 +380,7 @@ def parse_study(
     labels = [v.label for v in variants]
     if len(set(labels)) != len(labels):
         raise ConfigError("sweep", "two variants have the same label; sweep values must differ")
-    _check_swept_bases(raw_dict, variants[0].values, graphs, graph, base_dir, default_name)
+    probes = _check_swept_bases(raw_dict, variants[0].values, graphs, graph, base_dir, default_name)
     # memory and simulated time, before any graph or data is built (checked again on the built world)
     budget.check_study(v.scenario for v in variants)
     raw_out = dict(raw_dict)
@@ -395,7 +398,7 @@ def parse_study(
         }
     return Study(
         variants[0].scenario.run.name, path, raw_out, sweep, tuple(variants), graph,
-        graphs.graphs if graphs is not None else {},
+        graphs.graphs if graphs is not None else {}, tuple(probes),
     )  # fmt: skip
 
 
@@ -422,13 +425,16 @@ def _check_swept_bases(
     graph: Any,
     base_dir: str,
     default_name: str,
-) -> None:
+) -> list[tuple[str, Scenario]]:
     """Refuse a swept key whose value outside the sweep (the file's own ``[topology] nodes`` beside
     ``"topology.nodes" = [...]``) is invalid. No variant uses that value, but it is the study's
     value of the key once the sweep over it is dropped (``--set`` on the key, or
     ``Study.replace({"sweep.<key>": None})``), so a typo there must not wait until then. Each is
     checked in the first variant with that one key back at its base value; only errors about the
-    key itself count (a base value may be valid alone and not beside the other swept values)."""
+    key itself count (a base value may be valid alone and not beside the other swept values).
+    Returns the probes that parse, for :func:`gossipsim.api.check` to build (values such as
+    ``data.theta`` are checked by the model, when the world is built)."""
+    probes = []
     for key in first:
         if graphs is not None and key == GRAPH_SWEEP_KEY:
             continue  # a sweep over graphs replaces the whole topology: the base is not used
@@ -438,20 +444,31 @@ def _check_swept_bases(
         others = {k: v for k, v in first.items() if k != key}
         probe, probe_graph = _variant_raw(raw_dict, others, graphs, graph)
         try:
-            parse_scenario(probe, base_dir=base_dir, default_name=default_name, graph=probe_graph)
+            scenario = parse_scenario(
+                probe, base_dir=base_dir, default_name=default_name, graph=probe_graph
+            )
         except ConfigError as exc:
-            if exc.key == key or exc.key.startswith((key + ".", key + "[")):
-                raise ConfigError(
-                    exc.key,
-                    f"{exc.message} (the value outside the sweep over {key}, which applies when "
-                    "that sweep is dropped; give a valid value or leave the key out)",
-                ) from None
-            if key.startswith(exc.key + "."):
-                raise ConfigError(
-                    key,
-                    f"{exc.message} (with the value outside the sweep over {key}, which applies "
-                    "when that sweep is dropped; give a valid value or leave the key out)",
-                ) from None
+            raise_for_swept_base(exc, key)
+            continue
+        probes.append((key, scenario))
+    return probes
+
+
+def raise_for_swept_base(exc: ConfigError, key: str) -> None:
+    """Raise ``exc`` as an error of the value of the swept ``key`` outside its sweep, when it is
+    about that key (else return: an error of another key, valid alone)."""
+    if exc.key == key or exc.key.startswith((key + ".", key + "[")):
+        raise ConfigError(
+            exc.key,
+            f"{exc.message} (the value outside the sweep over {key}, which applies when "
+            "that sweep is dropped; give a valid value or leave the key out)",
+        ) from None
+    if key.startswith(exc.key + "."):
+        raise ConfigError(
+            key,
+            f"{exc.message} (with the value outside the sweep over {key}, which applies "
+            "when that sweep is dropped; give a valid value or leave the key out)",
+        ) from None
 
 
 def _get_dotted(raw: Mapping[str, Any], dotted: str) -> tuple[bool, Any]:

@@ -128,10 +128,12 @@ def test_usable_workers():
     assert executors.usable_workers(3, units=100, cores=16) == 3
 
 
-def test_hitting_on_a_ring_of_20000_nodes_takes_seconds(tmp_path):
-    """About 6.7·10^7 moves from a stationary holder: a NumPy pass per slot took minutes (a ring
-    of 2,000 took 8.8 s), the ±1 walk drawn in blocks takes about a second."""
-    args = ["hitting", "--topology", "ring", "--nodes", "20000", "--node", "0", "--runs", "1"]
+@pytest.mark.parametrize(("topology", "nodes"), [("ring", 20000), ("path", 6000)])
+def test_hitting_on_a_long_ring_or_path_takes_seconds(tmp_path, topology, nodes):
+    """About 6.7·10^7 (ring) and 2.4·10^7 (path, from its end) moves from a stationary holder: a
+    NumPy pass per slot took minutes (a ring of 2,000 took 8.8 s, a path of 1,500 38 s), the ±1
+    walk drawn in blocks takes about a second."""
+    args = ["hitting", "--topology", topology, "--nodes", str(nodes), "--node", "0", "--runs", "1"]
     done = _cli([*args, "--json"], 60, tmp_path)
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
@@ -140,16 +142,21 @@ def test_hitting_on_a_ring_of_20000_nodes_takes_seconds(tmp_path):
 
 @pytest.mark.parametrize("scheduler", ["metropolis-hastings", "simple-random-walk", "uniform"])
 @pytest.mark.parametrize("nodes", [3, 8, 41])
-def test_hitting_on_a_ring_matches_the_exact_expectation(scheduler, nodes):
-    """The shortcuts (a ±1 walk around the cycle; Geometric(1/K) for the uniform scheduler) have
+@pytest.mark.parametrize("shape", ["ring", "path"])
+def test_hitting_on_a_ring_or_a_path_matches_the_exact_expectation(scheduler, nodes, shape):
+    """The shortcuts (a ±1 walk around the cycle, or on the path folded into a cycle of 2(K − 1)
+    with Metropolis-Hastings' holding at its ends; Geometric(1/K) for the uniform scheduler) have
     the exact law: mean within 4 standard errors of the exact value (1 + (K² − 1)/6 on a ring,
     K for uniform), from a stationary holder and for a request at a slot."""
-    g = nx.cycle_graph(nodes)
+    if shape == "ring":
+        g = nx.cycle_graph(nodes)
+    else:  # labels out of order along the path: the order is read from the graph
+        g = nx.relabel_nodes(nx.path_graph(nodes), {i: (5 * i) % nodes for i in range(nodes)})
     x = ct.monte_carlo_unlearning_latency(g, 1, scheduler, runs=20_000, rng=41)
     stats = ct.summarize(x)
     exact = ct.next_visit_latency(g, 1, scheduler)
     assert abs(stats["mean"] - exact) <= 4 * stats["se"], (stats["mean"], exact)
-    if scheduler != "uniform":
+    if scheduler != "uniform" and shape == "ring":
         assert exact == pytest.approx(1 + (nodes**2 - 1) / 6)
     y = ct.monte_carlo_removal_latency(g, 1, 7, scheduler, runs=20_000, rng=42)
     stats = ct.summarize(y)
@@ -195,15 +202,20 @@ def test_validate_refuses_the_runs_that_run_refuses_for_memory(tmp_path, capsys,
     [
         ("topology.nodes", "banana", [5, 6]),
         ("scheduler.kind", 12345, ["metropolis-hastings", "uniform"]),
+        ("data.theta", "x", [0.2, 0.4]),  # checked by the model, when the world is built
     ],
 )
-def test_a_swept_key_s_base_value_is_checked(key, base, values):
+def test_a_swept_key_s_base_value_is_checked(tmp_path, capsys, key, base, values):
     section, name = key.split(".")
     raw = base_scenario(sweep={key: values})
     raw.setdefault(section, {})[name] = base
     with pytest.raises(gs.ConfigError) as err:
-        gs.parse_study(raw)
+        gs.check(gs.parse_study(raw))
     assert err.value.key == key and "sweep" in err.value.message
+    path = tmp_path / "s.toml"
+    path.write_text(to_toml(raw))
+    assert main(["validate", str(path)]) == 2
+    assert key in _one_line(capsys.readouterr().err)
 
 
 # --------------------------------------------------------------------- 11. one run's interval
@@ -297,6 +309,9 @@ def test_numpy_integers_are_integers(tmp_path):
     )
     res = gs.run(raw, overrides={"topology.nodes": np.int64(6)})
     assert len(res.runs) == 2 and res.requests["node"].tolist() == [1, 1]
+    ring = nx.relabel_nodes(nx.cycle_graph(5), {i: np.int64(i) for i in range(5)})
+    study = gs.parse_study({**raw, "topology": ring})
+    assert all(type(v) is int for v in study.graph.nodes)
 
 
 def test_library_warnings_are_said_as_what_they_mean_for_the_study(capsys):

@@ -130,7 +130,8 @@ def check_graph(graph: nx.Graph, key: str = "topology") -> nx.Graph:
 def check_graph_object(graph: object, key: str = "topology") -> nx.Graph:
     """A graph given to a scenario from Python, checked and frozen: an undirected simple
     ``networkx.Graph`` (not a DiGraph or MultiGraph: say how to convert it), connected, with at least
-    2 nodes whose labels are integers (64-bit, not bool) or strings, as requests and
+    2 nodes whose labels are integers (64-bit, not bool; NumPy integers become Python ones) or
+    strings, as requests and
     ``scheduler.start`` name them. Returns a frozen copy (:func:`networkx.freeze`) keeping the node,
     edge and graph attributes; self-loops are dropped with a warning, as for every graph.
 
@@ -146,7 +147,12 @@ def check_graph_object(graph: object, key: str = "topology") -> nx.Graph:
             f"must be an undirected simple graph, got a {type(graph).__name__}; convert it "
             "with networkx.Graph(G) (a directed edge becomes an undirected one, parallel edges one)",
         )
-    for label in graph.nodes:
+    given: nx.Graph = graph
+    if any(isinstance(label, np.integer) for label in given.nodes):  # NumPy integers are integers
+        given = nx.relabel_nodes(
+            given, {v: int(v) for v in given.nodes if isinstance(v, np.integer)}, copy=True
+        )
+    for label in given.nodes:
         if isinstance(label, bool) or not isinstance(label, int | str):
             raise ConfigError(
                 key,
@@ -155,8 +161,8 @@ def check_graph_object(graph: object, key: str = "topology") -> nx.Graph:
             )
         if isinstance(label, int) and not INT64_MIN <= label <= INT64_MAX:
             raise ConfigError(key, f"node label {label} is outside the 64-bit integer range")
-    _check_distinct_as_text(graph, key)
-    copy = graph.copy()  # attributes dicts copied: the caller's later edits do not reach the runs
+    _check_distinct_as_text(given, key)
+    copy = given.copy()  # attributes dicts copied: the caller's later edits do not reach the runs
     return nx.freeze(finish(copy, key))
 
 
