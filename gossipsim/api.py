@@ -18,16 +18,29 @@ import math
 import os
 import sys
 import warnings
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from .errors import ConfigError
-from .executors import Executor, Outcome, Task, describe_error, start_executor, units
+from .executors import (
+    Executor,
+    Outcome,
+    Task,
+    capped,
+    count_units,
+    describe_error,
+    start_executor,
+    units,
+)
 from .graphfiles import MAX_SAVED_NODES
 from .runner import World, build_world
-from .scenario import Study, load_scenario, parse_study
+from .scenario import Study, load_scenario, parse_study, raise_for_swept_base
 from .store import RunStore, study_record
+from .textfiles import checked_path
 
 if TYPE_CHECKING:  # the tables need pandas: imported by run() alone, not by check() (validate)
     from .results import Results
@@ -94,6 +107,13 @@ def run(
             raise ConfigError("overrides", "must be a mapping of dotted keys to values")
         study = study.replace(overrides)
     study = _with_overrides(study, runs, seed)
+    workers = _integer(workers, "workers")
+    out = checked_path(out, "--out") if out is not None else None
+    _check_flags(resume, progress, make_plots)
+    for name, text in (("tables", tables), ("--engine", engine), ("--cluster", cluster)):
+        if text is not None and not isinstance(text, str):
+            raise ConfigError(name, f"must be a string or None (got {type(text).__name__})")
+    resume = bool(resume)
     if resume and out is None:
         raise ConfigError("--resume", "needs --out, the folder of the interrupted sweep")
     if not isinstance(allow_code_change, bool):
@@ -122,6 +142,11 @@ def run(
             return _finished(study, store, make_plots, formats)
         record = store.record if store is not None else study_record(study)
         done = store.finished() if store is not None and resume else set()
+        finished = Counter(variant for variant, _ in done)
+        todo = [v.scenario.run.runs - finished[i] for i, v in enumerate(study.variants)]
+        workers, cluster, note = capped(workers, cluster, count_units(todo, engines))
+        if note is not None:  # a fork storm of idle processes helps no one
+            warnings.warn(note, UserWarning, stacklevel=2)
         with start_executor(workers, cluster) as executor:
             if store is not None:
                 store.open()  # the executor is running: only now is the folder touched
@@ -158,14 +183,38 @@ def _report_repairs(store: RunStore) -> None:
 
 
 def _with_overrides(study: Study, runs: int | None, seed: int | None) -> Study:
-    """The study with ``runs`` / ``seed`` replaced, after checking them."""
+    """The study with ``runs`` / ``seed`` replaced, after checking them (NumPy integers are
+    integers)."""
     if runs is None and seed is None:
         return study
+    runs, seed = _integer(runs, "runs"), _integer(seed, "seed")
     if runs is not None and (isinstance(runs, bool) or not isinstance(runs, int) or runs < 1):
         raise ConfigError("runs", f"must be an integer >= 1 (got {runs!r})")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise ConfigError("seed", f"must be an integer >= 0 (got {seed!r})")
     return study.with_overrides(runs=runs, seed=seed)
+
+
+def _integer(value: Any, key: str) -> Any:
+    """A NumPy integer (``np.int64(3)``) as the Python int it is; anything else unchanged (checked
+    by the caller, whose message names ``key``)."""
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
+
+
+def _check_flags(resume: Any, progress: Any, make_plots: Any) -> None:
+    """``resume`` a bool, ``progress`` a bool or None, ``make_plots`` a callable or None."""
+    if not isinstance(resume, bool | np.bool_):
+        raise ConfigError("resume", f"must be True or False (got {resume!r:.80})")
+    if progress is not None and not isinstance(progress, bool | np.bool_):
+        raise ConfigError("progress", f"must be True, False or None (got {progress!r:.80})")
+    if make_plots is not None and not callable(make_plots):
+        raise ConfigError(
+            "make_plots",
+            "must be a function (results, folder) -> None, or None (got "
+            f"{type(make_plots).__name__})",
+        )
 
 
 def _execute(
@@ -397,7 +446,7 @@ def check_memory(study: Study, worlds: list[World], key: str) -> None:
 
 def _table_bytes(world: World) -> int:
     """A lower bound of the bytes one run of ``world`` adds to the tables held in memory."""
-    from .results import METRIC_COLUMNS, RUN_COLUMNS
+    from .columns import METRIC_COLUMNS, RUN_COLUMNS
 
     sc = world.scenario
     slots = 2 if sc.run.stop_when_done else math.ceil(sc.run.iterations / sc.metrics.record_every)
@@ -458,6 +507,11 @@ def check(study: Study) -> list[World]:
             if len(study.variants) == 1:
                 raise
             raise ConfigError(exc.key, f"{exc.message} (variant {variant.label!r})") from None
+    for key, scenario in study.base_probes:  # a swept key's own value, checked by the model
+        try:
+            build_world(scenario)
+        except ConfigError as exc:
+            raise_for_swept_base(exc, key)
     return worlds
 
 
@@ -466,4 +520,10 @@ def _as_study(scenario: Study | str | os.PathLike[str] | Mapping[str, Any]) -> S
         return scenario
     if isinstance(scenario, Mapping):
         return parse_study(scenario)
-    return load_scenario(Path(scenario))
+    if not isinstance(scenario, str | os.PathLike):
+        raise ConfigError(
+            "scenario",
+            f"expected a Study, a scenario file's path (str or os.PathLike) or a mapping of "
+            f"sections, got {type(scenario).__name__} {scenario!r:.60}",
+        )
+    return load_scenario(checked_path(scenario, "scenario"))

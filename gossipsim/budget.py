@@ -110,6 +110,20 @@ def require_fits(key: str, need: float, what: str) -> None:
         )
 
 
+# ------------------------------------------------------------------------------ Monte Carlo
+
+#: the cover and hitting Monte Carlo (``gossipsim covertime``/``hitting``), per run: its first
+#: holder, its result and the arrays of the runs stepping together (positions, counts, moves and
+#: their masks: about 6 numbers of 8 bytes each at once)
+MONTE_CARLO_RUN_BYTES = 64
+
+
+def check_monte_carlo(runs: int, key: str = "--runs") -> None:
+    """Refuse a number of Monte Carlo runs whose arrays cannot fit in this machine's memory (all
+    runs step together; the cover's visited flags are held to 200 MB a chunk besides)."""
+    require_fits(key, runs * MONTE_CARLO_RUN_BYTES + 200e6, f"{runs:,} Monte Carlo runs")
+
+
 # ------------------------------------------------------------------------------------- graphs
 
 

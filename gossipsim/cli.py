@@ -24,6 +24,7 @@ from typing import Any, NoReturn, TypeVar
 
 from . import __version__
 from .errors import ConfigError
+from .textfiles import checked_path
 
 EXIT_USAGE = 2
 EXIT_FAILED = 1  # runs failed, or the runs are done but a step after them failed
@@ -285,7 +286,9 @@ def _one_line_warning(
     file: Any = None,
     line: str | None = None,
 ) -> None:
-    print(f"gossipsim: warning: {message}", file=sys.stderr)
+    from .libwarnings import meaning
+
+    print(f"gossipsim: warning: {meaning(message, category)}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -345,7 +348,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     study = load_scenario(args.file)
     if args.set:
         study = study.replace(dict(parse_set(text) for text in args.set))
-    out = Path(args.out) if args.out else Path("results") / study.name
+    out = checked_path(args.out, "--out") if args.out else Path("results") / study.name
     # auto: a bar when stderr is a terminal (decided here, so that a piped run never imports tqdm)
     progress = {"auto": sys.stderr.isatty(), "on": True, "off": False}[args.progress]
 
@@ -567,6 +570,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             "--out",
             f"a figure file ending in {', '.join('.' + f for f in FORMATS)} (got {args.out!r})",
         )
+    checked_path(args.out, "--out")  # a name the file system can take
     if out.is_dir():
         raise ConfigError("--out", f"{args.out!r} is a folder; give a figure file")
     check_output_folder(out.parent, "--out")
@@ -598,11 +602,12 @@ def _graphs(study: Any) -> dict[str, Any]:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from .api import check
+    from .api import check, check_memory
     from .scenario import load_scenario
 
     study = load_scenario(args.file)
     worlds = check(study)
+    check_memory(study, worlds, "scenario.runs")  # what `run` refuses, refused here too
     runs = sum(v.scenario.run.runs for v in study.variants)
     print(f"{args.file}: valid ({len(study.variants)} variant(s), {runs} runs in all)")
     for variant, world in zip(study.variants, worlds, strict=True):
@@ -648,13 +653,19 @@ def _sized(
         ) from None
 
 
+#: what --json says instead of a 95% interval of fewer than two finished runs
+UNDEFINED_INTERVAL = "undefined: fewer than two finished runs, whose spread is unknown"
+
+
 def _cmd_covertime(args: argparse.Namespace) -> int:
     import numpy as np
 
     from . import cover as ct
+    from .budget import check_monte_carlo
     from .scheduling import check_scheduler
 
     check_scheduler(args.scheduler, "--scheduler")
+    check_monte_carlo(args.runs)
     graph = _graph_from_args(args)
     # the exact value and the bounds first: a graph too large for them is refused before the runs
     exact = _sized(ct.exact_cover_moves_with_method, graph, args, "--exact") if args.exact else None
@@ -667,9 +678,11 @@ def _cmd_covertime(args: argparse.Namespace) -> int:
         "nodes": graph.size,
         "scheduler": args.scheduler,
         "mean_moves": stats["mean"],
-        "ci95_moves": list(stats["ci95"]),
+        "ci95_moves": list(stats["ci95"]) if stats["ci95"] is not None else None,
         "runs": stats["runs"],
     }
+    if stats["ci95"] is None:
+        out["ci95_note"] = UNDEFINED_INTERVAL
     if exact is not None:
         out["exact_moves"] = exact.moves
         out["exact_method"] = exact.method
@@ -678,9 +691,12 @@ def _cmd_covertime(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(out))
     else:
+        ci = out["ci95_moves"]
+        interval = f"95% CI {ci[0]:.4g} to {ci[1]:.4g}" if ci else "95% CI undefined for one run"
         print(
-            f"{args.topology}, K = {out['nodes']}, {args.scheduler}: mean cover time {out['mean_moves']:.4g} moves "
-            f"(95% CI {out['ci95_moves'][0]:.4g} to {out['ci95_moves'][1]:.4g}, {out['runs']} runs; cover iteration = moves + 1)"
+            f"{args.topology}, K = {out['nodes']}, {args.scheduler}: mean cover time "
+            f"{out['mean_moves']:.4g} moves ({interval}, {out['runs']} run"
+            f"{'s' if out['runs'] != 1 else ''}; cover iteration = moves + 1)"
         )
         if "exact_moves" in out:
             print(f"  exact expectation: {out['exact_moves']:.6g} moves ({out['exact_method']})")
@@ -695,10 +711,12 @@ def _cmd_hitting(args: argparse.Namespace) -> int:
     import numpy as np
 
     from . import cover as ct
+    from .budget import check_monte_carlo
     from .scheduling import check_scheduler
     from .topology import parse_label
 
     check_scheduler(args.scheduler, "--scheduler")
+    check_monte_carlo(args.runs)
     indexed = _graph_from_args(args)
     label = parse_label(args.node)
     if label not in indexed.index_of and str(args.node) in indexed.index_of:
@@ -712,6 +730,8 @@ def _cmd_hitting(args: argparse.Namespace) -> int:
             start = str(args.start)
         indexed.index(start, "--start")
     label = indexed.labels[node]
+    # walks whose length is known to be too long are refused before the exact value is computed
+    ct.montecarlo.check_hitting_work(indexed, label, args.scheduler, args.runs, "--runs")
     exact = None
     if args.exact:  # first: a slot too late for the exact law is refused before the runs
         try:
@@ -745,19 +765,22 @@ def _cmd_hitting(args: argparse.Namespace) -> int:
         "at_slot": args.at_slot,
         "start": args.start if args.at_slot is not None else "stationary",
         "mean_latency": stats["mean"],
-        "ci95_latency": list(stats["ci95"]) if stats["runs"] > 1 else None,
+        "ci95_latency": list(stats["ci95"]) if stats["ci95"] is not None else None,
         "runs": stats["runs"],
     }
+    if stats["ci95"] is None:
+        out["ci95_note"] = UNDEFINED_INTERVAL
     if exact is not None:
         out["exact_latency"] = exact
     if args.json:
         print(json.dumps(out, default=str))
     else:
         ci = out["ci95_latency"]
-        interval = f"95% CI {ci[0]:.4g} to {ci[1]:.4g}, " if ci else ""
+        interval = f"95% CI {ci[0]:.4g} to {ci[1]:.4g}" if ci else "95% CI undefined for one run"
         print(
             f"{args.topology}, K = {out['nodes']}, node {out['node']!r}, {args.scheduler}: mean "
-            f"removal latency {out['mean_latency']:.4g} slots ({interval}{out['runs']} runs; {what})"
+            f"removal latency {out['mean_latency']:.4g} slots ({interval}, {out['runs']} run"
+            f"{'s' if out['runs'] != 1 else ''}; {what})"
         )
         if "exact_latency" in out:
             print(f"  exact expectation: {out['exact_latency']:.6g} slots")

@@ -123,7 +123,19 @@ def describe_error(exc: BaseException) -> str:
     return traceback.format_exception_only(type(exc), exc)[-1].strip()
 
 
-def units(tasks: Iterable[Task], engines: Sequence[str], batch: int = 1024) -> Iterator[Unit]:
+#: runs of one variant in a unit of work of the vectorised engine
+BATCH_RUNS = 1024
+
+
+def count_units(runs: Sequence[int], engines: Sequence[str], batch: int = BATCH_RUNS) -> int:
+    """How many units :func:`units` makes of ``runs[v]`` tasks of each variant v."""
+    return sum(
+        -(-n // batch) if engine == "vectorized" else n
+        for n, engine in zip(runs, engines, strict=True)
+    )
+
+
+def units(tasks: Iterable[Task], engines: Sequence[str], batch: int = BATCH_RUNS) -> Iterator[Unit]:
     """Group tasks into units, lazily: one per run on the event engine, batches per variant on the
     vectorised engine (a variant's last, partial batch comes once its tasks are exhausted)."""
     pending: dict[int, list[int]] = {}
@@ -415,6 +427,13 @@ class DaskCluster(Executor):
                 "--cluster",
                 f"cannot reach the Dask scheduler at {cluster} within {CLUSTER_TIMEOUT_S:g} s ({type(exc).__name__})",
             ) from None
+        except Exception as exc:  # an address Dask cannot use (its own checks): one line
+            _disarm_client(exc)
+            if self.local is not None:
+                self.local.close()
+            raise ConfigError(
+                "--cluster", f"Dask cannot connect to {cluster} ({describe_error(exc)})"
+            ) from None
 
     def map(
         self, study: Study, work: Iterable[Unit], worlds: Sequence[World] | None = None
@@ -460,6 +479,12 @@ class DaskCluster(Executor):
 def _parse_cluster(cluster: str) -> int | None:
     """The number of workers of ``local:N`` (``None`` for a scheduler address); a ConfigError for
     anything else."""
+    if not isinstance(cluster, str):
+        raise ConfigError(
+            "--cluster",
+            f"expected a scheduler address such as tcp://host:8786 or local:N (got "
+            f"{type(cluster).__name__} {cluster!r})",
+        )
     if cluster.startswith("local:"):
         try:
             n = int(cluster.split(":", 1)[1])
@@ -471,10 +496,131 @@ def _parse_cluster(cluster: str) -> int | None:
             )
         return n
     if cluster.startswith(ADDRESS_SCHEMES) and len(cluster) > cluster.index("://") + 3:
+        _check_address(cluster)
         return None
     raise ConfigError(
         "--cluster",
         f"expected a scheduler address such as tcp://host:8786 or local:N (got {cluster!r})",
+    )
+
+
+def _disarm_client(exc: BaseException) -> None:
+    """Mark closed the Client whose construction raised ``exc`` (found in the traceback's frames):
+    Dask's ``Client.__del__`` would otherwise try to close it at exit on an event loop that has
+    stopped, and print a traceback after 20 s."""
+    with contextlib.suppress(Exception):
+        from dask.distributed import Client
+
+        tb = exc.__traceback__
+        while tb is not None:
+            client = tb.tb_frame.f_locals.get("self")
+            if isinstance(client, Client):
+                client.status = "closed"
+                with contextlib.suppress(Exception):
+                    client._loop_runner.stop()
+                return
+            tb = tb.tb_next
+
+
+def _check_address(cluster: str) -> None:
+    """Refuse at once, in one line, a scheduler address that no Client of this process can reach:
+    an in-process address (``inproc://``) with no scheduler listening in this process, and a TLS
+    address (``tls://``, ``wss://``) without Dask's TLS settings (Dask would fail only after its
+    timeouts, with a traceback)."""
+    scheme, _, rest = cluster.partition("://")
+    if scheme in ("tcp", "tls", "ws", "wss"):
+        try:
+            from distributed.comm.addressing import parse_host_port
+
+            _, port = parse_host_port(rest, default_port=8786)
+        except ImportError:
+            return
+        except Exception as exc:  # Dask's own reading of the address: one line, not later
+            raise ConfigError(
+                "--cluster",
+                f"{cluster!r} is not a scheduler address host:port ({describe_error(exc)})",
+            ) from None
+        if not 0 < int(port) < 65536:
+            raise ConfigError("--cluster", f"{cluster!r}: the port must be 1 to 65535 (got {port})")
+    if scheme == "inproc":
+        try:
+            from distributed.comm.inproc import global_manager
+
+            listening = global_manager.get_listener_for(rest) is not None
+        except ImportError:
+            return  # DaskCluster says that Dask is missing
+        except Exception:  # an address of another process or host, or malformed
+            listening = False
+        if not listening:
+            raise ConfigError(
+                "--cluster",
+                f"{cluster!r} is an in-process address, and no Dask scheduler listens on it in this "
+                "process (an inproc:// address is reachable only from the process that runs its "
+                "scheduler); give tcp://host:port or local:N",
+            )
+    if scheme in ("tls", "wss"):
+        try:
+            from distributed.security import Security
+
+            context = Security().get_connection_args("client").get("ssl_context")
+        except ImportError:
+            return
+        except Exception as exc:  # a TLS configuration Dask cannot load
+            raise ConfigError(
+                "--cluster", f"{scheme}:// needs Dask's TLS settings, which failed to load "
+                f"({describe_error(exc)})"
+            ) from None  # fmt: skip
+        if context is None:
+            raise ConfigError(
+                "--cluster",
+                f"{scheme}:// needs Dask's TLS settings (distributed.comm.tls.ca-file, "
+                "distributed.comm.tls.client.cert and .key in the Dask configuration), and none "
+                "are set; give tcp://host:port, local:N, or configure TLS",
+            )
+
+
+def usable_cores() -> int:
+    """The processor cores this process may run on (its CPU affinity where the system says)."""
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except (AttributeError, OSError):
+        return max(os.cpu_count() or 1, 1)
+
+
+def usable_workers(requested: int, units: int, cores: int | None = None) -> int:
+    """How many local worker processes can be of use: no more than the units of work (a batch of
+    vectorised runs or one event-engine run each; an idle process only costs its start-up and
+    memory) nor than the cores (more processes share them, none finishes sooner), at least 1."""
+    cores = usable_cores() if cores is None else cores
+    return max(1, min(requested, units, cores))
+
+
+def capped(workers: int, cluster: str | None, units: int) -> tuple[int, str | None, str | None]:
+    """``workers`` and ``cluster`` (``local:N``) capped by :func:`usable_workers`, and a one-line
+    note saying so (None when nothing changed). A scheduler address is left as it is: its
+    workers are another machine's."""
+    if cluster is None:
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers <= 1:
+            return workers, cluster, None  # checked (or refused) by make_executor
+        use = usable_workers(workers, units)
+        if use == workers:
+            return workers, cluster, None
+        return use, cluster, _cap_note(f"--workers {workers}", use, units)
+    asked = _parse_cluster(cluster)
+    if asked is None:
+        return workers, cluster, None
+    use = usable_workers(asked, units)
+    if use == asked:
+        return workers, cluster, None
+    return workers, f"local:{use}", _cap_note(f"--cluster {cluster}", use, units)
+
+
+def _cap_note(what: str, use: int, units: int) -> str:
+    cores = usable_cores()
+    return (
+        f"{what}: {use} worker process{'es' if use != 1 else ''} used ({units:,} unit"
+        f"{'s' if units != 1 else ''} of work, {cores} core{'s' if cores != 1 else ''}: more "
+        "would only wait; the results are the same for any number)"
     )
 
 

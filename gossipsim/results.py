@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from .censoring import censored_summary
+from .columns import METRIC_COLUMNS, RUN_COLUMNS
 from .errors import ConfigError
 from .executors import RunFailure
 from .fastcsv import write_csv
@@ -42,28 +43,13 @@ from .store import (  # stale staging folders are removed by the next run on the
     read_meta,
 )
 from .sweeps import GRAPH_SWEEP_KEY, is_graph_description
+from .textfiles import checked_path
 from .tidy import tidy, variant_dtype
 
 if TYPE_CHECKING:
     import networkx as nx
     from matplotlib.figure import Figure
 
-RUN_COLUMNS = [
-    "variant",
-    "run",
-    "seed",
-    "cover_iteration",
-    "cover_moves",
-    "convergence_iteration",
-    "convergence_time",
-    "iterations",
-    "time",
-    "bits",
-    "best_family_kl",
-    "damped_steps",
-    "domain_recoveries",
-    "nonfinite_kl_slots",
-]
 REQUEST_COLUMNS = [
     "variant", "run", "request", "node", "request_iteration", "request_time", "settled_at_request",
     "removal_latency", "removal_latency_time", "latency", "latency_time", "retrain_latency",
@@ -73,9 +59,6 @@ REQUEST_COLUMNS = [
 CENSORING_COLUMNS = ["served", "censored_at"]
 VISIT_COLUMNS = ["variant", "node", "visits", "share"]
 FAILURE_COLUMNS = ["variant", "run", "seed", "error"]
-METRIC_COLUMNS = [
-    "variant", "run", "iteration", "time", "holder", "kl", "bits", "retrain_kl", "best_family_kl",
-]  # fmt: skip
 
 
 @dataclass
@@ -749,7 +732,7 @@ def load_results(out_dir: str | os.PathLike[str]) -> Results:
     cannot read, or that a command is writing, is a one-line ConfigError for ``DIR`` naming the
     file; visits.csv and failures.csv, missing in folders of older versions, are then empty
     tables."""
-    d = Path(out_dir)
+    d = checked_path(out_dir, "DIR")
     try:
         return _load(d)
     except ConfigError:

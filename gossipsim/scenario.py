@@ -14,12 +14,13 @@ import copy
 import itertools
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import networkx as nx
+import numpy as np
 
 from . import budget
 from .errors import ConfigError
@@ -54,7 +55,7 @@ from .sweeps import (
     sweep_cases,
     variant_label,
 )
-from .textfiles import read_text
+from .textfiles import checked_path, read_text
 from .topology import TOPOLOGY_KINDS, check_graph_object
 from .topology.registry import validate as validate_topology
 
@@ -94,6 +95,9 @@ class Study:
     variants: tuple[Variant, ...]
     graph: Any = field(default=None, repr=False)
     swept_graphs: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: (swept key, the first variant with that key at its value outside the sweep), for each swept
+    #: key the file also sets: what :func:`gossipsim.api.check` builds to check that value
+    base_probes: tuple[tuple[str, Scenario], ...] = field(default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "raw", freeze(self.raw))
@@ -122,6 +126,12 @@ class Study:
             if value is not _MISSING:
                 raise ConfigError("replace", "give a mapping of keys, or one key and its value")
             changes = dict(key)
+        elif not isinstance(key, str):
+            raise ConfigError(
+                "replace",
+                "expected a dotted key and its value, or a mapping of dotted keys to values (got "
+                f"{type(key).__name__})",
+            )
         else:
             if value is _MISSING:
                 raise ConfigError(str(key), "replace needs a value (None removes the key)")
@@ -131,6 +141,7 @@ class Study:
         for dotted, new in changes.items():
             if not isinstance(dotted, str) or not dotted or any(not p for p in dotted.split(".")):
                 raise ConfigError(str(dotted), "must be a dotted key such as topology.nodes")
+            new = plain_value(new, dotted)
             if dotted == "topology" or (
                 dotted.startswith("topology.") and isinstance(new, nx.Graph)
             ):
@@ -201,7 +212,7 @@ def load_scenario(path: str | os.PathLike[str]) -> Study:
     The file is UTF-8 text (a byte-order mark, as some editors write, is allowed); any other
     encoding, a binary file, invalid TOML or nesting deeper than :data:`MAX_DEPTH` is a one-line
     error saying where."""
-    p = Path(path)
+    p = checked_path(path, "scenario file")
     text = read_text(p, "scenario file")
     try:
         raw = tomllib.loads(text)
@@ -219,6 +230,33 @@ def load_scenario(path: str | os.PathLike[str]) -> Study:
 MAX_DEPTH = 32
 #: TOML integers are 64-bit; larger ones (which Python's parser accepts) are refused
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def plain_value(value: Any, key: str) -> Any:
+    """A scenario value given from Python as the TOML value it stands for: NumPy scalars as the
+    Python ``bool``, ``int`` or ``float`` they hold (``np.int64(3)`` is the integer 3), NumPy
+    arrays as lists, tables and arrays converted all the way down (a copy; graph objects kept). A
+    generator or other one-pass iterator is refused naming ``key``: a scenario is read more than
+    once (each variant, the results folder's record), so it needs a list."""
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    if isinstance(value, Mapping) and not isinstance(value, nx.Graph):
+        return {k: plain_value(v, f"{key}.{k}" if key else str(k)) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(plain_value(v, f"{key}[{i}]") for i, v in enumerate(value))
+    if isinstance(value, Iterator):
+        raise ConfigError(
+            key or "scenario",
+            f"is a {type(value).__name__}, which can be read only once; give a list (e.g. "
+            "list(...) of it)",
+        )
+    return value
 
 
 def check_structure(raw: Mapping[str, Any]) -> None:
@@ -308,6 +346,8 @@ def parse_study(
     is (a ``topology`` beside the sweep is not used, and not recorded), its label the value of the
     variant's ``topology`` key; ``raw`` records each graph by its description, the graphs are kept
     as :attr:`Study.swept_graphs` (what :meth:`Study.replace` passes back as ``swept_graphs``)."""
+    if isinstance(raw, Mapping):
+        raw = plain_value(raw, "")
     check_structure(raw)
     raw_dict, graph = _take_graph(raw, graph)
     for section in raw_dict:
@@ -327,14 +367,7 @@ def parse_study(
     for case_label, case in cases:
         for combo in itertools.product(*(sweep[k] for k in keys)):
             values = {**case, **dict(zip(keys, combo, strict=True))}
-            variant_raw = copy.deepcopy(raw_dict)
-            variant_graph = graph
-            for dotted, value in values.items():
-                if graphs is not None and dotted == GRAPH_SWEEP_KEY:
-                    variant_raw[dotted] = {"kind": GRAPH_KIND, "graph": graphs.described[value]}
-                    variant_graph = graphs.graphs[value]
-                else:
-                    set_dotted(variant_raw, dotted, value)
+            variant_raw, variant_graph = _variant_raw(raw_dict, values, graphs, graph)
             scenario = parse_scenario(
                 variant_raw, base_dir=base_dir, default_name=default_name, graph=variant_graph
             )
@@ -347,6 +380,7 @@ def parse_study(
     labels = [v.label for v in variants]
     if len(set(labels)) != len(labels):
         raise ConfigError("sweep", "two variants have the same label; sweep values must differ")
+    probes = _check_swept_bases(raw_dict, variants[0].values, graphs, graph, base_dir, default_name)
     # memory and simulated time, before any graph or data is built (checked again on the built world)
     budget.check_study(v.scenario for v in variants)
     raw_out = dict(raw_dict)
@@ -364,8 +398,87 @@ def parse_study(
         }
     return Study(
         variants[0].scenario.run.name, path, raw_out, sweep, tuple(variants), graph,
-        graphs.graphs if graphs is not None else {},
+        graphs.graphs if graphs is not None else {}, tuple(probes),
     )  # fmt: skip
+
+
+def _variant_raw(
+    raw_dict: dict[str, Any], values: Mapping[str, Any], graphs: GraphSweep | None, graph: Any
+) -> tuple[dict[str, Any], Any]:
+    """The scenario of one variant: the base with the variant's swept ``values`` set, and its
+    graph object (of a sweep over graphs, else the base's)."""
+    variant_raw = copy.deepcopy(raw_dict)
+    variant_graph = graph
+    for dotted, value in values.items():
+        if graphs is not None and dotted == GRAPH_SWEEP_KEY:
+            variant_raw[dotted] = {"kind": GRAPH_KIND, "graph": graphs.described[value]}
+            variant_graph = graphs.graphs[value]
+        else:
+            set_dotted(variant_raw, dotted, value)
+    return variant_raw, variant_graph
+
+
+def _check_swept_bases(
+    raw_dict: dict[str, Any],
+    first: Mapping[str, Any],
+    graphs: GraphSweep | None,
+    graph: Any,
+    base_dir: str,
+    default_name: str,
+) -> list[tuple[str, Scenario]]:
+    """Refuse a swept key whose value outside the sweep (the file's own ``[topology] nodes`` beside
+    ``"topology.nodes" = [...]``) is invalid. No variant uses that value, but it is the study's
+    value of the key once the sweep over it is dropped (``--set`` on the key, or
+    ``Study.replace({"sweep.<key>": None})``), so a typo there must not wait until then. Each is
+    checked in the first variant with that one key back at its base value; only errors about the
+    key itself count (a base value may be valid alone and not beside the other swept values).
+    Returns the probes that parse, for :func:`gossipsim.api.check` to build (values such as
+    ``data.theta`` are checked by the model, when the world is built)."""
+    probes = []
+    for key in first:
+        if graphs is not None and key == GRAPH_SWEEP_KEY:
+            continue  # a sweep over graphs replaces the whole topology: the base is not used
+        found, _ = _get_dotted(raw_dict, key)
+        if not found:
+            continue  # the key's default applies, valid by definition
+        others = {k: v for k, v in first.items() if k != key}
+        probe, probe_graph = _variant_raw(raw_dict, others, graphs, graph)
+        try:
+            scenario = parse_scenario(
+                probe, base_dir=base_dir, default_name=default_name, graph=probe_graph
+            )
+        except ConfigError as exc:
+            raise_for_swept_base(exc, key)
+            continue
+        probes.append((key, scenario))
+    return probes
+
+
+def raise_for_swept_base(exc: ConfigError, key: str) -> None:
+    """Raise ``exc`` as an error of the value of the swept ``key`` outside its sweep, when it is
+    about that key (else return: an error of another key, valid alone)."""
+    if exc.key == key or exc.key.startswith((key + ".", key + "[")):
+        raise ConfigError(
+            exc.key,
+            f"{exc.message} (the value outside the sweep over {key}, which applies when "
+            "that sweep is dropped; give a valid value or leave the key out)",
+        ) from None
+    if key.startswith(exc.key + "."):
+        raise ConfigError(
+            key,
+            f"{exc.message} (with the value outside the sweep over {key}, which applies "
+            "when that sweep is dropped; give a valid value or leave the key out)",
+        ) from None
+
+
+def _get_dotted(raw: Mapping[str, Any], dotted: str) -> tuple[bool, Any]:
+    """Whether the dotted key is set in ``raw``, and its value."""
+    node: Any = raw
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return False, None
+        node = node[part]
+    return True, node
 
 
 def _graph_dimension(

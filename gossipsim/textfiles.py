@@ -1,10 +1,13 @@
 """User text files (scenarios, observation and graph files): read as UTF-8 or refused in one line
-naming the key, the file and where the first byte that is not text is; paths shown shortened."""
+naming the key, the file and where the first byte that is not text is; paths shown shortened; a
+path argument checked before any file is opened (:func:`checked_path`)."""
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
+from typing import Any
 
 from .errors import ConfigError
 
@@ -17,6 +20,35 @@ def shown_path(path: str | os.PathLike[str], limit: int = 120) -> str:
         keep = (limit - 5) // 2
         text = f"{text[:keep]}[...]{text[-keep:]}"
     return repr(text)
+
+
+#: what the file system answers for a path that cannot name a file at all (not "it does not exist")
+_UNUSABLE_PATH = {errno.ENAMETOOLONG, errno.ELOOP, errno.EINVAL}
+
+
+def checked_path(value: Any, key: str) -> Path:
+    """``value`` as a :class:`~pathlib.Path` when it is a text path (``str`` or ``os.PathLike``
+    of ``str``) the file system can look up (it may not exist); else a one-line
+    :class:`ConfigError` naming ``key``: another type (None, a number, bytes), a NUL byte, a name
+    too long for the file system, a loop of symbolic links."""
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str):
+        raise ConfigError(
+            key, f"expected a path (str or os.PathLike), got {type(value).__name__} {value!r:.80}"
+        )
+    if not value.strip():
+        raise ConfigError(key, "must name a file or folder (got an empty name)")
+    try:
+        os.stat(value)
+    except ValueError as exc:  # a NUL byte
+        raise ConfigError(key, f"cannot use the path {shown_path(value)}: {exc}") from None
+    except OSError as exc:
+        if exc.errno in _UNUSABLE_PATH:
+            raise ConfigError(
+                key, f"cannot use the path {shown_path(value)}: {exc.strerror or exc}"
+            ) from None
+    return Path(value)
 
 
 _UTF8_BOM = b"\xef\xbb\xbf"

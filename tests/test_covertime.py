@@ -306,8 +306,8 @@ def test_latency_les_miserables_in_monte_carlo_ci(kind: str) -> None:
     exact = ct.next_visit_latency(g, "MmeMagloire", kind)
     x = ct.monte_carlo_unlearning_latency(g, "MmeMagloire", kind, runs=20_000, rng=5)
     assert np.all(x >= 1) and np.all(x == np.floor(x))
-    lo, hi = ct.summarize(x)["ci95"]
-    assert lo <= exact <= hi, (lo, exact, hi)
+    stats = ct.summarize(x)
+    assert abs(stats["mean"] - exact) <= 4 * stats["se"], (stats["mean"], exact)
 
 
 @pytest.mark.parametrize("kind", [MH, SRW])

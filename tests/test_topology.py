@@ -291,8 +291,13 @@ def test_label_collision(tmp_path: Path) -> None:
 
 
 def test_directed_multigraph_graphml(tmp_path: Path) -> None:
+    """Refused, as a DiGraph or MultiGraph given from Python is (issue 21, item 13)."""
     gml = tmp_path / "d.graphml"
     nx.write_graphml(nx.MultiDiGraph([(1, 2), (2, 1), (1, 2), (2, 3)]), gml)
+    assert "directed" in str(raises_for("topology.path", "graphml", path=gml))
+    nx.write_graphml(nx.MultiGraph([(1, 2), (1, 2), (2, 3)]), gml)
+    assert "1 parallel edge" in str(raises_for("topology.path", "graphml", path=gml))
+    nx.write_graphml(nx.Graph([(1, 2), (2, 3)]), gml)
     g = build_topology("graphml", path=gml)
     assert type(g) is nx.Graph and edges(g) == [(1, 2), (2, 3)]
 

@@ -12,6 +12,12 @@ uniform scheduler) the last few runs of a cover simulation are finished one at a
 scheduler's one-step sampler (the same chain, as :class:`~gossipsim.scheduling.Walker` uses it), which
 is cheaper than a NumPy step over a handful of runs.
 
+Hitting a node needs no pass per slot where the law allows a shortcut (:func:`_moves_to`): under
+the uniform scheduler the slots are Geometric(1/K); on a ring or a path the walk is a ±1 walk on a
+line, drawn a block of steps at a time by cumulative sums (a ring of 20,000 nodes, 6.7·10^7 moves
+a walk, in about a second). Walks there known to exceed :data:`MAX_LINE_MOVES` moves in all are
+refused at once (:func:`check_hitting_work`).
+
 Samples are reproducible from the seed given (``rng``); they are not the walks the engines realise
 from a scenario's seeds (those come from the runs' own walk streams).
 """
@@ -20,6 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -194,6 +201,10 @@ def monte_carlo_unlearning_latency(
     chain = sched.jump_chain(g)
     out = np.ones(runs)
     alive = pos != target
+    direct = _moves_to(chain, gen, pos[alive], target)
+    if direct is not None:  # hitting times drawn without a NumPy pass a slot
+        out[alive] = 1.0 + direct
+        return out
     act = np.flatnonzero(alive)
     pos = pos[alive]
     moves = np.zeros(act.size, dtype=np.int64)
@@ -270,6 +281,9 @@ def _slots_to_node(
     """The first slot the node ``target`` holds, for walks that leave ``pos`` at the start of slot
     ``next_first`` (the jump chain from there on)."""
     out = np.empty(pos.size)
+    direct = _moves_to(chain, gen, pos, target, first_stay=False)
+    if direct is not None:  # the slot reaching the target is next_first − 1 + its slots
+        return next_first - 1 + direct
     act = np.arange(pos.size)
     first = next_first.copy()
     pos = chain.dest(gen, pos)
@@ -287,33 +301,208 @@ def _slots_to_node(
     return out
 
 
+#: most ±1 steps of a walk on a cycle or a path drawn at once (8 MB of int64 partial sums)
+_LINE_BLOCK = 1 << 20
+#: the most moves the walks to a node on a cycle or a path may take in all: about 15 s at the
+#: measured 6.5 ns a move (a ring of 20,000 nodes takes 6.7·10^7 moves a walk on average)
+MAX_LINE_MOVES = 2_000_000_000
+
+
+@dataclass(frozen=True)
+class _Line:
+    """A walk on a cycle or a path seen as a ±1 walk on the integers (:func:`_line_of`): node
+    ``v`` sits at the points ``rank[v] + k·period`` (a cycle: period K) or ``±rank[v] + k·period``
+    (a path folded: period 2(K − 1), its ends at the multiples of K − 1)."""
+
+    rank: np.ndarray
+    period: int
+    path: bool
+    #: the probability of leaving each end of a path per slot (1: no holding), else ()
+    leave: tuple[float, ...] = ()
+
+    def targets(self, target: int) -> tuple[int, ...]:
+        t = int(self.rank[target])
+        return (t, -t) if self.path else (t,)
+
+    def exit_gaps(self, starts: np.ndarray, target: int) -> tuple[np.ndarray, np.ndarray]:
+        """Steps up and down from each start's point to the nearest point of ``target``."""
+        x = self.rank[starts]
+        up = np.min([(t - x) % self.period for t in self.targets(target)], axis=0)
+        down = np.min([(x - t) % self.period for t in self.targets(target)], axis=0)
+        return up, down
+
+
+def _line_of(chain: JumpChain) -> _Line | None:
+    """The walk as a ±1 walk on a line, when ``chain`` jumps to either of two neighbours with
+    probability 1/2 (its rows uniform) on a cycle (every node of degree 2, moving every slot) or
+    a path (two ends of degree 1, the inner nodes moving every slot; the ends may hold, as
+    Metropolis-Hastings' do, with probability 1/2): Metropolis-Hastings or the simple random walk
+    on a ring or a path. Else None. The order along the graph is SciPy's depth-first order from
+    node 0 (a cycle) or from an end (a path)."""
+    n = chain.n
+    if chain.mode != "rows" or n < 3:
+        return None
+    deg = chain.deg
+    ends = np.flatnonzero(deg == 1)
+    if np.all(deg == 2) and chain.all_move:
+        start, path = 0, False
+    elif ends.size == 2 and np.count_nonzero(deg == 2) == n - 2:
+        inner = np.ones(n, dtype=bool)
+        inner[ends] = False
+        if not np.all(chain.pmove[inner] == 1.0):
+            return None
+        start, path = int(ends[0]), True
+    else:
+        return None
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import depth_first_order
+
+    matrix = sp.csr_array(
+        (np.ones(chain.indices.size, dtype=np.int8), chain.indices, chain.indptr), shape=(n, n)
+    )
+    order = depth_first_order(matrix, start, directed=False, return_predecessors=False)
+    if order.size != n:  # not connected (refused before)
+        return None
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n, dtype=np.int64)
+    if not path:
+        return _Line(rank, n, False)
+    leave = (float(chain.pmove[order[0]]), float(chain.pmove[order[-1]]))
+    return _Line(rank, 2 * (n - 1), True, leave if min(leave) < 1.0 else ())
+
+
+def check_hitting_work(
+    graph: Graph, node: Hashable, scheduler: str, runs: int, key: str = "runs"
+) -> None:
+    """Refuse, at once and in one line naming ``key``, walks to ``node`` that would take more
+    than :data:`MAX_LINE_MOVES` moves in all, where that is known without simulating them: on a
+    cycle or a path (:func:`_line_of`) a walk from x takes up·down moves on average (the ±1 walk's
+    exit time from the interval between the node's nearest points), here averaged over a uniform
+    first holder ((K² − 1)/6 on a ring of K nodes)."""
+    g, sched = prepare(graph, scheduler)
+    line = _line_of(sched.jump_chain(g))
+    if line is None:
+        return
+    target = resolve_node(g, node, "node")
+    up, down = line.exit_gaps(np.arange(g.size), target)
+    each = float(np.mean(up * down, dtype=float))
+    _refuse_line_work(each * int(runs), each, g.size, line, key)
+
+
+def _refuse_line_work(moves: float, each: float, n: int, line: _Line, key: str) -> None:
+    if moves > MAX_LINE_MOVES:
+        what = "path" if line.path else "cycle"
+        raise ConfigError(
+            key,
+            f"the walks to the node would take about {moves:.3g} moves in all on this {what} of "
+            f"{n:,} nodes ({each:.3g} a walk on average), more than the {MAX_LINE_MOVES:.3g} "
+            "simulated in about 15 s; use fewer runs or nodes (the exact expectation alone: "
+            "gossipsim.next_visit_latency)",
+        )
+
+
+def _moves_to(
+    chain: JumpChain,
+    gen: np.random.Generator,
+    pos: np.ndarray,
+    target: int,
+    *,
+    first_stay: bool = True,
+) -> np.ndarray | None:
+    """Slots until each walk from ``pos`` (none at ``target``) first reaches ``target``, the stay
+    at ``pos`` included when ``first_stay``, drawn from their exact law without stepping all walks
+    slot by slot, where the walk allows it; None elsewhere (the caller steps the jump chain).
+
+    * The ``uniform`` scheduler: every slot's holder is uniform over the K nodes, so the slots are
+      ``Geometric(1/K)`` (support 1, 2, …).
+    * A walk on a cycle or a path that jumps to either neighbour with probability 1/2
+      (:func:`_line_of`: Metropolis-Hastings or the simple random walk on a ring or a path): its
+      position is a ±1 random walk on a line, simulated a block of steps at a time by cumulative
+      sums (:func:`_line_walk`); each stay at an end of a path that holds (Metropolis-Hastings)
+      lasts Geometric(p) slots, added as a negative binomial. A ring of K nodes takes about K²/6
+      moves from a stationary start (10^8 at K = 20,000: about a second, where one NumPy pass per
+      slot took minutes).
+    """
+    if chain.mode == "uniform":
+        return gen.geometric(1.0 / chain.n, size=pos.size).astype(float)
+    line = _line_of(chain)
+    if line is None:
+        return None
+    up, down = line.exit_gaps(pos, target)
+    total = float(np.sum(up * down, dtype=float))
+    _refuse_line_work(total, total / max(pos.size, 1), chain.n, line, "runs")
+    out = np.empty(pos.size)
+    for i, (start, u, d) in enumerate(
+        zip(line.rank[pos].tolist(), up.tolist(), down.tolist(), strict=True)
+    ):
+        moves, at_ends = _line_walk(int(u), int(d), int(start), line, gen, first_stay)
+        held = zip(at_ends, line.leave, strict=True) if line.leave else ()
+        extra = sum(int(gen.negative_binomial(v, p)) for v, p in held if v and p < 1)
+        out[i] = moves + extra
+    return out
+
+
+def _line_walk(
+    up: int, down: int, start: int, line: _Line, gen: np.random.Generator, first_stay: bool
+) -> tuple[int, tuple[int, int]]:
+    """Steps of a ±1 random walk from 0 until it first reaches ``up`` or ``−down``, and (for a
+    path whose ends hold) the stays at each end before that (the first point, ``start``, counted
+    when ``first_stay``): blocks of steps drawn at once, growing to :data:`_LINE_BLOCK`, the first
+    hit found in their cumulative sums."""
+    done = 0
+    position = 0
+    block = 1024
+    ends = [0, 0]
+    half = line.period // 2
+    if line.leave and first_stay and start % half == 0:
+        ends[(start % line.period) // half] += 1
+    while True:
+        steps = gen.integers(0, 2, size=block, dtype=np.int8).astype(np.int64)
+        walk = np.cumsum(2 * steps - 1)
+        walk += position
+        outside = (walk >= up) | (walk <= -down)
+        first = int(np.argmax(outside))
+        hit = bool(outside[first])
+        if line.leave:  # the stays at the ends among the points before the hit
+            points = (walk[: first if hit else block] + start) % line.period
+            ends[0] += int(np.count_nonzero(points == 0))
+            ends[1] += int(np.count_nonzero(points == half))
+        if hit:
+            return done + first + 1, (ends[0], ends[1])
+        done += block
+        position = int(walk[-1])
+        block = min(4 * block, _LINE_BLOCK)
+
+
 def summarize(samples: np.ndarray) -> dict[str, Any]:
     """Mean, standard deviation, standard error, 95% CI (mean ± 1.96·sd/√n) and median.
 
-    NaN samples (runs that hit ``max_moves``) are left out and counted in ``unfinished``.
+    NaN samples (runs that hit ``max_moves``) are left out and counted in ``unfinished``. With
+    fewer than two finished runs the spread is unknown: ``sd`` and ``se`` are NaN and ``ci95`` is
+    None (one run says nothing about the interval; it is not of zero width).
     """
     x = np.asarray(samples, dtype=float).ravel()
     finite = x[~np.isnan(x)]
     n = int(finite.size)
+    nan = float("nan")
     if n == 0:
-        nan = float("nan")
         return {
             "mean": nan,
             "sd": nan,
             "se": nan,
-            "ci95": (nan, nan),
+            "ci95": None,
             "median": nan,
             "runs": 0,
             "unfinished": int(x.size),
         }
     mean = float(finite.mean())
-    sd = float(finite.std(ddof=1)) if n > 1 else 0.0
+    sd = float(finite.std(ddof=1)) if n > 1 else nan
     se = sd / math.sqrt(n)
     return {
         "mean": mean,
         "sd": sd,
         "se": se,
-        "ci95": (mean - 1.96 * se, mean + 1.96 * se),
+        "ci95": (mean - 1.96 * se, mean + 1.96 * se) if n > 1 else None,
         "median": float(np.median(finite)),
         "runs": n,
         "unfinished": int(x.size - n),

@@ -265,9 +265,9 @@ class GaussianRegression(Model):
         if self.dataset != "synthetic":
             return load_task(self.dataset, test_fraction=test_fraction, bias=True, rng=rng)
         features = _features(opts)
-        total, n_test = _synthetic_rows(
-            self.spec.data.points_per_node, self.graph.size, test_fraction
-        )
+        points = self.spec.data.points_per_node
+        self._check_node_sizes(points)  # before the rows are drawn: errors name points_per_node
+        total, n_test = _synthetic_rows(points, self.graph.size, test_fraction)
         if self.task_kind == "regression":
             noise = _option(
                 opts, "noise", float, float(self.spec.model.options.get("sigma", SIGMA_KEY.default))
@@ -285,13 +285,7 @@ class GaussianRegression(Model):
         scheme = _option(opts, "partition", str)
         points = self.spec.data.points_per_node
         if self.dataset == "synthetic" and isinstance(points, tuple):  # explicit node sizes
-            if len(points) != self.graph.size:
-                raise ConfigError(
-                    "data.points_per_node",
-                    f"a per-node list needs one value per node ({self.graph.size}), got {len(points)}",
-                )
-            if min(points) < 1:
-                raise ConfigError("data.points_per_node", "every node needs at least one point")
+            self._check_node_sizes(points)
             bounds = np.cumsum((0, *points))
             order = rng.permutation(task.n_train)
             parts = [np.sort(order[bounds[i] : bounds[i + 1]]) for i in range(self.graph.size)]
@@ -311,6 +305,16 @@ class GaussianRegression(Model):
             task.X_test,
             task.y_test,
         )
+
+    def _check_node_sizes(self, points: int | tuple[int, ...]) -> None:
+        """Synthetic rows per node: a list has one value per node, every node at least one."""
+        if isinstance(points, tuple) and len(points) != self.graph.size:
+            raise ConfigError(
+                "data.points_per_node",
+                f"a per-node list needs one value per node ({self.graph.size}), got {len(points)}",
+            )
+        if min(points, default=0) < 1 if isinstance(points, tuple) else points < 1:
+            raise ConfigError("data.points_per_node", "every node needs at least one point")
 
     def node_sizes(self, data: Any) -> list[int]:
         return [int(y.size) for y in data.y] if data is not None else []

@@ -152,14 +152,26 @@ class IndexedGraph:
             ) from None
 
 
+#: levels of the vectorised breadth-first search before :func:`reaches_all` hands a graph of long
+#: paths (a ring or a path of millions of nodes has as many levels as half its nodes, each a few NumPy
+#: calls: 7 s for a ring of 300,000) to SciPy's connected components, linear in the graph's size
+BFS_LEVELS = 256
+
+
 def reaches_all(indexed: IndexedGraph) -> bool:
-    """Whether a breadth-first search from node 0 reaches every node (vectorised level by level)."""
+    """Whether a breadth-first search from node 0 reaches every node (vectorised level by level;
+    after :data:`BFS_LEVELS` levels SciPy counts the components instead: ``csgraph`` is imported
+    only by the graphs that need it)."""
     indptr, indices = indexed.indptr, indexed.indices
     seen = np.zeros(indexed.size, dtype=bool)
     seen[0] = True
     frontier = np.zeros(1, dtype=np.int64)
     reached = 1
+    levels = 0
     while frontier.size:
+        levels += 1
+        if levels > BFS_LEVELS:
+            return _components(indexed) == 1
         entries = int((indptr[frontier + 1] - indptr[frontier]).sum())
         parts = []
         for part in np.array_split(frontier, 1 + entries // 2**20):  # ~1M entries at a time
@@ -172,3 +184,17 @@ def reaches_all(indexed: IndexedGraph) -> bool:
         frontier = np.concatenate(parts)
         reached += frontier.size
     return reached == indexed.size
+
+
+def _components(indexed: IndexedGraph) -> int:
+    """The number of connected components (SciPy's, in C: linear in the nodes and edges)."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+
+    n = indexed.size
+    matrix = sp.csr_array(
+        (np.ones(indexed.indices.size, dtype=np.int8), indexed.indices, indexed.indptr),
+        shape=(n, n),
+    )
+    count, _ = connected_components(matrix, directed=False)
+    return int(count)

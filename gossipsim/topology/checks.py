@@ -130,7 +130,8 @@ def check_graph(graph: nx.Graph, key: str = "topology") -> nx.Graph:
 def check_graph_object(graph: object, key: str = "topology") -> nx.Graph:
     """A graph given to a scenario from Python, checked and frozen: an undirected simple
     ``networkx.Graph`` (not a DiGraph or MultiGraph: say how to convert it), connected, with at least
-    2 nodes whose labels are integers (64-bit, not bool) or strings, as requests and
+    2 nodes whose labels are integers (64-bit, not bool; NumPy integers become Python ones) or
+    strings, as requests and
     ``scheduler.start`` name them. Returns a frozen copy (:func:`networkx.freeze`) keeping the node,
     edge and graph attributes; self-loops are dropped with a warning, as for every graph.
 
@@ -146,7 +147,12 @@ def check_graph_object(graph: object, key: str = "topology") -> nx.Graph:
             f"must be an undirected simple graph, got a {type(graph).__name__}; convert it "
             "with networkx.Graph(G) (a directed edge becomes an undirected one, parallel edges one)",
         )
-    for label in graph.nodes:
+    given: nx.Graph = graph
+    if any(isinstance(label, np.integer) for label in given.nodes):  # NumPy integers are integers
+        given = nx.relabel_nodes(
+            given, {v: int(v) for v in given.nodes if isinstance(v, np.integer)}, copy=True
+        )
+    for label in given.nodes:
         if isinstance(label, bool) or not isinstance(label, int | str):
             raise ConfigError(
                 key,
@@ -155,8 +161,25 @@ def check_graph_object(graph: object, key: str = "topology") -> nx.Graph:
             )
         if isinstance(label, int) and not INT64_MIN <= label <= INT64_MAX:
             raise ConfigError(key, f"node label {label} is outside the 64-bit integer range")
-    copy = graph.copy()  # attributes dicts copied: the caller's later edits do not reach the runs
+    _check_distinct_as_text(given, key)
+    copy = given.copy()  # attributes dicts copied: the caller's later edits do not reach the runs
     return nx.freeze(finish(copy, key))
+
+
+def _check_distinct_as_text(graph: nx.Graph, key: str) -> None:
+    """Refuse two node labels written alike, the integer 3 and the string "3": the results folder
+    saves labels as text (``graphs/*.graphml``), and requests, ``scheduler.start`` and the CLI's
+    ``--node`` name nodes by text, so they would be one node there (a graph of 3, "3" and "a" was
+    saved as two nodes and a self-loop)."""
+    seen: dict[str, object] = {}
+    for label in graph.nodes:
+        other = seen.setdefault(str(label), label)
+        if other is not label and other != label:
+            raise ConfigError(
+                key,
+                f"node labels {other!r} and {label!r} are written alike ({str(label)!r}): labels "
+                "are saved and named as text, so give each node a label of its own",
+            )
 
 
 def finish(graph: nx.Graph, key: str) -> nx.Graph:

@@ -74,7 +74,12 @@ def read_edgelist(path: Path) -> nx.Graph:
 
 
 def read_graphml(path: Path) -> nx.Graph:
-    """A GraphML file, node and edge attributes kept; directed and multi-graphs become simple.
+    """A GraphML file of an undirected simple graph, node and edge attributes kept.
+
+    A directed graph or one with parallel edges is refused, as a ``networkx.DiGraph`` or
+    ``MultiGraph`` given from Python is (:func:`~gossipsim.topology.checks.check_graph_object`):
+    the token walk moves both ways along an edge, and turning a directed network into an
+    undirected one changes the study, so it is the user's step, not a silent one.
 
     Parameters
     ----------
@@ -84,22 +89,43 @@ def read_graphml(path: Path) -> nx.Graph:
     Returns
     -------
     networkx.Graph
-        Undirected, parallel edges collapsed into one.
+        The graph as written.
 
     Raises
     ------
     ConfigError
-        Naming ``topology.path``: a file NetworkX cannot parse, two spellings of one integer label.
+        Naming ``topology.path``: a file NetworkX cannot parse, a directed graph, parallel edges,
+        two spellings of one integer label.
     """
     try:
         g = nx.read_graphml(path, node_type=str)
     except Exception as exc:  # any parse failure of a user file is a user error
         reason = str(exc) or type(exc).__name__
         raise ConfigError("topology.path", f"cannot read GraphML {str(path)!r}: {reason}") from exc
+    convert = (
+        "convert it in Python with networkx.write_graphml(networkx.Graph(networkx.read_graphml("
+        "old)), new)"
+    )
+    if g.is_directed():
+        raise ConfigError(
+            "topology.path",
+            f"{str(path)!r} holds a directed graph; the token walk needs an undirected one (as "
+            'for a networkx.DiGraph): write edgedefault="undirected" with each edge once, or '
+            f"{convert}, where each directed edge becomes an undirected one",
+        )
+    if g.is_multigraph():
+        simple = nx.Graph(g)
+        parallel = g.number_of_edges() - simple.number_of_edges()
+        u, v = next((u, v) for u, v in simple.edges() if g.number_of_edges(u, v) > 1)
+        raise ConfigError(
+            "topology.path",
+            f"{str(path)!r} has {parallel} parallel edge{'s' if parallel != 1 else ''} (e.g. "
+            f"{u}–{v} more than once); the token walk needs a simple graph (as for a networkx."
+            f"MultiGraph): write each edge once, or {convert}",
+        )
     mapping = {text: parse_label(text) for text in g.nodes}
     _relabel_checked(mapping, str(path))
-    g = nx.relabel_nodes(g, mapping, copy=True)
-    return nx.Graph(g)  # undirected, parallel edges collapsed
+    return nx.relabel_nodes(g, mapping, copy=True)
 
 
 def resolve(path: str | os.PathLike[str], base_dir: str | os.PathLike[str] | None) -> Path:

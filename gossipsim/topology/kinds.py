@@ -98,7 +98,7 @@ register(
     "preferential attachment: each new node links to m existing nodes",
     M,
     random=True,
-    size=lambda n, m: (n, n * m),
+    size=lambda n, m: (n, n * min(m, n)),  # m >= n is refused by the builder, naming m
 )
 register(
     "watts_strogatz",
@@ -109,14 +109,15 @@ register(
     random=True,
     size=lambda n, k, p: (n, n * k / 2),
 )
-# (disc area π r² of the unit square's pairs: border effects make it an upper bound)
+# (disc area π r² of the unit square's pairs: border effects make it an upper bound; a radius of
+# 1 or more links every pair, and squaring 1e308 would overflow)
 register(
     "random_geometric",
     generators.random_geometric,
     "uniform points in the unit square, linked when within radius (node attribute 'pos')",
     RADIUS,
     random=True,
-    size=lambda n, radius: (n, min(1.0, math.pi * radius**2) * _pairs(n)),
+    size=lambda n, radius: (n, min(1.0, math.pi * min(radius, 1.0) ** 2) * _pairs(n)),
     arrays=arrays.random_geometric_edges,
 )
 
