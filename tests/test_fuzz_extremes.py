@@ -43,7 +43,7 @@ from tests.test_extremes import _dirichlet_kl_decimal, _gamma_kl_decimal
 from tests.test_fuzz import CaseTimeout, fuzz_toml, time_limit
 
 SEED = 20260521
-FAST_CASES = 40
+FAST_CASES = 20
 SLOW_CASES = 600
 BUDGET = 3000  # slots; a complete graph of at most 8 nodes is covered in a few dozen
 RUNS = 3

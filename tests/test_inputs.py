@@ -141,7 +141,9 @@ def test_hitting_on_a_long_ring_or_path_takes_seconds(tmp_path, topology, nodes)
 
 
 @pytest.mark.parametrize("scheduler", ["metropolis-hastings", "simple-random-walk", "uniform"])
-@pytest.mark.parametrize("nodes", [3, 8, 41])
+@pytest.mark.parametrize(
+    "nodes", [pytest.param(3, marks=pytest.mark.slow), 8, pytest.param(41, marks=pytest.mark.slow)]
+)
 @pytest.mark.parametrize("shape", ["ring", "path"])
 def test_hitting_on_a_ring_or_a_path_matches_the_exact_expectation(scheduler, nodes, shape):
     """The shortcuts (a ±1 walk around the cycle, or on the path folded into a cycle of 2(K − 1)
