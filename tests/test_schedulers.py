@@ -40,7 +40,7 @@ from gossipsim.scheduling import (
 )
 from gossipsim.scheduling.base import machine_csr, uniform_blocks
 
-BUILT_IN = ("metropolis-hastings", "simple-random-walk", "uniform")
+BUILT_IN = ("metropolis-hastings", "simple-random-walk", "uniform", "round-robin")
 AVOID = "test-avoid-down"
 
 

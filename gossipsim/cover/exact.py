@@ -18,8 +18,9 @@ Exact cover time
     value depends on the scheduler and on the start (centre or leaf). The uniform scheduler draws
     every slot's holder uniformly from all K nodes, the current holder included, so slot 1 (whatever
     its holder) is one coupon and the other ``K − 1`` take ``K·H_{K−1} = K·H_K − 1`` moves on
-    average: the same for every start. Closed forms apply to the three built-in schedulers only;
-    another registered kind always goes through the subset chain.
+    average: the same for every start. The round robin covers in K − 1 moves from any start.
+    Closed forms apply to the built-in schedulers only; another registered kind always goes
+    through the subset chain.
 """
 
 from __future__ import annotations
@@ -69,6 +70,10 @@ def _closed_form(g: IndexedGraph, kind: str, start: str | int) -> ExactCover | N
             n * harmonic(n) - 1.0,
             "closed-form",
             "closed form: coupon collector K·H(K) − 1 (uniform scheduler, any start)",
+        )
+    if kind == "round-robin":  # k + 1 after k: every node within K − 1 moves of any start
+        return ExactCover(
+            float(n - 1), "closed-form", "closed form: K − 1 (round robin, any start)"
         )
     if n < 3 or kind not in GRAPH_WALKS:
         return None

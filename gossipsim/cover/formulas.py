@@ -1,7 +1,8 @@
 """Closed-form expected cover times that need no graph: the star (:func:`star_cover_moves`) and the
 value of a topology kind for the "cover time vs K" figure (:func:`theoretical_cover`).
 
-Closed forms are known for the three built-in schedulers only; for any other registered kind
+Closed forms are known for Metropolis-Hastings, the simple random walk and the uniform scheduler
+only; for any other registered kind (the round robin's is in :mod:`~gossipsim.cover.exact`)
 :func:`theoretical_cover` returns ``None`` and :func:`star_cover_moves` refuses the scheduler.
 """
 

@@ -19,7 +19,7 @@ same walk in both engines (tested for every registered kind).
 
 **Node state.** Every sampler and matrix takes an optional :class:`NodeView`: what the scheduler may
 see of the nodes (which are up; scores a server keeps). The view is *live*: its owner (a churn process,
-a server) changes its arrays in place during a run and the sampler reads them at each hop. The three
+a server) changes its arrays in place during a run and the sampler reads them at each hop. The
 built-in kinds ignore it.
 """
 

@@ -36,7 +36,8 @@ class JumpChain:
     ``weights[e]`` is the probability ``P(k, indices[e])`` of moving from row k along CSR entry e;
     ``None`` means the uniform scheduler's rule (every slot a uniform node, the holder included).
 
-    Modes: ``uniform`` (every slot a uniform node, a "stay" counts as a move), ``rows`` (every row's
+    Modes: ``uniform`` (every slot a uniform node, a "stay" counts as a move), ``cyclic`` (k + 1
+    after k, mod K: the round robin; :meth:`cyclic`), ``rows`` (every row's
     jump distribution is uniform over the neighbours: simple random walk, and Metropolis-Hastings on
     regular graphs or stars) and ``cumulative`` (general: a global array of within-row cumulative
     weights, offset by the row index, searched with ``np.searchsorted``).
@@ -79,6 +80,13 @@ class JumpChain:
         key[self.last] = np.arange(1, n + 1, dtype=float)  # each row ends exactly at k + 1
         self.key = key
 
+    @classmethod
+    def cyclic(cls, g: IndexedGraph) -> JumpChain:
+        """The deterministic cycle k → k + 1 (mod K) over the node indices, whatever the edges."""
+        chain = cls(g, None)
+        chain.mode = "cyclic"
+        return chain
+
     def hold(self, rng: np.random.Generator, pos: np.ndarray) -> np.ndarray | None:
         """Slots until the token leaves each holder (``None``: one slot for all)."""
         if self.all_move:
@@ -89,6 +97,8 @@ class JumpChain:
         """Next distinct holder (for ``uniform``: next holder, possibly the same)."""
         if self.mode == "uniform":
             return uniform_ints(rng, self.n, pos.size)
+        if self.mode == "cyclic":
+            return (pos + 1) % self.n
         if self.mode == "rows" and self.regular:  # every degree is r: row k starts at k·r
             r = self.regular
             e = uniform_ints(rng, r, pos.size)

@@ -8,6 +8,10 @@
     the token goes to a uniformly chosen neighbour (stationary distribution proportional to degree).
 ``uniform``
     any node, uniformly at random, regardless of the graph (a parameter-server baseline).
+``round-robin``
+    node k + 1 after node k, in the graph's node order, back to the first after the last, regardless
+    of the graph (the parameter server's schedule of the DSVGD papers). Deterministic: it reads no
+    uniform; the cover iteration is K from any start.
 
 Hop arithmetic, the same in the one-step and the batched sampler: the proposed neighbour is entry
 ``int(u·deg(k))`` of row k (``u·d < d`` for ``u < 1``), Metropolis-Hastings accepts when
@@ -172,3 +176,49 @@ class Uniform(Scheduler):
 
     def jump_chain(self, g: IndexedGraph, view: NodeView | None = None) -> JumpChain:
         return JumpChain(g, None)  # every slot a uniform node
+
+
+@register
+class RoundRobin(Scheduler):
+    kind = "round-robin"
+    kernel = "batched-step"
+    description = (
+        "node k+1 after node k in the graph's node order, the first after the last, ignoring the "
+        "graph (a parameter server's round robin)"
+    )
+    reads_v = False
+    may_stay = False
+    ignores_graph = True
+    uniform_stationary = True
+
+    def transition_matrix(self, g: IndexedGraph, view: NodeView | None = None) -> sp.csr_array:
+        """The cyclic permutation k → k + 1 (mod K): one entry per row."""
+        n = g.size
+        rows = np.arange(n)
+        return sp.csr_array((np.ones(n), (rows, (rows + 1) % n)), shape=(n, n))
+
+    def stationary(self, g: IndexedGraph, view: NodeView | None = None) -> np.ndarray:
+        return np.full(g.size, 1.0 / g.size)
+
+    def sampler(
+        self, g: IndexedGraph, rng: np.random.Generator, view: NodeView | None = None
+    ) -> Callable[[int], int]:
+        n = g.size
+
+        def round_robin(k: int) -> int:
+            return (k + 1) % n
+
+        return round_robin
+
+    def step(
+        self,
+        positions: np.ndarray,
+        u: np.ndarray,
+        v: np.ndarray,
+        csr: CSR,
+        view: NodeView | None = None,
+    ) -> np.ndarray:
+        return (positions + 1) % csr.size
+
+    def jump_chain(self, g: IndexedGraph, view: NodeView | None = None) -> JumpChain:
+        return JumpChain.cyclic(g)
