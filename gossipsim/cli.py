@@ -649,7 +649,7 @@ def _line_graph(kind: str, nodes: int | None) -> Any:
     _, n, _ = validate(kind, nodes, {}, None)
     assert n is not None  # ring and path need nodes (validate says so)
     edges = n if kind == "ring" else n - 1
-    check_graph(n, float(edges), networkx=False, key="--nodes")
+    check_graph(n, float(edges), networkx=False)  # key topology.nodes, as for the other kinds
     first = np.arange(edges, dtype=np.int64)
     return IndexedGraph.from_edges(n, first, (first + 1) % n)
 
