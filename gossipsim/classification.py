@@ -51,13 +51,21 @@ def classification_ece(
     indices = _labels(labels, probabilities.shape[-1])
     confidence = probabilities.max(axis=-1)
     correct = (np.argmax(probabilities, axis=-1) == indices).astype(np.float64)
+    return calibration_error(confidence, correct, bins)
+
+
+def calibration_error(confidence: FloatArray, correct: FloatArray, bins: int = 10) -> FloatArray:
+    """Σ_m |B_m|/n · |acc(B_m) − conf(B_m)| from each row's confidence and whether its prediction
+    was right, ``(..., n)`` each → ``(...)``: bin m = 1..M holds the confidences in
+    ((m − 1)/M, m/M]; empty bins contribute 0 (eq. 14 of 000; binary and multi-class ECE)."""
+    confidence = np.asarray(confidence, dtype=np.float64)
     edges = np.linspace(0.0, 1.0, bins + 1)
     index = np.clip(np.searchsorted(edges, confidence, side="left") - 1, 0, bins - 1)
     lead = confidence.shape[:-1]
     rows = int(np.prod(lead, dtype=int))
     flat_index = (np.arange(rows)[:, None] * bins + index.reshape(rows, -1)).ravel()
     gap = np.bincount(
-        flat_index, weights=(correct - confidence).reshape(-1), minlength=rows * bins
+        flat_index, weights=(np.asarray(correct) - confidence).reshape(-1), minlength=rows * bins
     ).reshape(rows, bins)
     return (np.sum(np.abs(gap), axis=-1) / confidence.shape[-1]).reshape(lead)
 

@@ -20,6 +20,8 @@ from functools import lru_cache
 import numpy as np
 from scipy.special import expit, ndtr
 
+from .classification import calibration_error
+
 LOG_2PI = float(np.log(2.0 * np.pi))
 
 
@@ -336,15 +338,7 @@ def expected_calibration_error(p: np.ndarray, y: np.ndarray, bins: int = 10) -> 
     p = np.asarray(p, dtype=float)
     conf = np.maximum(p, 1.0 - p)
     correct = (_predictions(p) == np.asarray(y, dtype=float)).astype(float)
-    edges = np.linspace(0.0, 1.0, bins + 1)
-    index = np.clip(np.searchsorted(edges, conf, side="left") - 1, 0, bins - 1)
-    lead = p.shape[:-1]
-    rows = int(np.prod(lead, dtype=int))
-    flat_index = (np.arange(rows)[:, None] * bins + index.reshape(rows, -1)).ravel()
-    gap = np.bincount(
-        flat_index, weights=(correct - conf).reshape(-1), minlength=rows * bins
-    ).reshape(rows, bins)
-    return (np.sum(np.abs(gap), axis=-1) / p.shape[-1]).reshape(lead)
+    return calibration_error(conf, correct, bins)
 
 
 def linear_rmse(means: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
