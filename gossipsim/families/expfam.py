@@ -133,6 +133,20 @@ class ExponentialFamily(ABC):
         return np.where(value == -np.inf, np.nan, np.maximum(value, 0.0))
 
 
+def concentration_kl(family: ExponentialFamily, eta_q: np.ndarray, eta_p: np.ndarray) -> np.ndarray:
+    """KL of a Beta or Dirichlet family (natural parameters: concentrations − 1): the Bregman form,
+    or the stable form (:func:`.stablekl.dirichlet_kl_rows`) where the former's rounding error
+    exceeds :data:`BREGMAN_ERROR_LIMIT`."""
+    return family._kl_with_stable_form(
+        eta_q,
+        eta_p,
+        _concentration_partition_size,
+        _concentration_mean_error,
+        _concentrations_usable,
+        stablekl.dirichlet_kl_rows,
+    )
+
+
 class Beta(ExponentialFamily):
     """Beta(a, b) on θ ∈ (0, 1): s(θ) = (log θ, log(1 − θ)), η = (a − 1, b − 1)."""
 
@@ -174,17 +188,8 @@ class Beta(ExponentialFamily):
         return (a > 0) & (b > 0)
 
     def kl(self, eta_q: np.ndarray, eta_p: np.ndarray) -> np.ndarray:
-        """The Bregman form, or the stable form of a Dirichlet of two categories
-        (:func:`.stablekl.dirichlet_kl_rows`) where the former's rounding error exceeds
-        :data:`BREGMAN_ERROR_LIMIT`."""
-        return self._kl_with_stable_form(
-            eta_q,
-            eta_p,
-            _concentration_partition_size,
-            _concentration_mean_error,
-            _concentrations_usable,
-            stablekl.dirichlet_kl_rows,
-        )
+        """:func:`concentration_kl` (a Beta is a Dirichlet of two categories)."""
+        return concentration_kl(self, eta_q, eta_p)
 
     def sample(self, eta: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
         a, b = self.conventional(eta)
@@ -382,16 +387,8 @@ class Dirichlet(ExponentialFamily):
         return np.all(np.asarray(eta, dtype=float) + 1.0 > 0, axis=-1)
 
     def kl(self, eta_q: np.ndarray, eta_p: np.ndarray) -> np.ndarray:
-        """The Bregman form, or the stable form (:func:`.stablekl.dirichlet_kl_rows`) where the
-        former's rounding error exceeds :data:`BREGMAN_ERROR_LIMIT`."""
-        return self._kl_with_stable_form(
-            eta_q,
-            eta_p,
-            _concentration_partition_size,
-            _concentration_mean_error,
-            _concentrations_usable,
-            stablekl.dirichlet_kl_rows,
-        )
+        """:func:`concentration_kl`."""
+        return concentration_kl(self, eta_q, eta_p)
 
     def sample(self, eta: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
         return rng.dirichlet(np.asarray(eta, dtype=float) + 1.0, size=size)
