@@ -20,6 +20,16 @@ def test_cover_and_hitting_times_are_the_cycles(graph) -> None:
     k = graph.number_of_nodes()
     exact = ct.exact_cover_moves_with_method(graph, "round-robin")
     assert exact.moves == k - 1 and exact.method == "closed-form"
+    if k <= 12:  # the closed form against the subset chain on the kind's transition matrix
+        from gossipsim.cover.common import start_weights
+        from gossipsim.cover.exact import _subset_chain
+        from gossipsim.scheduling import IndexedGraph, scheduler_for
+
+        g = IndexedGraph.from_networkx(graph)
+        sched = scheduler_for("round-robin")
+        weights = start_weights(g, sched, "uniform")
+        p = sched.transition_matrix(g).toarray()
+        assert _subset_chain(p, weights) == pytest.approx(k - 1, rel=1e-12)
     moves = ct.monte_carlo_cover_moves(graph, "round-robin", runs=30, rng=1)
     assert np.all(moves == k - 1)
     labels = list(graph.nodes)
