@@ -11,6 +11,11 @@ then calls the matching methods. Models never build protocols.
 - :data:`MEAN_GRADIENT`: expected log-likelihood gradients. ``model.mean_gradient(data, estimator)``
   gives a function ``(η, k, rng) -> ∇_μ E_{q_η}[L_k]`` (eq. 17) for one of ``model.estimators``,
   configured by an :class:`EstimatorSettings`; ``model.in_domain(η)`` says where E_q[L_k] is finite.
+- :data:`LOGLIK_GRADIENT`: log-densities and their gradients at points θ ∈ R^d, for particle
+  protocols. ``model.log_prior(θ)``, ``model.log_likelihood(data, k, θ, rows)`` (values and
+  ∇θ for particle sets ``(..., N, d)``), ``model.sample_prior(rng, n)``,
+  ``model.particle_target(data, forgotten)`` and the particle metrics
+  (:class:`gossipsim.models.particle.ParticleCapable`).
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ import numpy as np
 
 EXACT_FACTORS = "exact-factors"
 MEAN_GRADIENT = "mean-gradient"
-CAPABILITIES = (EXACT_FACTORS, MEAN_GRADIENT)
+LOGLIK_GRADIENT = "loglik-gradient"
+CAPABILITIES = (EXACT_FACTORS, MEAN_GRADIENT, LOGLIK_GRADIENT)
 
 #: what ``model.mean_gradient`` returns: ``(η, k, rng) -> ∇_μ E_{q_η}[L_k]`` (eq. 17)
 MeanGradient = Callable[[np.ndarray, int, np.random.Generator], np.ndarray]
