@@ -167,6 +167,8 @@ class ModelSizes:
 
     state_entries: int
     message_entries: int
+    #: d, a particle's coordinates, for models of particle protocols (0: none)
+    particle_entries: int = 0
     data_values: float = 0.0
     data_key: str = "data.points_per_node"
     data_what: str = ""
@@ -280,7 +282,7 @@ def check_time(scenario: Scenario, sizes: ModelSizes) -> None:
     """Refuse compute and link times whose sum over the run overflows the simulated clock
     (:func:`gossipsim.links.check_horizon`, with the model's real message size)."""
     links = LinkModel(scenario.links.rate_bps, scenario.links.latency_s)
-    bits = scenario.protocol.bits_per_entry * sizes.message_entries
+    bits = scenario.protocol.message_bits(sizes)
     check_horizon(scenario.run.iterations, scenario.compute_seconds, links, bits)
 
 

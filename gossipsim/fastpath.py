@@ -583,7 +583,7 @@ def _clock(world: World, holders: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
     order, bits whole."""
     sc = world.scenario
     batch, columns = holders.shape
-    bits = float(sc.protocol.bits_per_entry * world.model.message_entries)
+    bits = world.message_bits
     hop = world.links.delay(0, 0, bits)
     moved = holders[:, 1:] != holders[:, :-1]
     increments = np.empty((batch, 2 * columns - 1))

@@ -20,7 +20,7 @@ import numpy as np
 from .cover.iteration import cover_iteration
 from .engine import Arrival, RunRecord
 from .metrics import Segments, kl_segments, recorded_slots
-from .representations import REPRESENTATIONS, Target
+from .representations import REPRESENTATIONS, Representation, Target, representation
 from .world import World, node_labels
 
 
@@ -147,14 +147,16 @@ def batches_of(outputs: list[RunOutput]) -> list[BatchOutput]:
     return [BatchOutput.from_runs(group) for group in groups.values()]
 
 
-def _target_trace(world: World, data: Any, record: RunRecord) -> tuple[np.ndarray, list[Target]]:
+def _target_trace(
+    world: World, data: Any, record: RunRecord, state: Representation
+) -> tuple[np.ndarray, list[Target]]:
     """Slots at which the target changes and the exact targets from then on."""
     forgotten: frozenset[int] = frozenset()
     slots = [0]
-    targets = [world.model.target(data, forgotten)]
+    targets = [state.target(world.model, data, forgotten)]
     for arrival in sorted(record.arrivals, key=lambda a: (a.slot, a.request)):
         forgotten = forgotten | {arrival.node}
-        targets.append(world.model.target(data, forgotten))
+        targets.append(state.target(world.model, data, forgotten))
         slots.append(arrival.slot)
     return np.asarray(slots, dtype=np.int64), targets
 
@@ -166,8 +168,9 @@ def measure(
     sc = world.scenario
     tol = sc.metrics.tolerance
     n = record.slots
-    target_slots, targets = _target_trace(world, data, record)
-    state = REPRESENTATIONS[record.representation]  # what the traces hold, and how to judge it
+    state = representation(record.representation)  # what the traces hold, and how to judge it
+    target_slots, targets = _target_trace(world, data, record, state)
+    divergence = state.divergence_name
     traces = record.traces
     excess = sc.metrics.excess
     with np.errstate(all="ignore"):  # a non-finite KL is counted (nonfinite_kl_slots), not warned
@@ -249,22 +252,26 @@ def measure(
         "iteration": slots,
         "time": end_times[idx],
         "holder": labels[record.holders[idx]],
-        "kl": main.at(slots),
+        divergence: main.at(slots),
         "bits": record.bits[idx],
     }
     has_best = any(t.best_family_kl is not None for t in targets)
     if has_best:
         metrics["best_family_kl"] = main.best_at(slots)
-    columns = world.model.evaluation_columns()
+    requested = frozenset(request.node for request in world.requests)
+    columns = state.columns(world.model, requested)
     if columns:
         trace = traces["main"]
-        evaluated = state.evaluate(world.model, data, trace.states[trace.at(slots)])
+        evaluated = state.evaluate(world.model, data, trace.states[trace.at(slots)], requested)
         for column in columns:
             metrics[column] = evaluated[column]
-    if retrain is not None or (world.requests and sc.protocol.retrain_baseline):
-        metrics["retrain_kl"] = (
+    with_retrain = retrain is not None or bool(world.requests and sc.protocol.retrain_baseline)
+    if with_retrain:
+        metrics[f"retrain_{divergence}"] = (
             retrain.at(slots) if retrain is not None else np.full(slots.size, np.nan)
         )
+    if with_retrain and columns and state.evaluates_retrain:
+        metrics.update(_retrain_metrics(world, data, traces.get("retrain"), slots, state, columns))
     run_row = {
         "seed": seed,
         "cover_iteration": cover if cover is not None else np.nan,
@@ -282,6 +289,29 @@ def measure(
     run_row.update({key: value for key, value in stats.items() if key not in run_row})
     visits = np.bincount(record.holders, minlength=world.nodes)
     return RunOutput(run, seed, run_row, request_rows, metrics, visits)
+
+
+def _retrain_metrics(
+    world: World,
+    data: Any,
+    trace: Any,
+    slots: np.ndarray,
+    state: Representation,
+    columns: tuple[str, ...],
+) -> dict[str, np.ndarray]:
+    """The held-out metrics of the retrain baseline's states at ``slots`` (``retrain_`` + each
+    column; NaN before its first record)."""
+    out = {f"retrain_{column}": np.full(slots.size, np.nan) for column in columns}
+    if trace is None or not len(trace):
+        return out
+    index = trace.at(slots)
+    present = index >= 0
+    if present.any():
+        requested = frozenset(request.node for request in world.requests)
+        evaluated = state.evaluate(world.model, data, trace.states[index[present]], requested)
+        for column in columns:
+            out[f"retrain_{column}"][present] = evaluated[column]
+    return out
 
 
 def _latency(done_at: int | None, request_slot: int) -> float:

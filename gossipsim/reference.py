@@ -45,6 +45,8 @@ def tables() -> dict[str, str]:
         out["regression-data"] = reference_table(MODEL_KINDS[regression[0]].data_keys)
     gfvl: tuple[Key, ...] = PROTOCOL_KINDS["gfvl"].keys
     out["gfvl"] = reference_table(gfvl)
+    out["svgd"] = reference_table(PROTOCOL_KINDS["svgd"].keys)
+    out["dsvgd"] = reference_table(PROTOCOL_KINDS["dsvgd"].keys[len(PROTOCOL_KINDS["svgd"].keys) :])
     out["topology-kinds"] = topology_reference_table()
     return out
 

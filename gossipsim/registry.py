@@ -123,5 +123,9 @@ PROTOCOL_KINDS = Registry(
     "protocol",
     "ProtocolKind (subclass or instance)",
     _subclass_of("gossipsim.protocols.registry:ProtocolKind", instantiate=True),
-    {"gfvl": "gossipsim.protocols.gfvl_kind:GFVL"},
+    {
+        "gfvl": "gossipsim.protocols.gfvl_kind:GFVL",
+        "svgd": "gossipsim.protocols.particle_kinds:SVGD",
+        "dsvgd": "gossipsim.protocols.particle_kinds:DSVGD",
+    },
 )

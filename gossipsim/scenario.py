@@ -748,11 +748,10 @@ def _check_requests_can_arrive(
             continue
         if horizon is None:
             try:
-                entries = model_cls.sizes(spec, 0).message_entries
+                bits = protocol.message_bits(model_cls.sizes(spec, 0))
             except ConfigError:
                 return  # settings the build refuses in its own words
             link = LinkModel(links.rate_bps, links.latency_s)
-            bits = protocol.bits_per_entry * entries
             horizon = check_horizon(run.iterations, compute_seconds, link, bits)
         if req.at_time > horizon:
             raise ConfigError(

@@ -223,6 +223,15 @@ class ProtocolSettings:
     bits_per_entry: int = default("protocol", "bits_per_entry")
     options: Any = field(default_factory=_gfvl_settings)
 
+    def message_bits(self, sizes: Any) -> float:
+        """Bits of one message for a model of these sizes (:class:`gossipsim.budget.ModelSizes`):
+        ``bits_per_entry`` × the entries the kind's state carries
+        (:meth:`~gossipsim.protocols.ProtocolKind.message_entries`)."""
+        from .registry import PROTOCOL_KINDS
+
+        kind = PROTOCOL_KINDS.lookup(self.kind, "protocol.kind")
+        return float(self.bits_per_entry * kind.message_entries(self.options, sizes))
+
 
 @dataclass(frozen=True)
 class SchedulerSettings:

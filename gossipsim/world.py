@@ -25,7 +25,7 @@ from .families import ExponentialFamily
 from .links import LinkModel
 from .models import Model, model_class
 from .protocols import BuildRequest, Protocol, StateTrace, WithRetrainBaseline, protocol_kind
-from .representations import Target
+from .representations import Representation, Target, representation
 from .scheduling import IndexedGraph, stationary_distribution
 from .streams import DATA_TAG, TOPOLOGY, TOPOLOGY_TAG, run_stream
 from .topology import build_indexed
@@ -56,6 +56,8 @@ class World:
     start: int | None
     links: LinkModel
     built_graph: nx.Graph | None = None  # the NetworkX graph, when the topology built one
+    #: bits of one message (the protocol kind's entries for this model: ProtocolSettings.message_bits)
+    message_bits: float = 0.0
 
     @property
     def graph(self) -> nx.Graph:
@@ -148,12 +150,19 @@ def build_world(
         requests=tuple(requests),
         start=start,
         links=LinkModel(scenario.links.rate_bps, scenario.links.latency_s),
+        message_bits=scenario.protocol.message_bits(type(model).sizes(spec, indexed.size)),
     )
     if targets:
         model.adopt_targets(targets)
+    states = representation_of(scenario)
     for forgotten in target_stages(world):  # a target that cannot be found fails here, in one line
-        model.target(model.fixed_data, forgotten)
+        states.target(model, model.fixed_data, forgotten)
     return world
+
+
+def representation_of(scenario: Scenario) -> Representation:
+    """What the scenario's protocol kind records (natural parameters, particle sets, ...)."""
+    return representation(protocol_kind(scenario.protocol.kind).representation_name)
 
 
 def target_stages(world: World) -> list[frozenset[int]]:
@@ -199,8 +208,9 @@ def build_protocol(
     return protocol_kind(settings.kind).build(
         BuildRequest(
             model=world.model, data=data, rng=rng, settings=settings.options,
-            bits=settings.bits_per_entry * world.model.message_entries, nodes=world.nodes,
-            forgotten=forgotten, trace=trace, start_slot=start_slot,
+            bits=world.message_bits, nodes=world.nodes, forgotten=forgotten, trace=trace,
+            start_slot=start_slot, record_every=world.scenario.metrics.record_every,
+            iterations=world.scenario.run.iterations,
         )
     )  # fmt: skip
 

@@ -29,7 +29,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from .. import budget, glm
-from ..capabilities import EXACT_FACTORS, MEAN_GRADIENT, EstimatorSettings, MeanGradient
+from ..capabilities import (
+    EXACT_FACTORS,
+    LOGLIK_GRADIENT,
+    MEAN_GRADIENT,
+    EstimatorSettings,
+    MeanGradient,
+)
 from ..datasets import (
     DATASETS,
     Task,
@@ -43,10 +49,19 @@ from ..errors import ConfigError
 from ..families import ModelParam
 from ..families.gaussian import GaussianDiagonal, GaussianFull
 from ..families.natgrad import gaussian_mean_gradient, reinforce_mean_gradient
+from ..logdensity.hierarchical import GammaPrior
+from ..logdensity.logistic import (
+    LOGISTIC_PRECISION_PRIOR,
+    logistic_log_likelihood,
+    logistic_log_prior,
+    logistic_predictive_probability,
+    sample_logistic_prior,
+)
 from ..optimum import KL_TOL, MAX_STEPS, NEWTON_STEPS, variational_optimum
 from ..scheduling import IndexedGraph
 from ..schema import Key
 from .base import SIGMA_KEY, FamilyTarget, Model, Target, check_prior_numbers, check_sigma
+from .particle import ParticleClassifier
 
 if TYPE_CHECKING:
     from ..settings import ModelSpec
@@ -232,6 +247,7 @@ class GaussianRegression(Model):
         return budget.ModelSizes(
             state_entries=family.dim,
             message_entries=family.message_entries,
+            particle_entries=d + 1 if LOGLIK_GRADIENT in cls.capabilities else 0,
             # the rows, their standardised or partitioned copies and the label arrays
             data_values=3.0 * (train + test) * (d + 1),
             data_key=data_key,
@@ -340,6 +356,9 @@ class GaussianRegression(Model):
                 f"unknown or unsupported family {family!r} for {cls.kind}; allowed: {', '.join(allowed)}",
             )
         options: dict[str, Any] = {"family": family}
+        for precision_key in ("precision_shape", "precision_rate"):
+            if precision_key in model:
+                options[precision_key] = float(model[precision_key])
         if "sigma" in model:
             options["sigma"] = check_sigma(model["sigma"], f"{key}.sigma")
         return prior, options
@@ -402,12 +421,69 @@ class LinearRegression(GaussianRegression):
         }
 
 
-class LogisticRegression(GaussianRegression):
+#: ``[model]`` keys of the hierarchical prior particle protocols use (w ~ N(0, ξ⁻¹I), ξ ~ Gamma)
+PRECISION_KEYS = (
+    Key("precision_shape", "number", LOGISTIC_PRECISION_PRIOR.shape, "particle protocols: shape a "
+        "of the Gamma prior on the weights' precision ξ (the papers' 1)", minimum=0,
+        exclusive_minimum=True),
+    Key("precision_rate", "number", LOGISTIC_PRECISION_PRIOR.rate, "particle protocols: rate b of "
+        "that Gamma prior (the papers' 0.01)", minimum=0, exclusive_minimum=True),
+)  # fmt: skip
+
+
+class LogisticRegression(ParticleClassifier, GaussianRegression):
+    """Logistic regression for G-FVL (Gaussian prior and posterior) and for particle protocols
+    (the papers' hierarchical prior: θ = [w, log ξ], w ~ N(0, ξ⁻¹I), ξ ~ Gamma(a, rate b), the
+    log-Jacobian of the log transform included; :mod:`gossipsim.logdensity.logistic`)."""
+
     kind = "logistic-regression"
     description = "binary labels, p(y=1|x) = σ(xᵀθ), Gaussian prior and posterior (full or diagonal); non-conjugate"
     task_kind = "binary"
-    capabilities: ClassVar[frozenset[str]] = frozenset({MEAN_GRADIENT})
+    capabilities: ClassVar[frozenset[str]] = frozenset({MEAN_GRADIENT, LOGLIK_GRADIENT})
     estimators: ClassVar[tuple[str, ...]] = ("reinforce", "reparameterization", "exact")
+    model_keys: ClassVar[tuple[Key, ...]] = (FAMILY_KEY, *PRECISION_KEYS)
+
+    @property
+    def precision_prior(self) -> GammaPrior:
+        options = self.spec.model.options
+        return GammaPrior(
+            float(options.get("precision_shape", LOGISTIC_PRECISION_PRIOR.shape)),
+            float(options.get("precision_rate", LOGISTIC_PRECISION_PRIOR.rate)),
+        )
+
+    @property
+    def particle_dimension(self) -> int:
+        return self.d + 1
+
+    def sample_prior(self, rng: np.random.Generator, count: int) -> np.ndarray:
+        return sample_logistic_prior(rng, count, self.d, self.precision_prior)
+
+    def log_prior(self, particles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return logistic_log_prior(particles, self.precision_prior)
+
+    def log_likelihood(
+        self, data: Any, node: int, particles: np.ndarray, rows: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        X, y = data.X[node], data.y[node]
+        if rows is None:
+            return logistic_log_likelihood(particles, X, y)
+        return logistic_log_likelihood(particles, X[rows], y[rows], scale=y.size / len(rows))
+
+    def node_rows(self, data: Any, node: int) -> int:
+        return int(data.y[node].size)
+
+    def predictive_probabilities(self, data: Any, particles: np.ndarray) -> np.ndarray:
+        p = logistic_predictive_probability(particles, data.X_test)
+        return np.stack([1.0 - p, p], axis=-1)
+
+    def training_labels(self, data: Any, node: int) -> np.ndarray:
+        return np.asarray(data.y[node], dtype=np.int64)
+
+    def test_labels(self, data: Any) -> np.ndarray:
+        return np.asarray(data.y_test, dtype=np.int64)
+
+    def bins(self) -> int:
+        return int(self.spec.ece_bins)
 
     @classmethod
     def sizes(cls, spec: ModelSpec, nodes: int) -> budget.ModelSizes:

@@ -64,11 +64,13 @@ def run_svgd(
     settings: AdaGradSettings | None = None,
     *,
     rule: BandwidthRule = "median",
+    bandwidth: float | None = None,
 ) -> FloatArray:
     """``steps`` SVGD moves (eqs. 5-6 of 000) with AdaGrad, from ``particles`` ``(..., N, d)``.
 
     ``score`` maps particles to ∇log p at each of them (same shape). The AdaGrad history starts
-    afresh, as each SVGD loop of the reference codes does. Returns the moved particles.
+    afresh, as each SVGD loop of the reference codes does. A fixed kernel ``bandwidth`` h overrides
+    the median ``rule``. Returns the moved particles.
     """
     if steps < 0:
         raise ValueError(f"steps must be >= 0, got {steps}")
@@ -76,6 +78,6 @@ def run_svgd(
     current = np.array(particles, dtype=np.float64)
     history: FloatArray | None = None
     for _ in range(steps):
-        direction = svgd_direction(current, score(current), rule=rule)
+        direction = svgd_direction(current, score(current), bandwidth=bandwidth, rule=rule)
         current, history = adagrad_step(current, direction, history, adagrad)
     return current

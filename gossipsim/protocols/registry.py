@@ -52,6 +52,10 @@ class BuildRequest:
     forgotten: frozenset[int] = frozenset()
     trace: StateTrace | None = None
     start_slot: int = 0
+    #: ``[metrics] record_every`` and ``[scenario] iterations``: a protocol whose states are large
+    #: (particle sets) records them only at the slots written to metrics.csv
+    record_every: int = 1
+    iterations: int | None = None
 
 
 class ProtocolKind(ABC):
@@ -61,6 +65,8 @@ class ProtocolKind(ABC):
     description: ClassVar[str] = ""
     #: the kind's own keys of the ``[protocol]`` section
     keys: ClassVar[tuple[Key, ...]] = ()
+    #: what its protocols record (:func:`gossipsim.representations.representation`)
+    representation_name: ClassVar[str] = "natural-parameters"
 
     def settings(self, table: Mapping[str, Any], model: type) -> Any:
         """The validated settings of this kind for a model class, from the ``[protocol]`` table
@@ -83,6 +89,11 @@ class ProtocolKind(ABC):
         """The name of the vectorised kernel this kind declares for ``model``, or None (the fast
         path then never runs it: everything without a declaration runs on the event engine)."""
         return None
+
+    def message_entries(self, settings: Any, sizes: Any) -> int:
+        """Numbers one message carries for a model of ``sizes``
+        (:class:`gossipsim.budget.ModelSizes`): the model's ``message_entries`` by default."""
+        return int(sizes.message_entries)
 
     def stochastic(self, settings: Any, model: type) -> bool:
         """Whether its steps use Monte Carlo estimates (``[metrics] latency_window = "auto"``)."""

@@ -1,0 +1,102 @@
+"""Distributed SVGD with Forget-SVGD (``[protocol] kind = "dsvgd"``), in two variants.
+
+``variant = "sound"`` (the default; :mod:`gossipsim.particles.aggregated`): the token carries the
+global particles, the aggregate S of every node's last likelihood score at the particles and
+AdaGrad's history; node k keeps its last score g_k. A visit takes ``local_iterations`` SVGD steps
+(1 by default) towards the prior, the others' scores S − g_k and its own fresh score, then replaces
+g_k. Forget-SVGD: at the forgotten node's next visit S loses g_k (its data leave the score the
+particles move towards: the removal slot) and the step is taken without it; later visits move the
+particles to the posterior without its data. A forgotten node's later visits step on the others'
+scores.
+
+``variant = "paper"`` (:mod:`gossipsim.particles.dsvgd`): each node keeps N local particles whose
+KDE is t_k, starting as the prior-sampled global particles (as the reference code does); a visit
+runs L SVGD steps towards q / t_k · exp((1/α)·Σ log p(x | θ)) (eq. 7 of 000) and L' steps fitting
+t_k (eq. 14 of 003); Forget-SVGD runs L steps towards q / t_k · exp(−(β/α)·Σ log p(x | θ)) (eq. 8)
+at the node's next visit (the removal slot), after which its visits pass the token on unchanged.
+
+A node whose request arrives before its first visit has contributed nothing: its removal slot is
+the slot before the request (nothing to remove).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..messages import Message
+from ..particles.aggregated import AggregateState, aggregated_visit, forget, start_state
+from ..particles.dsvgd import paper_forget, paper_visit
+from .particle_base import FloatArray, ParticleProtocol
+from .registry import BuildRequest
+
+
+class DistributedSVGD(ParticleProtocol):
+    """DSVGD on whatever schedule the engine runs (the token walk or the server's)."""
+
+    def __init__(self, request: BuildRequest) -> None:
+        super().__init__(request)
+        s = self.settings
+        self.sound = s.variant == "sound"
+        self.state: AggregateState = start_state(self.particles)
+        self.own: dict[int, FloatArray] = {}  # sound: each node's last score g_k
+        self.local: dict[int, FloatArray] = {}  # paper: each node's local particles
+        self.paper_settings = s.paper(float(self.model.temperature))
+        self.start = self.particles.copy()  # the paper's local particles start here
+        self.pending: set[int] = set()
+        self.visited: set[int] = set()
+
+    def on_token(self, holder: int, slot: int) -> Message:
+        if holder in self.pending:
+            self._forget(holder, slot)
+        elif self.sound:
+            self._sound_visit(holder, holder not in self.forgotten)
+        elif holder not in self.forgotten:
+            self._paper_visit(holder)
+        self.visited.add(holder)
+        self.record(slot, force=holder in self._removals and self._removals[holder] == slot)
+        return self.message
+
+    def _sound_visit(self, holder: int, learns: bool) -> None:
+        s = self.settings
+        own = self.own.get(holder, np.zeros_like(self.particles))
+        score = self.likelihood_score(holder) if learns else None
+        for _ in range(s.local_iterations):
+            self.state, own = aggregated_visit(
+                self.state, own, self.prior_score, score, s.adagrad, rule=s.rule,
+                bandwidth=s.fixed_bandwidth,
+            )  # fmt: skip
+        if learns:
+            self.own[holder] = own
+        self.particles = self.state.particles
+
+    def _paper_visit(self, holder: int) -> None:
+        local = self.local.get(holder, self.start)
+        self.particles, self.local[holder] = paper_visit(
+            self.particles, local, self.likelihood_score(holder), self.paper_settings
+        )
+
+    def _forget(self, holder: int, slot: int) -> None:
+        self.pending.discard(holder)
+        self.forgotten.add(holder)
+        self._removals[holder] = slot
+        if self.sound:
+            own = self.own.pop(holder)
+            self.state = forget(self.state, own)
+            self._sound_visit(holder, learns=False)
+        else:
+            local = self.local.pop(holder)
+            self.particles = paper_forget(
+                self.particles, local, self.likelihood_score(holder), self.paper_settings
+            )
+
+    def on_request(self, node: int, slot: int) -> None:
+        if node in self.forgotten or node in self.pending:
+            return
+        if node in self.visited:
+            self.pending.add(node)
+        else:  # nothing to remove
+            self.forgotten.add(node)
+            self._removals[node] = slot - 1
+
+    def stats(self) -> dict[str, float]:
+        return {"forget_pending": float(len(self.pending))}

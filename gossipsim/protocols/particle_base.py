@@ -1,0 +1,74 @@
+"""What the particle protocols share: the global particles, their trace, requests and removals.
+
+The states recorded are the global particles ``(N, d)``; they change at every slot, and a trace of
+every slot would hold iterations × N × d numbers, so they are recorded at the slots metrics.csv
+writes (slot 1, every ``[metrics] record_every``-th, the last) and at every removal slot. The
+divergence and the metrics between two records are those of the last record (the tables say so).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..messages import Message
+from .base import Protocol, StateTrace
+from .registry import BuildRequest
+
+FloatArray = NDArray[np.float64]
+
+
+class ParticleProtocol(Protocol):
+    """Global particles drawn from the prior, recorded at the slots that are written."""
+
+    representation = "particles"
+
+    def __init__(self, request: BuildRequest) -> None:
+        self.model: Any = request.model
+        self.data: Any = request.data
+        self.rng = request.rng
+        self.settings: Any = request.settings
+        self.message = Message(request.bits)
+        self.nodes = request.nodes
+        self.forgotten: set[int] = set(request.forgotten)
+        self.every = max(int(request.record_every), 1)
+        self.last = request.iterations
+        self.particles: FloatArray = np.asarray(
+            self.model.sample_prior(self.rng, self.settings.particles), dtype=np.float64
+        )
+        self.trace = request.trace if request.trace is not None else StateTrace()
+        self.trace.record(request.start_slot, self.particles)
+        self._removals: dict[int, int] = {}
+
+    def record(self, slot: int, force: bool = False) -> None:
+        """Record the particles at the end of ``slot`` if metrics.csv writes it (or ``force``)."""
+        if force or slot == 1 or slot % self.every == 0 or slot == self.last:
+            self.trace.record(slot, self.particles)
+
+    def likelihood_score(self, node: int) -> Any:
+        """θ ↦ (1/α)·∇θ log p(D_node | θ), on a fresh mini-batch per call with ``batch_size``."""
+        model, data, batch = self.model, self.data, self.settings.batch_size
+        temperature = float(model.temperature)
+
+        def score(theta: FloatArray) -> FloatArray:
+            rows = None
+            size = model.node_rows(data, node)
+            if batch is not None and batch < size:
+                rows = np.sort(self.rng.choice(size, batch, replace=False))
+            return np.asarray(model.log_likelihood(data, node, theta, rows)[1]) / temperature
+
+        return score
+
+    def prior_score(self, theta: FloatArray) -> FloatArray:
+        return np.asarray(self.model.log_prior(theta)[1])
+
+    def done(self) -> bool:
+        return False
+
+    def traces(self) -> dict[str, StateTrace]:
+        return {"main": self.trace}
+
+    def removals(self) -> dict[int, int]:
+        return dict(self._removals)

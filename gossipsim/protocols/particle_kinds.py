@@ -1,0 +1,182 @@
+"""``[protocol] kind = "svgd"`` and ``"dsvgd"``: particle protocols, their keys and their needs.
+
+Both need a model with log-likelihood gradients at points (capability ``loglik-gradient``) and record
+particle sets (the ``particles`` representation: divergence ``ksd``). ``svgd`` is centralised SVGD on
+the pooled data of every node not forgotten (one SVGD step a slot, whoever holds the token): the
+reference the distributed runs are compared with. ``dsvgd`` is distributed SVGD on the token walk
+(or the server's schedule), with Forget-SVGD serving unlearning requests, in two variants:
+``sound`` (the default, :mod:`gossipsim.particles.aggregated`) and ``paper``
+(:mod:`gossipsim.particles.dsvgd`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..capabilities import LOGLIK_GRADIENT
+from ..errors import ConfigError
+from ..particles.adagrad import AdaGradSettings
+from ..particles.dsvgd import PAPER_KDE_BANDWIDTH, PAPER_KDE_FLOOR, PaperSettings
+from ..schema import Key, read_keys
+from .base import Protocol
+from .registry import COMMON_KEYS, BuildRequest, ProtocolKind
+
+BANDWIDTH_WORDS = ("median", "median-svgd-code")
+
+PARTICLE_KEYS: tuple[Key, ...] = (
+    Key("particles", "integer", 20, "N, the number of particles (the papers use 20 for logistic "
+        "regression and 40 for Fashion-MNIST)", minimum=2, maximum=100_000),
+    Key("step_size", "number", 0.05, "AdaGrad's master step size (the DSVGD code's 0.05)",
+        minimum=0, exclusive_minimum=True),
+    Key("kernel_bandwidth", "number", "median", "h of the SVGD kernel exp(−‖θ − θ'‖²/h): `median` "
+        "(med²/log N, as the papers write), `median-svgd-code` (med²/log(N + 1), as the original "
+        "SVGD code computes), or a fixed number > 0", minimum=0, exclusive_minimum=True,
+        words=BANDWIDTH_WORDS),
+    Key("batch_size", "integer", None, "rows of a node's data per likelihood gradient (a "
+        "mini-batch drawn without replacement, scaled to the node's size); absent: all rows",
+        minimum=1),
+)  # fmt: skip
+
+PAPER_ONLY = ("fit_iterations", "kde_bandwidth", "kde_floor", "forget_tempering")
+
+DSVGD_KEYS: tuple[Key, ...] = (
+    *PARTICLE_KEYS,
+    Key("variant", "choice", "sound", "`sound`: aggregated-score DSVGD, no density estimate (see "
+        "[Particles](particles.md)); `paper`: the papers' KDE factors as written",
+        choices=("sound", "paper")),
+    Key("local_iterations", "integer", None, "L, SVGD steps on the global particles per visit "
+        "(at most 10,000)", minimum=1, maximum=10_000, default_text="1 (sound), 200 (paper)"),
+    Key("fit_iterations", "integer", 200, "L', SVGD steps fitting the node's local particles "
+        "(paper variant)", minimum=0, maximum=10_000),
+    Key("kde_bandwidth", "number", PAPER_KDE_BANDWIDTH, "λ, the KDEs' standard deviation (paper "
+        "variant)", minimum=0, exclusive_minimum=True),
+    Key("kde_floor", "number", PAPER_KDE_FLOOR, "added to every KDE component (paper variant, the "
+        "reference code's 1e-9; 0: none)", minimum=0),
+    Key("forget_tempering", "number", 1.0, "β of Forget-SVGD: the node's log-likelihoods weighted by −β/α (paper "
+        "variant; the paper's 1 over-forgets)", minimum=0, exclusive_minimum=True),
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ParticleSettings:
+    """The settings of a particle protocol (``variant`` and after: ``dsvgd`` only)."""
+
+    particles: int = 20
+    step_size: float = 0.05
+    kernel_bandwidth: float | str = "median"
+    batch_size: int | None = None
+    variant: str = "sound"
+    local_iterations: int = 1
+    fit_iterations: int = 200
+    kde_bandwidth: float = PAPER_KDE_BANDWIDTH
+    kde_floor: float = PAPER_KDE_FLOOR
+    forget_tempering: float = 1.0
+
+    @property
+    def rule(self) -> Any:
+        """The median rule of the SVGD kernel (``median`` when the bandwidth is fixed)."""
+        return self.kernel_bandwidth if isinstance(self.kernel_bandwidth, str) else "median"
+
+    @property
+    def fixed_bandwidth(self) -> float | None:
+        return None if isinstance(self.kernel_bandwidth, str) else float(self.kernel_bandwidth)
+
+    @property
+    def adagrad(self) -> AdaGradSettings:
+        """AdaGrad with momentum; the paper variant uses the reference code's fudge 1e-9."""
+        fudge = 1e-9 if self.variant == "paper" else 1e-6
+        return AdaGradSettings(step_size=self.step_size, fudge=fudge)
+
+    def paper(self, temperature: float) -> PaperSettings:
+        return PaperSettings(
+            local_iterations=self.local_iterations, fit_iterations=self.fit_iterations,
+            adagrad=self.adagrad, kernel_rule=self.rule, kernel_bandwidth=self.fixed_bandwidth,
+            kde_bandwidth=self.kde_bandwidth, kde_floor=self.kde_floor, temperature=temperature,
+            forget_tempering=self.forget_tempering,
+        )  # fmt: skip
+
+
+def _check_particle_model(kind: str, model: type) -> None:
+    capabilities: frozenset[str] = getattr(model, "capabilities", frozenset())
+    if LOGLIK_GRADIENT not in capabilities:
+        raise ConfigError(
+            "protocol.kind",
+            f"{kind} needs a model with log-likelihood gradients at points (capability "
+            f"{LOGLIK_GRADIENT}); {getattr(model, 'kind', model)!r} has none: use "
+            "logistic-regression, bnn or gaussian-mixture",
+        )
+
+
+class _ParticleKind(ProtocolKind):
+    """What both particle kinds share: the model check, the representation, the message size."""
+
+    representation_name = "particles"
+
+    def check_model(self, model: type) -> None:
+        _check_particle_model(self.name, model)
+
+    def message_entries(self, settings: Any, sizes: Any) -> int:
+        """N particles of d coordinates (``sizes.particle_entries``)."""
+        return int(settings.particles) * int(sizes.particle_entries)
+
+    def stochastic(self, settings: Any, model: type) -> bool:
+        return settings.batch_size is not None
+
+
+class SVGD(_ParticleKind):
+    """Centralised SVGD on the pooled data (the reference for the distributed runs)."""
+
+    name = "svgd"
+    description = (
+        "centralised SVGD (eqs. 5-6 of 000) on the pooled data of every node not forgotten: one "
+        "step a slot; a request drops the node's data at once (the reference for dsvgd)"
+    )
+    keys = PARTICLE_KEYS
+
+    def settings(self, table: Mapping[str, Any], model: type) -> ParticleSettings:
+        own = {k: v for k, v in table.items() if k not in COMMON_KEYS}
+        return ParticleSettings(**read_keys(self.keys, own, "protocol", also=COMMON_KEYS))
+
+    def build(self, request: BuildRequest) -> Protocol:
+        from .svgd import CentralisedSVGD
+
+        return CentralisedSVGD(request)
+
+
+class DSVGD(_ParticleKind):
+    """Distributed SVGD with Forget-SVGD, on the walk or with the server."""
+
+    name = "dsvgd"
+    description = (
+        "distributed SVGD (eq. 7 of 000, eq. 14 of 003) with Forget-SVGD (eq. 8 of 000): variant "
+        "sound (aggregated scores, the default) or paper (KDE factors as written)"
+    )
+    keys = DSVGD_KEYS
+
+    def settings(self, table: Mapping[str, Any], model: type) -> ParticleSettings:
+        own = {k: v for k, v in table.items() if k not in COMMON_KEYS}
+        values = read_keys(self.keys, own, "protocol", also=COMMON_KEYS)
+        if values["variant"] == "sound":
+            for key in PAPER_ONLY:
+                if key in own:
+                    raise ConfigError(
+                        f"protocol.{key}",
+                        'applies to variant = "paper" only (the sound variant has no KDE '
+                        "factors and forgets by subtracting the node's scores)",
+                    )
+        if values["local_iterations"] is None:
+            values["local_iterations"] = 1 if values["variant"] == "sound" else 200
+        return ParticleSettings(**values)
+
+    def build(self, request: BuildRequest) -> Protocol:
+        from .dsvgd import DistributedSVGD
+
+        return DistributedSVGD(request)
+
+    def message_entries(self, settings: Any, sizes: Any) -> int:
+        """N particles; the sound variant's token also carries the aggregate of the nodes' scores
+        and AdaGrad's history (three N × d arrays)."""
+        base = super().message_entries(settings, sizes)
+        return 3 * base if settings.variant == "sound" else base
