@@ -78,7 +78,7 @@ def test_sound_dsvgd_follows_the_aggregated_visits_and_forgets_at_the_next_visit
     protocol = build_protocol(world, world.model.fixed_data, np.random.default_rng(2))
     state = start_state(protocol.particles.copy())
     own = {k: np.zeros_like(state.particles) for k in range(4)}
-    settings = AdaGradSettings(step_size=0.05)
+    settings = AdaGradSettings(step_size=0.05, cumulative=True)
     holders = [0, 1, 2, 1, 0, 3]
     for slot, k in enumerate(holders, start=1):
         protocol.on_token(k, slot)

@@ -169,6 +169,19 @@ def test_adagrad_step_follows_the_original_rule() -> None:
             AdaGradSettings(**bad)
 
 
+def test_cumulative_adagrad_sums_the_squared_directions() -> None:
+    settings = AdaGradSettings(step_size=0.05, fudge=1e-6, cumulative=True)
+    x = np.array([[1.0, -2.0]])
+    directions = [np.array([[0.3, -4.0]]), np.array([[-0.1, 2.0]]), np.array([[0.2, 0.5]])]
+    history = None
+    for count, g in enumerate(directions, start=1):
+        moved, history = adagrad_step(x, g, history, settings)
+        total = sum(d**2 for d in directions[:count])
+        np.testing.assert_allclose(history, total)
+        np.testing.assert_allclose(moved, x + 0.05 * g / (1e-6 + np.sqrt(total)))
+        x = moved
+
+
 def test_run_svgd_reproduces_the_original_svgd_code() -> None:
     rng = np.random.default_rng(6)
     mean = np.array([1.0, -1.0, 0.5])

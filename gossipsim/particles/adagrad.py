@@ -3,7 +3,9 @@
 The squared-gradient history starts at the first direction squared and is then averaged,
 ``history ← decay·history + (1 − decay)·φ²``; each coordinate moves by
 ``step_size · φ / (fudge + √history)``. Applied to SVGD directions, this is eq. (5) of 000 with a
-per-coordinate learning rate.
+per-coordinate learning rate. With ``cumulative`` the history is the plain sum of the squared
+directions (AdaGrad as Duchi et al. define it), so the steps shrink as 1/√t: the sound DSVGD variant
+uses it (:mod:`gossipsim.particles.aggregated`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ class AdaGradSettings:
     step_size: float = 1e-3
     decay: float = 0.9
     fudge: float = 1e-6
+    cumulative: bool = False
 
     def __post_init__(self) -> None:
         if not (np.isfinite(self.step_size) and self.step_size > 0.0):
@@ -53,6 +56,8 @@ def adagrad_step(
     squared = np.square(direction)
     if history is None:
         new_history = squared
+    elif settings.cumulative:
+        new_history = history + squared
     else:
         new_history = settings.decay * history + (1.0 - settings.decay) * squared
     moved = particles + settings.step_size * direction / (settings.fudge + np.sqrt(new_history))

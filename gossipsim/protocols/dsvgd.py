@@ -2,7 +2,7 @@
 
 ``variant = "sound"`` (the default; :mod:`gossipsim.particles.aggregated`): the token carries the
 global particles, the aggregate S of every node's last likelihood score at the particles and
-AdaGrad's history; node k keeps its last score g_k. A visit takes ``local_iterations`` SVGD steps
+AdaGrad's cumulative history; node k keeps its last score g_k. A visit takes ``local_iterations`` SVGD steps
 (1 by default) towards the prior, the others' scores S − g_k and its own fresh score, then replaces
 g_k. Forget-SVGD: at the forgotten node's next visit S loses g_k (its data leave the score the
 particles move towards: the removal slot) and the step is taken without it; later visits move the
@@ -62,7 +62,7 @@ class DistributedSVGD(ParticleProtocol):
         score = self.likelihood_score(holder) if learns else None
         for _ in range(s.local_iterations):
             self.state, own = aggregated_visit(
-                self.state, own, self.prior_score, score, s.adagrad, rule=s.rule,
+                self.state, own, self.prior_score, score, s.sound_adagrad, rule=s.rule,
                 bandwidth=s.fixed_bandwidth,
             )  # fmt: skip
         if learns:

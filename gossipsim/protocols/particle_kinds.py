@@ -85,9 +85,14 @@ class ParticleSettings:
 
     @property
     def adagrad(self) -> AdaGradSettings:
-        """AdaGrad with momentum; the paper variant uses the reference code's fudge 1e-9."""
+        """AdaGrad with momentum (the original SVGD code's; the paper variant with the reference
+        code's fudge 1e-9); the sound variant sums its history (steps shrinking as 1/√t)."""
         fudge = 1e-9 if self.variant == "paper" else 1e-6
         return AdaGradSettings(step_size=self.step_size, fudge=fudge)
+
+    @property
+    def sound_adagrad(self) -> AdaGradSettings:
+        return AdaGradSettings(step_size=self.step_size, cumulative=True)
 
     def paper(self, temperature: float) -> PaperSettings:
         return PaperSettings(
