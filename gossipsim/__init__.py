@@ -26,6 +26,8 @@ _LAZY = {
     "Results": "results",
     "RunRecord": "engine",
     "Scenario": "scenario",
+    "ServerLinks": "links",
+    "ServerRounds": "protocols",
     "StateTrace": "protocols",
     "Study": "scenario",
     "TOPOLOGY_KINDS": "topology",
@@ -77,9 +79,15 @@ if TYPE_CHECKING:
     from .engine import Request, RunRecord, run_token
     from .errors import ConfigError
     from .families import CONJUGATE_MODELS
-    from .links import LinkModel
+    from .links import LinkModel, ServerLinks
     from .optimum import OptimumError, variational_optimum
-    from .protocols import ConjugateGFVL, Protocol, StateTrace, WithRetrainBaseline
+    from .protocols import (
+        ConjugateGFVL,
+        Protocol,
+        ServerRounds,
+        StateTrace,
+        WithRetrainBaseline,
+    )
     from .results import PostProcessingError, Results, load_results
     from .runner import World, build_world, simulate_run
     from .scenario import Scenario, Study, load_scenario, parse_study
@@ -116,6 +124,8 @@ __all__ = [
     "Results",
     "RunRecord",
     "Scenario",
+    "ServerLinks",
+    "ServerRounds",
     "StateTrace",
     "Study",
     "Walker",

@@ -25,7 +25,8 @@ NumPy 2, NetworkX 3:
   10⁷ edges peak at 355-369 MiB: about 36 B per edge and 30 B per node (tracemalloc, which also
   counts freed arrays: 50-71 B per edge);
 - one run: 84-108 B per slot for exact conjugate updates (engine arrays of holders, times and bits,
-  KL segments, metric columns); natural-gradient protocols record their state at every slot:
+  KL segments, metric columns), about 150 B more with the parameter server (the engine's record
+  of each round); natural-gradient protocols record their state at every slot:
   366-485 B per slot for the Beta (2 entries), 8.6 KiB for a 110-entry Gaussian and 72 KiB for a
   930-entry one with the retrain baseline (about 8 copies of each state while its KL is computed);
   evaluating a logistic-regression state costs about 0.8 KiB per test row (Gauss–Hermite
@@ -42,7 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import ConfigError
-from .links import LinkModel, check_horizon
+from .links import check_horizon
 
 if TYPE_CHECKING:
     from .scenario import Scenario
@@ -60,6 +61,9 @@ CSR_NODE_BYTES = 64
 CSR_EDGE_BYTES = 80
 #: one run, per slot, whatever the model (measured 84-108)
 SLOT_BYTES = 128
+#: one run with the parameter server, per slot on top of :data:`SLOT_BYTES`: the engine lists every
+#: round in ``RunRecord.events`` (measured 135-150 with tracemalloc over 20,000-200,000 rounds)
+ROUND_BYTES = 192
 #: one recorded state: list entry, array header, slot (the entries are counted by STATE_COPIES)
 RECORD_BYTES = 200
 #: copies of each recorded state alive while the KL trace is computed (measured about 8)
@@ -199,6 +203,7 @@ class RunShape:
     record_every: int
     requests: int
     retrain: bool
+    rounds: bool = False  # every slot a server round (protocol.architecture = "server")
 
 
 def shared_terms(shape: RunShape, sizes: ModelSizes, nodes: float) -> list[Term]:
@@ -229,7 +234,8 @@ def run_terms(shape: RunShape, sizes: ModelSizes, nodes: float) -> list[Term]:
         records = min(float(shape.iterations), nodes * (2 + 2 * shape.requests))
     state = RECORD_BYTES + STATE_COPIES * VALUE_BYTES * sizes.state_entries
     recorded = shape.iterations / shape.record_every + 2 * (1 + shape.requests)
-    slots = shape.iterations * SLOT_BYTES + traces * records * state + nodes * RUN_NODE_BYTES
+    per_slot = SLOT_BYTES + (ROUND_BYTES if shape.rounds else 0)
+    slots = shape.iterations * per_slot + traces * records * state + nodes * RUN_NODE_BYTES
     entries = f" with {sizes.state_entries}-entry states" if sizes.every_slot else ""
     return [
         Term("scenario.iterations", slots, f"runs of {shape.iterations} slots{entries}"),
@@ -264,6 +270,7 @@ def run_shape(scenario: Scenario) -> RunShape:
         record_every=scenario.metrics.record_every,
         requests=len(scenario.unlearning),
         retrain=scenario.protocol.retrain_baseline,
+        rounds=scenario.protocol.architecture == "server",
     )
 
 
@@ -281,7 +288,7 @@ def graph_key(scenario: Scenario) -> str:
 def check_time(scenario: Scenario, sizes: ModelSizes) -> None:
     """Refuse compute and link times whose sum over the run overflows the simulated clock
     (:func:`gossipsim.links.check_horizon`, with the model's real message size)."""
-    links = LinkModel(scenario.links.rate_bps, scenario.links.latency_s)
+    links = scenario.links.channel(scenario.protocol.architecture)
     bits = scenario.protocol.message_bits(sizes)
     check_horizon(scenario.run.iterations, scenario.compute_seconds, links, bits)
 

@@ -5,7 +5,8 @@ protocol kind declares a kernel this engine has (exact conjugate G-FVL: ``conjug
 the state changes only at a node's first visit, or at its first visit after an unlearning request),
 the scheduler kind declares ``batched-step`` (its batched sampler moves walks exactly as its one-step
 sampler does), the channel declares ``homogeneous-delay`` (a hop's delay does not depend on the link
-and nothing is lost), and requests arrive at iterations (not at simulated times). Anything without
+and nothing is lost), and requests arrive at iterations (not at simulated times); the architecture is the walk (the
+parameter server, ``protocol.architecture = "server"``, runs on the event engine). Anything without
 a declaration runs on the event engine. Then
 
 1. each run's seed, start node and walk stream are NumPy's own SeedSequence / PCG64 objects, built
@@ -82,6 +83,8 @@ def unavailable(world: World) -> str | None:
     sc = world.scenario
     if sc.topology.draw == "per-run":
         return "the graph is drawn per run (topology.draw = per-run)"
+    if sc.protocol.architecture != "walk":  # every slot a round: the event engine's
+        return f"protocol.architecture = {sc.protocol.architecture} runs on the event engine"
     kernel = protocol_kind(sc.protocol.kind).kernel(world.model)
     if kernel not in KERNELS:  # only what declares a kernel this engine has is vectorised
         return f"protocol {sc.protocol.kind!r} declares no vectorised kernel for model {sc.model.kind!r}"

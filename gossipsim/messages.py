@@ -6,7 +6,9 @@ A protocol's :meth:`~gossipsim.protocols.base.Protocol.on_token` returns what it
   the token moves to the next holder the scheduler picks, over the channel between them;
 - a :class:`Round`: the slot is an exchange between a server and one or several clients (each a
   :class:`Transfer` over a channel), in parallel or one after another; no token moves, and the
-  scheduler then picks the next agent.
+  scheduler then picks the next agent. The parameter server is addressed as :data:`SERVER` (not a
+  node of the graph); ``[protocol] architecture = "server"`` turns any protocol's messages into
+  rounds (:class:`~gossipsim.protocols.server.ServerRounds`).
 
 A :class:`Codec` turns a message into the one actually sent (its bits, and what the receiver
 decodes). :class:`IdentityCodec` sends every message as it is; compression codecs (top-k
@@ -20,6 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+#: the parameter server's address in a :class:`Transfer` (nodes are 0..K-1; the server is none of them)
+SERVER = -1
+
 
 @dataclass(frozen=True, slots=True)
 class Message:
@@ -31,7 +36,8 @@ class Message:
 
 @dataclass(frozen=True, slots=True)
 class Transfer:
-    """One message of a round, from node ``sender`` to node ``receiver``."""
+    """One message of a round, from node ``sender`` to node ``receiver`` (either may be
+    :data:`SERVER`)."""
 
     sender: int
     receiver: int

@@ -25,7 +25,7 @@ import numpy as np
 from . import budget
 from .errors import ConfigError
 from .frozen import FrozenDict, freeze, thaw
-from .links import LinkModel, check_horizon
+from .links import check_horizon
 from .registry import MODEL_KINDS, PROTOCOL_KINDS
 from .scheduling import check_scheduler
 from .schema import read_keys
@@ -604,6 +604,7 @@ def parse_scenario(
         retrain_baseline=pr["retrain_baseline"],
         bits_per_entry=pr["bits_per_entry"],
         options=protocol_cls.settings(pr_raw, model_cls),  # the kind reads its own keys
+        architecture=pr["architecture"],
     )
 
     sc = read_keys(SCHEMA["scheduler"], _table(raw, "scheduler"), "scheduler")
@@ -612,7 +613,7 @@ def parse_scenario(
     )
     compute = read_keys(SCHEMA["compute"], _table(raw, "compute"), "compute")
     ln = read_keys(SCHEMA["links"], _table(raw, "links"), "links")
-    links = LinkSettings(rate_bps=ln["rate_bps"], latency_s=ln["latency_s"])
+    links = LinkSettings(**ln)
 
     requests = raw.get("unlearning", [])
     if isinstance(requests, dict):
@@ -734,7 +735,8 @@ def _check_requests_can_arrive(
 ) -> None:
     """Refuse a request that no run can ever receive: one for a slot after the run's last, or for a
     time after the longest a run can last, iterations × (compute + message bits / rate + latency),
-    every slot moving the token (a request arrives before the first slot starting at or after it)."""
+    every slot moving the token (with the server: a download and an upload in every slot; a
+    request arrives before the first slot starting at or after it)."""
     horizon: float | None = None
     for i, req in enumerate(requests):
         where = f"unlearning[{i}]"
@@ -751,14 +753,19 @@ def _check_requests_can_arrive(
                 bits = protocol.message_bits(model_cls.sizes(spec, 0))
             except ConfigError:
                 return  # settings the build refuses in its own words
-            link = LinkModel(links.rate_bps, links.latency_s)
+            link = links.channel(protocol.architecture)
             horizon = check_horizon(run.iterations, compute_seconds, link, bits)
         if req.at_time > horizon:
+            transmissions = (
+                "a download and an upload of the message over the server's links"
+                if protocol.architecture == "server"
+                else "message bits / links.rate_bps + links.latency_s"
+            )
             raise ConfigError(
                 f"{where}.at_time",
                 f"is {req.at_time:g} s, after the longest a run can last ({horizon:g} s: "
-                "scenario.iterations × (compute.seconds_per_iteration + message bits / "
-                "links.rate_bps + links.latency_s)): the request could never arrive",
+                f"scenario.iterations × (compute.seconds_per_iteration + {transmissions})): the "
+                "request could never arrive",
             )
 
 

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field, is_dataclass
 from typing import Any
 
 from .frozen import FrozenDict, freeze
+from .links import LinkModel, ServerLinks
 from .registry import import_object
 from .schema import Key
 
@@ -75,12 +76,19 @@ DATA_KEYS = (
 )  # fmt: skip
 #: besides these, ``[data]`` holds the model's generator parameters and data keys
 
+#: the values of ``[protocol] architecture``
+ARCHITECTURES = ("walk", "server")
+
 PROTOCOL_KEYS = (
     Key("kind", "string", "gfvl", "the protocol (`gossipsim list`), or an import path "
         "`module:Class` to a ProtocolKind of your own"),
     Key("retrain_baseline", "boolean", True, "with at least one request, also simulate the "
         "retrain-from-scratch baseline on the same walk"),
     Key("bits_per_entry", "integer", 64, "payload bits per number a message carries", minimum=1),
+    Key("architecture", "choice", "walk", "`walk`: the token moves from agent to agent over the "
+        "graph's links; `server`: a parameter server holds the state and each slot is a round with "
+        "the agent the scheduler picks, a download then an upload over the server's links "
+        "([Architectures](#architectures-walk-and-server))", choices=ARCHITECTURES),
 )  # fmt: skip
 #: besides these, ``[protocol]`` holds the kind's own keys (``ProtocolKind.keys``)
 
@@ -100,6 +108,16 @@ LINKS_KEYS = (
     Key("rate_bps", "number", math.inf, "link rate in bit/s (inf: no limit)", minimum=0,
         exclusive_minimum=True, finite=False),
     Key("latency_s", "number", 0.0, "one-way link latency (s)", minimum=0),
+    Key("downlink_rate_bps", "number", None, "server architecture: rate of each server → agent "
+        "link in bit/s (inf: no limit)", minimum=0, exclusive_minimum=True, finite=False,
+        default_text="`rate_bps`"),
+    Key("downlink_latency_s", "number", None, "server architecture: latency of each server → "
+        "agent link (s)", minimum=0, default_text="`latency_s`"),
+    Key("uplink_rate_bps", "number", None, "server architecture: rate of each agent → server "
+        "link in bit/s (inf: no limit)", minimum=0, exclusive_minimum=True, finite=False,
+        default_text="`rate_bps`"),
+    Key("uplink_latency_s", "number", None, "server architecture: latency of each agent → "
+        "server link (s)", minimum=0, default_text="`latency_s`"),
 )  # fmt: skip
 
 UNLEARNING_KEYS = (
@@ -222,6 +240,7 @@ class ProtocolSettings:
     retrain_baseline: bool = default("protocol", "retrain_baseline")
     bits_per_entry: int = default("protocol", "bits_per_entry")
     options: Any = field(default_factory=_gfvl_settings)
+    architecture: str = default("protocol", "architecture")
 
     def message_bits(self, sizes: Any) -> float:
         """Bits of one message for a model of these sizes (:class:`gossipsim.budget.ModelSizes`):
@@ -241,8 +260,47 @@ class SchedulerSettings:
 
 @dataclass(frozen=True)
 class LinkSettings:
+    """``[links]``: the walk's links (``rate_bps``, ``latency_s``) and the server's downlinks and
+    uplinks (None: the walk's value)."""
+
     rate_bps: float = default("links", "rate_bps")
     latency_s: float = default("links", "latency_s")
+    downlink_rate_bps: float | None = None
+    downlink_latency_s: float | None = None
+    uplink_rate_bps: float | None = None
+    uplink_latency_s: float | None = None
+
+    def channel(self, architecture: str = "walk") -> LinkModel | ServerLinks:
+        """The run's channel: homogeneous links for the walk, the server's downlinks and uplinks
+        (each value not given taken from ``rate_bps`` / ``latency_s``) for the server."""
+        if architecture != "server":
+            return LinkModel(self.rate_bps, self.latency_s)
+        values, keys = [], []
+        for name, fallback in (
+            ("downlink_rate_bps", "rate_bps"),
+            ("downlink_latency_s", "latency_s"),
+            ("uplink_rate_bps", "rate_bps"),
+            ("uplink_latency_s", "latency_s"),
+        ):
+            own = getattr(self, name)
+            values.append(own if own is not None else getattr(self, fallback))
+            keys.append(f"links.{name if own is not None else fallback}")
+        down_rate, down_latency, up_rate, up_latency = values
+        named = (keys[0], keys[1], keys[2], keys[3])
+        return ServerLinks(
+            LinkModel(down_rate, down_latency), LinkModel(up_rate, up_latency), named
+        )
+
+    def resolved(self) -> dict[str, Any]:
+        """Every value, the server's filled in from the walk's (plain data for summary.json)."""
+        out = {}
+        for name in ("rate_bps", "latency_s", "downlink_rate_bps", "downlink_latency_s",
+                     "uplink_rate_bps", "uplink_latency_s"):  # fmt: skip
+            value = getattr(self, name)
+            if value is None:
+                value = getattr(self, name.split("_", 1)[1])
+            out[name] = jsonable_float(value)
+        return out
 
 
 @dataclass(frozen=True)
@@ -314,13 +372,14 @@ class Scenario:
             "kind": self.protocol.kind,
             "retrain_baseline": self.protocol.retrain_baseline,
             "bits_per_entry": self.protocol.bits_per_entry,
+            "architecture": self.protocol.architecture,
             **(
                 asdict(options)
                 if is_dataclass(options) and not isinstance(options, type)
                 else dict(options or {})
             ),
         }
-        out["links"]["rate_bps"] = jsonable_float(self.links.rate_bps)
+        out["links"] = self.links.resolved()
         return out
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -126,8 +125,7 @@ def request_slot(world: Any, request: int, observed: int | None) -> int | None:
     req = world.requests[request]
     if req.at_iteration is not None:
         return int(req.at_iteration)
-    links = world.links
-    free_hops = math.isinf(links.rate_bps) and links.latency_s == 0
+    free_hops = world.links.takes_no_time  # the walk's hops, or the server's transfers
     return int(observed) if observed is not None and free_hops else None
 
 

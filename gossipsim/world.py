@@ -22,9 +22,10 @@ from . import budget
 from .engine import Request
 from .errors import ConfigError
 from .families import ExponentialFamily
-from .links import LinkModel
+from .links import LinkModel, ServerLinks
 from .models import Model, model_class
 from .protocols import BuildRequest, Protocol, StateTrace, WithRetrainBaseline, protocol_kind
+from .protocols.server import ServerRounds
 from .representations import Representation, Target, representation
 from .scheduling import IndexedGraph, stationary_distribution
 from .streams import DATA_TAG, TOPOLOGY, TOPOLOGY_TAG, run_stream
@@ -47,14 +48,14 @@ def node_labels(world: World) -> np.ndarray:
 @dataclass
 class World:
     """Everything the runs of one variant share: graph, model (with its data when drawn once),
-    requests, links."""
+    requests, links (the walk's, or the server's with ``[protocol] architecture = "server"``)."""
 
     scenario: Scenario
     indexed: IndexedGraph
     model: Model
     requests: tuple[Request, ...]
     start: int | None
-    links: LinkModel
+    links: LinkModel | ServerLinks
     built_graph: nx.Graph | None = None  # the NetworkX graph, when the topology built one
     #: bits of one message (the protocol kind's entries for this model: ProtocolSettings.message_bits)
     message_bits: float = 0.0
@@ -149,7 +150,7 @@ def build_world(
         model=model,
         requests=tuple(requests),
         start=start,
-        links=LinkModel(scenario.links.rate_bps, scenario.links.latency_s),
+        links=scenario.links.channel(scenario.protocol.architecture),
         message_bits=scenario.protocol.message_bits(type(model).sizes(spec, indexed.size)),
     )
     if targets:
@@ -216,17 +217,21 @@ def build_protocol(
 
 
 def make_protocol(world: World, data: Any, seed: np.random.SeedSequence) -> Protocol:
-    """The run's protocol, built by the scenario's protocol kind from the model's capabilities, and
-    paired with the retrain-from-scratch baseline (any kind gets it) when there are requests."""
+    """The run's protocol, built by the scenario's protocol kind from the model's capabilities,
+    paired with the retrain-from-scratch baseline (any kind gets it) when there are requests, and
+    run by a parameter server (:class:`~gossipsim.protocols.server.ServerRounds`, any kind too)
+    with ``[protocol] architecture = "server"``."""
     main_ss, retrain_ss = seed.spawn(2)
-    main = build_protocol(world, data, np.random.default_rng(main_ss))
-    if not (world.requests and world.scenario.protocol.retrain_baseline):
-        return main
-    retrain_rng = np.random.default_rng(retrain_ss)
+    protocol = build_protocol(world, data, np.random.default_rng(main_ss))
+    if world.requests and world.scenario.protocol.retrain_baseline:
+        retrain_rng = np.random.default_rng(retrain_ss)
 
-    def fresh(forgotten: frozenset[int], trace: StateTrace | None, slot: int) -> Protocol:
-        return build_protocol(
-            world, data, retrain_rng, forgotten=forgotten, trace=trace, start_slot=slot
-        )
+        def fresh(forgotten: frozenset[int], trace: StateTrace | None, slot: int) -> Protocol:
+            return build_protocol(
+                world, data, retrain_rng, forgotten=forgotten, trace=trace, start_slot=slot
+            )
 
-    return WithRetrainBaseline(main, fresh)
+        protocol = WithRetrainBaseline(protocol, fresh)
+    if world.scenario.protocol.architecture == "server":
+        protocol = ServerRounds(protocol)
+    return protocol

@@ -18,6 +18,7 @@ from .registry import (
     register_protocol,
 )
 from .retrain import WithRetrainBaseline
+from .server import ServerRounds
 
 __all__ = [
     "GFVL",
@@ -29,6 +30,7 @@ __all__ = [
     "NaturalGradientGFVL",
     "Protocol",
     "ProtocolKind",
+    "ServerRounds",
     "StateTrace",
     "WithRetrainBaseline",
     "import_object",

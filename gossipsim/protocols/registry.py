@@ -32,7 +32,7 @@ from ..schema import Key
 from .base import Protocol, StateTrace
 
 #: keys of ``[protocol]`` that every kind has (read by the scenario, not by the kind)
-COMMON_KEYS = ("kind", "retrain_baseline", "bits_per_entry")
+COMMON_KEYS = ("kind", "retrain_baseline", "bits_per_entry", "architecture")
 
 
 @dataclass(frozen=True)
