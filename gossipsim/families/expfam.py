@@ -1,5 +1,5 @@
 """Exponential families in natural parameters: log-partition, mean parameters, Fisher information,
-sampling and closed-form KL divergence.
+sampling, the score ∇θ log q and closed-form KL divergence.
 
 A member is ``q(θ) = exp(ηᵀ s(θ) − A(η) + M(θ))`` (eq. 10 and 15 of the core paper). Every method takes
 natural parameters as an array whose last axis holds the ``dim`` entries, so a whole trace of
@@ -10,6 +10,13 @@ KL divergence between two members of one family is the Bregman divergence of the
     KL(q_η ‖ q_λ) = A(λ) − A(η) − (λ − η)ᵀ ∇A(η),
 
 which every family below inherits; ``∇A(η)`` is the mean parameter μ = E[s(θ)].
+
+The **score** of a member, ∇θ log q_η(θ) = J_s(θ)ᵀ η + ∇M(θ), is what particle divergences (the
+kernelized Stein discrepancy) need. It takes points ``(..., p)`` in the coordinates
+:meth:`ExponentialFamily.sample_points` draws in: p = 1 for the scalar families (Beta, Gamma,
+Normal), θ's d coordinates for the Gaussians, and the first C − 1 coordinates of a Dirichlet (the
+last implied, θ_C = 1 − Σθ_c: the simplex has no density in the C ambient coordinates). It is NaN at
+points outside the support.
 """
 
 from __future__ import annotations
@@ -70,6 +77,16 @@ class ExponentialFamily(ABC):
     @abstractmethod
     def sufficient_statistics(self, theta: np.ndarray) -> np.ndarray:
         """s(θ), with the statistics on the last axis."""
+
+    def score(self, eta: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """∇θ log q_η(θ) of one member ``eta`` at ``points`` ``(..., p)`` (the coordinates of
+        :meth:`sample_points`; leading batch axes allowed), same shape; NaN outside the support."""
+        raise NotImplementedError(f"the {self.name or type(self).__name__} family has no score")
+
+    def sample_points(self, eta: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+        """``size`` draws of :meth:`sample` as points ``(size, p)`` in the coordinates of
+        :meth:`score` (a scalar θ as one coordinate)."""
+        return np.asarray(self.sample(eta, size, rng), dtype=float).reshape(size, -1)
 
     def fisher_norm(self, eta: np.ndarray, direction: np.ndarray) -> float:
         """‖v‖_F = √(vᵀ F(η) v) for one member η and one change v of its natural parameters: the
@@ -195,6 +212,13 @@ class Beta(ExponentialFamily):
         a, b = self.conventional(eta)
         return rng.beta(a, b, size=size)
 
+    def score(self, eta: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """(a − 1)/θ − (b − 1)/(1 − θ) at ``points`` ``(..., 1)`` in (0, 1)."""
+        eta, theta = member_and_points(eta, points, 1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            value = eta[0] / theta - eta[1] / (1.0 - theta)
+        return np.where((theta > 0.0) & (theta < 1.0), value, np.nan)
+
     def sufficient_statistics(self, theta: np.ndarray) -> np.ndarray:
         theta = np.asarray(theta, dtype=float)
         return np.stack([np.log(theta), np.log1p(-theta)], axis=-1)
@@ -276,6 +300,13 @@ class Gamma(ExponentialFamily):
         shape, rate = self.conventional(eta)
         return rng.gamma(shape, 1.0 / rate, size=size)
 
+    def score(self, eta: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """(α − 1)/θ − β at ``points`` ``(..., 1)``, θ > 0."""
+        eta, theta = member_and_points(eta, points, 1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            value = eta[0] / theta + eta[1]
+        return np.where(theta > 0.0, value, np.nan)
+
     def sufficient_statistics(self, theta: np.ndarray) -> np.ndarray:
         theta = np.asarray(theta, dtype=float)
         return np.stack([np.log(theta), theta], axis=-1)
@@ -345,6 +376,11 @@ class Normal(ExponentialFamily):
         mean, variance = self.conventional(eta)
         return rng.normal(mean, np.sqrt(variance), size=size)
 
+    def score(self, eta: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """η₁ + 2η₂θ = −(θ − m)/v at ``points`` ``(..., 1)``."""
+        eta, theta = member_and_points(eta, points, 1)
+        return eta[0] + 2.0 * eta[1] * theta
+
     def sufficient_statistics(self, theta: np.ndarray) -> np.ndarray:
         theta = np.asarray(theta, dtype=float)
         return np.stack([theta, theta**2], axis=-1)
@@ -393,8 +429,39 @@ class Dirichlet(ExponentialFamily):
     def sample(self, eta: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
         return rng.dirichlet(np.asarray(eta, dtype=float) + 1.0, size=size)
 
+    def sample_points(self, eta: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+        """The first C − 1 coordinates of :meth:`sample`'s draws, ``(size, C − 1)``."""
+        return self.sample(eta, size, rng)[:, :-1]
+
+    def score(self, eta: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """(α_c − 1)/θ_c − (α_C − 1)/θ_C, c < C, at ``points`` ``(..., C − 1)``: the first C − 1
+        coordinates, θ_C = 1 − Σ_c θ_c implied (the density of the simplex is one in C − 1
+        coordinates, scipy.stats.dirichlet's). Inside the simplex: every θ_c > 0 and θ_C > 0."""
+        eta, theta = member_and_points(eta, points, self.categories - 1)
+        last = 1.0 - np.sum(theta, axis=-1, keepdims=True)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            value = eta[:-1] / theta - eta[-1] / last
+        inside = np.all(theta > 0.0, axis=-1, keepdims=True) & (last > 0.0)
+        return np.where(inside, value, np.nan)
+
     def sufficient_statistics(self, theta: np.ndarray) -> np.ndarray:
         return np.log(np.asarray(theta, dtype=float))
+
+
+def member_and_points(
+    eta: np.ndarray, points: np.ndarray, coordinates: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """One member's natural parameters ``(dim,)`` and points whose last axis has ``coordinates``
+    entries (a ValueError otherwise: a score of the wrong shape would broadcast silently)."""
+    eta = np.asarray(eta, dtype=float)
+    theta = np.asarray(points, dtype=float)
+    if eta.ndim != 1:
+        raise ValueError(f"a score is of one member: eta must be (dim,), got {eta.shape}")
+    if theta.ndim == 0 or theta.shape[-1] != coordinates:
+        raise ValueError(
+            f"points must be (..., {coordinates}) for this family's score, got {theta.shape}"
+        )
+    return eta, theta
 
 
 def _concentration_partition_size(eta: np.ndarray) -> np.ndarray:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ConfigError
-from .expfam import ExponentialFamily
+from .expfam import ExponentialFamily, member_and_points
 
 #: (m, Σ, L, L⁻¹, ok) of :meth:`GaussianFull._moments`
 _Moments = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -253,6 +253,11 @@ class GaussianFull(ExponentialFamily):
         eps = rng.standard_normal((size, self.d))
         return mean + eps @ chol_inv
 
+    def score(self, eta: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """∇θ log q = η₁ + 2 sym(η₂)θ = Λ(m − θ) at ``points`` ``(..., d)``."""
+        eta, theta = member_and_points(eta, points, self.d)
+        return self.split(eta)[0] - theta @ self.precision(eta)  # Λ symmetric: θᵀΛ = (Λθ)ᵀ
+
     def sufficient_statistics(self, theta: np.ndarray) -> np.ndarray:
         """s(θ) = [θ, vec(θθᵀ)], shape (…, d + d²)."""
         theta = np.asarray(theta, dtype=float)
@@ -414,6 +419,12 @@ class GaussianDiagonal(ExponentialFamily):
         """``size`` draws θ = m + √v ⊙ ε, shape (size, d)."""
         mean, var = self._mean_var(eta)
         return mean + rng.standard_normal((size, self.d)) * np.sqrt(var)
+
+    def score(self, eta: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """∇θ log q = η₁ + 2η₂ ⊙ θ = (m − θ)/v at ``points`` ``(..., d)``."""
+        eta, theta = member_and_points(eta, points, self.d)
+        eta1, eta2 = self.split(eta)
+        return eta1 + 2.0 * eta2 * theta
 
     def sufficient_statistics(self, theta: np.ndarray) -> np.ndarray:
         """s(θ) = [θ, θ²], shape (…, 2d)."""

@@ -9,8 +9,9 @@ A model turns its own settings (:class:`~gossipsim.settings.ModelSpec`: the ``[m
   ``mean_gradient(data, estimation)`` and ``in_domain``); the protocol kind chosen by the scenario
   builds itself from them, the model never builds a protocol,
 - ``target(data, forgotten)``: the exact target posterior of the data meant to be learned, with
-  ``kl(states)`` vectorised over a trace of posteriors, and the best-in-family KL where the target is
-  not in the variational family,
+  ``kl(states)`` vectorised over a trace of posteriors, the best-in-family KL where the target is
+  not in the variational family, its score ``score(points)`` and, where the model has them, exact
+  draws ``sample(rng, count)`` (``has_samples``),
 - ``evaluate(data, states)``: extra per-slot columns (held-out accuracy, NLL, ECE, ...),
 - ``sizes(spec, nodes)``: how big the model is, in numbers, from the settings alone (the memory
   estimate of :mod:`gossipsim.budget`, checked by :meth:`Model.check_budget` before any data are
@@ -43,7 +44,12 @@ if TYPE_CHECKING:
 
 
 class FamilyTarget(Target):
-    """A target in the variational family itself, given by its natural parameters."""
+    """A target in the variational family itself, given by its natural parameters: its KL, its
+    score and exact draws (the family's ``score`` and ``sample_points``), both in the family's
+    point coordinates (``(..., 1)`` for a scalar θ, the first C − 1 coordinates of a Dirichlet).
+
+    For a non-conjugate model whose target is the variational optimum (logistic regression) these
+    are the optimum's score and draws, not the exact posterior's."""
 
     def __init__(self, family: ExponentialFamily, eta: np.ndarray) -> None:
         self.family = family
@@ -51,6 +57,16 @@ class FamilyTarget(Target):
 
     def kl(self, states: np.ndarray) -> np.ndarray:
         return self.family.kl(states, self.eta)
+
+    def score(self, points: np.ndarray) -> np.ndarray:
+        return self.family.score(self.eta, points)
+
+    def sample(self, rng: np.random.Generator, count: int) -> np.ndarray:
+        return self.family.sample_points(self.eta, count, rng)
+
+    @property
+    def has_samples(self) -> bool:
+        return True
 
 
 class Model(ABC):

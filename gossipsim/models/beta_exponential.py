@@ -87,7 +87,10 @@ class PosteriorError(ConfigError):
 
 
 class ExactPosterior(Target):
-    """p(θ) ∝ θ^(c₁) (1−θ)^(c₂) exp(−c₃/θ) on (0, 1): the exact Beta–exponential posterior."""
+    """p(θ) ∝ θ^(c₁) (1−θ)^(c₂) exp(−c₃/θ) on (0, 1): the exact Beta–exponential posterior.
+
+    Its score is closed form (:meth:`score`); gossipsim has no exact sampler for it (``sample``
+    raises NotImplementedError, ``has_samples`` is False)."""
 
     def __init__(self, log_theta: float, log_one_minus: float, inverse: float) -> None:
         self.c1, self.c2, self.c3 = float(log_theta), float(log_one_minus), float(inverse)
@@ -110,6 +113,15 @@ class ExactPosterior(Target):
         # with b = 1 (c₂ = 0) the density at θ = 1 is finite: (1 − θ)⁰ = 1, not 0·(−∞)
         second = self.c2 * np.log1p(-theta) if self.c2 != 0.0 else 0.0
         return self.c1 * np.log(theta) + second - self.c3 / theta
+
+    def score(self, points: np.ndarray) -> np.ndarray:
+        """d/dθ log p = c₁/θ − c₂/(1−θ) + c₃/θ² at ``points`` ``(..., 1)`` in (0, 1); NaN outside."""
+        theta = np.asarray(points, dtype=float)
+        if theta.ndim == 0 or theta.shape[-1] != 1:
+            raise ValueError(f"points must be (..., 1) for a scalar θ, got {theta.shape}")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            value = self.c1 / theta - self.c2 / (1.0 - theta) + self.c3 / theta**2
+        return np.where((theta > 0.0) & (theta < 1.0), value, np.nan)
 
     def _mode(self) -> float:
         from scipy import optimize  # here: importing it costs every command a fifth of a second

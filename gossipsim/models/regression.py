@@ -570,6 +570,9 @@ class LogisticRegression(ParticleClassifier, GaussianRegression):
         ]
 
     def compute_target(self, data: Any, forgotten: frozenset[int]) -> Target:
+        """The variational optimum (:meth:`centralised_optimum`) as a :class:`FamilyTarget`: its
+        score and draws are the optimum Gaussian's, not the exact posterior's (the particle
+        protocols measure against :meth:`particle_target`, the exact posterior's score)."""
         return FamilyTarget(self.family, self.centralised_optimum(data, forgotten))
 
     def centralised_optimum(
