@@ -313,8 +313,10 @@ def test_regression_metrics_against_direct_computation(monkeypatch):
         assert out["nll"][r] == pytest.approx(-density.mean(), rel=1e-12)
     monkeypatch.setattr(particlemodel, "CHUNK_VALUES", 1)  # one set at a time: the same values
     one_by_one = model.evaluate_particles(data, sets, frozenset())
+    single = model.evaluate_particles(data, sets[2], frozenset())  # one set (N, d)
     for name, values in out.items():
         np.testing.assert_allclose(one_by_one[name], values, rtol=1e-13)
+        assert np.shape(single[name]) == () and single[name] == pytest.approx(values[2])
 
 
 def test_sizes_count_d_numbers_per_particle():

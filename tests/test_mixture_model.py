@@ -190,8 +190,10 @@ def test_mmd_is_reproducible_and_evaluated_a_few_sets_at_a_time(monkeypatch):
     )
     monkeypatch.setattr(particlemodel, "CHUNK_VALUES", 1)
     c = one.evaluate_particles(one.fixed_data, sets, frozenset({0}))
+    single = one.evaluate_particles(one.fixed_data, sets[1], frozenset({0}))  # one set (N, d)
     for name in a:
         np.testing.assert_allclose(c[name], a[name], rtol=1e-12)
+        assert np.shape(single[name]) == () and single[name] == pytest.approx(a[name][1])
 
 
 # ------------------------------------------------------------------------------- placement

@@ -45,7 +45,7 @@ def in_chunks(
     step = max(1, int(CHUNK_VALUES // max(values_per_set, 1.0)))
     parts = [function(flat[begin : begin + step]) for begin in range(0, flat.shape[0], step)]
     joined = np.concatenate(parts, axis=0) if parts else function(flat)
-    return joined.reshape(*lead, *joined.shape[1:])
+    return joined.reshape(lead + joined.shape[1:])
 
 
 class ParticleModel(ParticleCapable, Model):
