@@ -842,7 +842,7 @@ def _cmd_plot(args: argparse.Namespace) -> int:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    from .capabilities import EXACT_FACTORS
+    from .capabilities import EXACT_FACTORS, MEAN_GRADIENT
     from .models import MODEL_KINDS
     from .protocols import PROTOCOL_KINDS
     from .scheduling import SCHEDULER_KINDS
@@ -863,7 +863,13 @@ def _cmd_list(args: argparse.Namespace) -> int:
             or "-"
         )
         exact = EXACT_FACTORS in model.capabilities
-        how = "exact conjugate factors" if exact else "expected log-likelihood gradients"
+        how = (
+            "exact conjugate factors"
+            if exact
+            else "expected log-likelihood gradients"
+            if MEAN_GRADIENT in model.capabilities
+            else "log-likelihood gradients at points (particle protocols)"
+        )
         estimators = getattr(model, "estimators", ())
         extra = f"; estimators: {', '.join(estimators)}" if estimators and not exact else ""
         print(f"  {name:<22} {model.description}")

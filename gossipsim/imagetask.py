@@ -43,8 +43,8 @@ def principal_components(
 
 
 @cache
-def _fashion_features(folder: str | None, components: int) -> tuple[FloatArray, ...]:
-    images = load_fashion_mnist(folder)
+def _fashion_features(folder: str | None, components: int, key: str) -> tuple[FloatArray, ...]:
+    images = load_fashion_mnist(folder, key=key)
     mean, vectors, deviations = principal_components(images.train_images, components)
     if np.any(deviations <= 1e-6 * deviations[0]):
         raise ConfigError(
@@ -67,15 +67,17 @@ def _fashion_features(folder: str | None, components: int) -> tuple[FloatArray, 
     )
 
 
-def fashion_mnist_task(folder: str | Path | None = None, *, components: int = 50) -> Task:
+def fashion_mnist_task(
+    folder: str | Path | None = None, *, components: int = 50, key: str = "data.path"
+) -> Task:
     """The Fashion-MNIST task on its PCA feature map (see the module docstring); cached per
-    (folder, components) within a process."""
+    (folder, components) within a process. Missing or damaged files are errors naming ``key``."""
     if isinstance(components, bool) or not isinstance(components, (int, np.integer)):
         raise ConfigError("data.components", f"must be an integer 1..{PIXELS}, got {components!r}")
     if not 1 <= components <= PIXELS:
         raise ConfigError("data.components", f"must be an integer 1..{PIXELS}, got {components}")
     X_train, y_train, X_test, y_test = _fashion_features(
-        None if folder is None else str(folder), int(components)
+        None if folder is None else str(folder), int(components), key
     )
     names = tuple(f"pc{i + 1}" for i in range(components)) + ("bias",)
     return Task(

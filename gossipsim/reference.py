@@ -2,8 +2,9 @@
 
 Each table sits between ``<!-- keys:NAME -->`` and ``<!-- /keys -->`` in the document; NAME is a
 section of :data:`gossipsim.settings.SCHEMA`, ``models`` (every model's own keys), ``gfvl`` (the
-G-FVL protocol's keys), ``regression-data`` or ``topology-kinds`` (the topology registry's
-kinds and parameters). ``python -m gossipsim.reference docs/scenarios.md``
+G-FVL protocol's keys), ``regression-data`` (the data keys of the regression models), ``KIND-data``
+(those of a model kind whose data keys differ, e.g. ``bnn-data``) or ``topology-kinds`` (the
+topology registry's kinds and parameters). ``python -m gossipsim.reference docs/scenarios.md``
 rewrites the tables in place; a test checks that the document is up to date.
 """
 
@@ -42,7 +43,11 @@ def tables() -> dict[str, str]:
     out["models"] = _models_table()
     regression = _regression_models()
     if regression:
-        out["regression-data"] = reference_table(MODEL_KINDS[regression[0]].data_keys)
+        shared = MODEL_KINDS[regression[0]].data_keys
+        out["regression-data"] = reference_table(shared)
+        for name in regression:  # a model with data keys of its own: its own table
+            if MODEL_KINDS[name].data_keys != shared:
+                out[f"{name}-data"] = reference_table(MODEL_KINDS[name].data_keys)
     gfvl: tuple[Key, ...] = PROTOCOL_KINDS["gfvl"].keys
     out["gfvl"] = reference_table(gfvl)
     out["svgd"] = reference_table(PROTOCOL_KINDS["svgd"].keys)

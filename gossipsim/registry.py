@@ -115,6 +115,8 @@ MODEL_KINDS = Registry(
         "beta-exponential": "gossipsim.models.beta_exponential:BetaExponential",
         "linear-regression": "gossipsim.models.regression:LinearRegression",
         "logistic-regression": "gossipsim.models.regression:LogisticRegression",
+        "bnn": "gossipsim.models.bnn:BayesianNeuralNetwork",
+        "gaussian-mixture": "gossipsim.models.mixture:GaussianMixtureModel",
     },
 )
 

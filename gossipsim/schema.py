@@ -16,14 +16,17 @@ from typing import Any
 
 from .errors import ConfigError
 
-KINDS = ("integer", "number", "boolean", "string", "choice", "node", "integers", "table")
+KINDS = (
+    "integer", "number", "boolean", "string", "choice", "node", "integers", "table", "numbers",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Key:
     """One setting: ``kind`` is integer, number, boolean, string, choice (one of ``choices``),
     node (a node id: an integer or a string), integers (one integer, or a list of them: one per
-    node) or table.
+    node), numbers (one number, or a list of them, or of such lists: the model checks the shape)
+    or table.
 
     Numbers are finite unless ``finite`` is false; ``minimum`` / ``maximum`` bound them (with
     ``exclusive_minimum`` for "> minimum"). ``words`` are strings accepted besides (e.g. ``auto``
@@ -68,7 +71,10 @@ class Key:
             bounds.append(f"{'>' if self.exclusive_minimum else '>='} {_fmt(self.minimum)}")
         if self.maximum is not None:
             bounds.append(f"{'<' if self.exclusive_maximum else '<='} {_fmt(self.maximum)}")
-        listed = ", or a list of them (one per node)" if self.kind == "integers" else ""
+        listed = {
+            "integers": ", or a list of them (one per node)",
+            "numbers": ", or a list (of lists) of them",
+        }.get(self.kind, "")
         return what + (" " + " and ".join(bounds) if bounds else "") + listed + extra
 
     def read(self, table: Mapping[str, Any], section: str) -> Any:
@@ -95,6 +101,10 @@ class Key:
         if self.kind == "integers" and isinstance(value, list):
             item = Key(self.name, "integer", None, self.doc, minimum=self.minimum)
             return tuple(item.check(v, f"{where}[{i}]") for i, v in enumerate(value))
+        if self.kind == "numbers" and isinstance(value, list | tuple):
+            if not value:
+                raise ConfigError(where, f"must be {self.allowed()} (got an empty list)")
+            return tuple(self.check(v, f"{where}[{i}]") for i, v in enumerate(value))
         if self.kind == "boolean":
             if not isinstance(value, bool):
                 raise ConfigError(where, f"must be true or false (got {value!r})")

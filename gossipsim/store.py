@@ -109,6 +109,14 @@ def input_files(study: Study) -> dict[str, Path]:
             out[f"data.path={sc.data.path}"] = (
                 path if path.is_absolute() else Path(sc.base_dir) / path
             )
+        if sc.data.options.get("dataset") == "fashion_mnist":  # as the bnn model reads it
+            from .idx import FASHION_MNIST_FILES, FASHION_MNIST_FOLDER
+
+            written = str(sc.data.options.get("folder", FASHION_MNIST_FOLDER))
+            folder = Path(written)
+            folder = folder if folder.is_absolute() else Path(sc.base_dir) / folder
+            for name in FASHION_MNIST_FILES.values():
+                out[f"data.folder={written}/{name}"] = folder / name
     return out
 
 
@@ -133,7 +141,7 @@ def input_hashes(study: Study) -> dict[str, str]:
 
 def _datasets(study: Study) -> set[str]:
     names = {v.scenario.data.options.get("dataset", "synthetic") for v in study.variants}
-    return {str(n) for n in names if n != "synthetic"}
+    return {str(n) for n in names if n not in ("synthetic", "fashion_mnist")}  # files: above
 
 
 def _dataset_hash(name: str) -> str:

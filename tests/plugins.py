@@ -6,8 +6,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from gossipsim.capabilities import LOGLIK_GRADIENT
+from gossipsim.errors import ConfigError
 from gossipsim.models.conjugate import BetaBernoulliModel
 from gossipsim.protocols import GFVL
+from gossipsim.protocols.registry import BuildRequest, ProtocolKind
 from gossipsim.scheduling.kinds import MetropolisHastings
 
 #: with this variable set, CoinModel appends a line to the file it names each time a process builds
@@ -63,3 +66,19 @@ class PathWalk(MetropolisHastings):
     kind = "tests.plugins:PathWalk"
     description = "Metropolis-Hastings named by import path (tests only)"
     kernel = None
+
+
+class ValidateParticles(ProtocolKind):
+    """A protocol kind that accepts the models of particle protocols and builds nothing: what
+    ``gossipsim validate`` needs to reach a particle model's own checks (tests only; it never
+    runs)."""
+
+    name = "tests.plugins:ValidateParticles"
+    description = "accepts loglik-gradient models, builds nothing (tests of validation only)"
+
+    def check_model(self, model: type) -> None:
+        if LOGLIK_GRADIENT not in getattr(model, "capabilities", frozenset()):
+            raise ConfigError("protocol.kind", "needs a model with log-likelihood gradients")
+
+    def build(self, request: BuildRequest) -> Any:
+        raise NotImplementedError("ValidateParticles only validates scenarios")

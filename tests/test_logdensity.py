@@ -202,3 +202,16 @@ def test_product_of_mixtures_is_the_pointwise_product() -> None:
     )
     with pytest.raises(ValueError):
         product_of_mixtures([])
+
+
+def test_mixture_values_keep_axes_of_length_one() -> None:
+    """One particle, or a batch of one-particle sets: values ``(..., N)`` keep every axis (SciPy's
+    logpdf squeezes axes of length 1 away)."""
+    mixture = _random_mixture(np.random.default_rng(28), 2)
+    points = np.random.default_rng(29).normal(size=(3, 1, 2))
+    assert mixture.log_density(points).shape == (3, 1)
+    assert mixture.log_density(points[0]).shape == (1,)
+    assert mixture.score(points).shape == (3, 1, 2)
+    np.testing.assert_allclose(
+        mixture.log_density(points)[:, 0], mixture.log_density(points[:, 0]), rtol=1e-14
+    )

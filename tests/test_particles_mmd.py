@@ -41,3 +41,17 @@ def test_the_u_statistic_averages_to_the_gaussian_closed_form() -> None:
     assert gaussian_mmd(mp, sp, mp, sp, 1.5) == pytest.approx(0.0, abs=1e-15)
     with pytest.raises(ValueError, match="statistic must be"):
         maximum_mean_discrepancy(x, y, 1.0, statistic="w")  # type: ignore[arg-type]
+
+
+def test_batches_of_sets_against_one_fixed_set_are_each_set_s_value() -> None:
+    """Many sets x (3, N, d) against one set y, with one bandwidth or one per set: the values of
+    each set alone (the fixed set's own term is computed once, and broadcast)."""
+    rng = np.random.default_rng(32)
+    x, y = rng.normal(size=(3, 6, 2)), rng.normal(size=(9, 2)) + 0.5
+    one = maximum_mean_discrepancy(x, y, 1.3)
+    each = maximum_mean_discrepancy(x, y, np.array([0.7, 1.3, 2.0]))
+    assert one.shape == each.shape == (3,)
+    for r, h in enumerate((0.7, 1.3, 2.0)):
+        assert one[r] == pytest.approx(float(maximum_mean_discrepancy(x[r], y, 1.3)), rel=1e-13)
+        assert each[r] == pytest.approx(float(maximum_mean_discrepancy(x[r], y, h)), rel=1e-13)
+    assert maximum_mean_discrepancy(x[0], y, np.array([1.3, 1.3])).shape == (2,)

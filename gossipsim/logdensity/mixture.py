@@ -54,9 +54,11 @@ class GaussianMixture:
         points = np.asarray(points, dtype=np.float64)
         precisions = np.linalg.inv(self.covariances)
         offsets = points[..., None, :] - self.means  # (..., C, d)
+        flat = points.reshape(-1, self.dimension)
+        # SciPy squeezes every axis of length 1 from its result: reshaped back to the points' axes
         logs = np.stack(
             [
-                multivariate_normal.logpdf(points, mean, cov, allow_singular=False)
+                np.reshape(multivariate_normal.logpdf(flat, mean, cov), points.shape[:-1])
                 for mean, cov in zip(self.means, self.covariances, strict=True)
             ],
             axis=-1,
@@ -88,21 +90,34 @@ class GaussianMixture:
 def product_of_mixtures(factors: list[GaussianMixture]) -> GaussianMixture:
     """The mixture proportional to Π_k factors[k](θ), unnormalised (its log-weights carry the
     product's mass: logsumexp of them is log ∫ Π_k f_k). Components: every choice of one in each
-    factor, in row-major order of the choices."""
+    factor, in row-major order of the choices (all pairs of two mixtures at once)."""
     if not factors:
         raise ValueError("a product needs at least one factor")
     product = factors[0]
     for factor in factors[1:]:
-        log_weights, means, covariances = [], [], []
-        for wa, a, big_a in zip(
-            product.log_weights, product.means, product.covariances, strict=True
-        ):
-            for wb, b, big_b in zip(
-                factor.log_weights, factor.means, factor.covariances, strict=True
-            ):
-                joined = np.linalg.inv(np.linalg.inv(big_a) + np.linalg.inv(big_b))
-                log_weights.append(wa + wb + multivariate_normal.logpdf(a, b, big_a + big_b))
-                means.append(joined @ (np.linalg.solve(big_a, a) + np.linalg.solve(big_b, b)))
-                covariances.append(joined)
-        product = GaussianMixture(np.array(log_weights), np.array(means), np.array(covariances))
+        a, big_a = product.means[:, None, :], product.covariances[:, None]  # (n, 1, ...)
+        b, big_b = factor.means[None, :, :], factor.covariances[None, :]  # (1, m, ...)
+        precision_a, precision_b = np.linalg.inv(big_a), np.linalg.inv(big_b)
+        joined = np.linalg.inv(precision_a + precision_b)
+        means = np.einsum(
+            "...de,...e->...d",
+            joined,
+            np.einsum("...de,...e->...d", precision_a, a)
+            + np.einsum("...de,...e->...d", precision_b, b),
+        )
+        # log N(a; b, A + B) by a Cholesky factor of A + B
+        spread = np.linalg.cholesky(big_a + big_b)
+        offsets = np.linalg.solve(spread, (a - b)[..., None])[..., 0]
+        log_normal = (
+            -0.5 * np.einsum("...d,...d->...", offsets, offsets)
+            - np.log(np.diagonal(spread, axis1=-2, axis2=-1)).sum(axis=-1)
+            - 0.5 * product.dimension * np.log(2.0 * np.pi)
+        )
+        log_weights = product.log_weights[:, None] + factor.log_weights[None, :] + log_normal
+        count, dimension = log_weights.size, product.dimension
+        product = GaussianMixture(
+            log_weights.reshape(count),
+            means.reshape(count, dimension),
+            joined.reshape(count, dimension, dimension),
+        )
     return product

@@ -8,6 +8,7 @@ worker processes import again.
 from ..registry import MODEL_KINDS
 from .base import FamilyTarget, Model, Target
 from .beta_exponential import BetaExponential, ExactPosterior
+from .bnn import BayesianNeuralNetwork
 from .conjugate import (
     BetaBernoulliModel,
     ConjugateExpFam,
@@ -15,6 +16,8 @@ from .conjugate import (
     GammaPoissonModel,
     NormalNormalModel,
 )
+from .mixture import GaussianMixtureModel
+from .particlemodel import ParticleModel
 from .regression import LinearRegression, LogisticRegression
 
 
@@ -34,6 +37,7 @@ def model_class(name: str, key: str = "model.kind") -> type[Model]:
 
 
 __all__ = [
+    "BayesianNeuralNetwork",
     "BetaBernoulliModel",
     "DirichletCategoricalModel",
     "GammaPoissonModel",
@@ -45,8 +49,10 @@ __all__ = [
     "ConjugateExpFam",
     "ExactPosterior",
     "FamilyTarget",
+    "GaussianMixtureModel",
     "LinearRegression",
     "LogisticRegression",
     "Model",
+    "ParticleModel",
     "Target",
 ]

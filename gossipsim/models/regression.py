@@ -157,6 +157,22 @@ def _option(options: dict[str, Any], key: str, kind: type, default: Any = None) 
     return value
 
 
+def partition_rows(
+    options: dict[str, Any], groups: np.ndarray, nodes: int, rng: np.random.Generator
+) -> list[np.ndarray]:
+    """The training rows of each node, dealt as ``[data] partition`` and its keys say
+    (:func:`gossipsim.datasets.partition` of the rows' ``groups``)."""
+    return partition(
+        groups,
+        nodes,
+        scheme=_option(options, "partition", str),
+        concentration=_option(options, "concentration", float, None),
+        labels_per_node=_option(options, "labels_per_node", int, None),
+        sizes=_option(options, "sizes", str),
+        rng=rng,
+    )
+
+
 class GaussianRegression(Model):
     """What linear and logistic regression share: data sets, partitions, the Gaussian prior."""
 
@@ -298,7 +314,6 @@ class GaussianRegression(Model):
     def draw_data(self, rng: np.random.Generator) -> RegressionData:
         opts = self.options
         task = self._task(rng)
-        scheme = _option(opts, "partition", str)
         points = self.spec.data.points_per_node
         if self.dataset == "synthetic" and isinstance(points, tuple):  # explicit node sizes
             self._check_node_sizes(points)
@@ -306,15 +321,7 @@ class GaussianRegression(Model):
             order = rng.permutation(task.n_train)
             parts = [np.sort(order[bounds[i] : bounds[i + 1]]) for i in range(self.graph.size)]
         else:
-            parts = partition(
-                task.groups_train,
-                self.graph.size,
-                scheme=scheme,
-                concentration=_option(opts, "concentration", float, None),
-                labels_per_node=_option(opts, "labels_per_node", int, None),
-                sizes=_option(opts, "sizes", str),
-                rng=rng,
-            )
+            parts = partition_rows(opts, task.groups_train, self.graph.size, rng)
         return RegressionData(
             tuple(task.X_train[p] for p in parts),
             tuple(task.y_train[p] for p in parts),

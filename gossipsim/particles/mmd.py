@@ -47,14 +47,16 @@ def maximum_mean_discrepancy(
         raise ValueError(f"statistic must be 'v' or 'u', got {statistic!r}")
     if statistic == "u" and min(x.shape[-2], y.shape[-2]) < 2:
         raise ValueError("the U-statistic needs at least 2 points in each set")
-    h = np.broadcast_to(
-        np.asarray(bandwidth, dtype=np.float64), np.broadcast_shapes(x.shape[:-2], y.shape[:-2])
-    )
+    # each term's Gram matrices have only the batch axes of its own sets and of h: a fixed set y
+    # compared with many x (a scalar h) has its y–y term computed once, not once per x
+    h = np.asarray(bandwidth, dtype=np.float64)
+    shape = np.broadcast_shapes(x.shape[:-2], y.shape[:-2], h.shape)
     within = statistic == "u"
-    value = (
+    value = np.broadcast_to(
         _mean_kernel(x, x, h, within)
         + _mean_kernel(y, y, h, within)
-        - 2.0 * _mean_kernel(x, y, h, False)
+        - 2.0 * _mean_kernel(x, y, h, False),
+        shape,
     )
     return np.asarray(np.maximum(value, 0.0) if statistic == "v" else value)
 
