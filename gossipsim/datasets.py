@@ -43,6 +43,7 @@ exactly one node, and each node's index array is sorted. Mistakes raise
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from numbers import Integral, Real
@@ -60,7 +61,7 @@ RngLike = np.random.Generator | np.random.SeedSequence | int
 #: Number of quantile bins of ``y`` used as the groups of a regression task.
 REGRESSION_GROUPS = 5
 
-PARTITION_SCHEMES = ("iid", "dirichlet", "labels")
+PARTITION_SCHEMES = ("iid", "dirichlet", "labels", "classes")
 SIZE_MODES = ("equal", "random")
 
 
@@ -475,6 +476,7 @@ def partition(
     concentration: float | None = None,
     labels_per_node: int | None = None,
     sizes: str = "equal",
+    node_classes: Sequence[Sequence[Any]] | None = None,
     rng: RngLike,
 ) -> list[np.ndarray]:
     """Deal the training rows ``0..len(groups)-1`` to ``nodes`` nodes; one sorted index array each.
@@ -498,9 +500,16 @@ def partition(
         shuffled rows are split among them into near-equal parts. Needs ``nodes * c >= G`` so that
         every group (hence every row) is placed.
 
+    ``"classes"``
+        Each node holds the groups listed for it in ``node_classes`` (one list per node, e.g.
+        ``[[1, 3], [4, 6], ...]``): each group's shuffled rows are split into near-equal parts
+        among the nodes that list it. Rows of groups no node lists are not dealt. This is the
+        papers' unlearning split (000 Section IV-B: each node two classes, the forgotten labels at
+        the forgotten nodes only).
+
     ``sizes`` other than ``"equal"`` applies to ``"iid"`` only; ``concentration`` belongs to
-    ``"dirichlet"`` and ``labels_per_node`` to ``"labels"`` (giving one to another scheme is an
-    error). A node left without rows is a :class:`ConfigError` for ``data.partition`` (never
+    ``"dirichlet"``, ``labels_per_node`` to ``"labels"`` and ``node_classes`` to ``"classes"``
+    (giving one to another scheme is an error). A node left without rows is a :class:`ConfigError` for ``data.partition`` (never
     silently fixed, e.g. by resampling); so are more nodes than rows.
     """
     groups = np.asarray(groups)
@@ -524,6 +533,10 @@ def partition(
     if concentration is not None and scheme != "dirichlet":
         raise ConfigError(
             "data.concentration", f"applies to partition = 'dirichlet' only, not {scheme!r}"
+        )
+    if node_classes is not None and scheme != "classes":
+        raise ConfigError(
+            "data.node_classes", f"applies to partition = 'classes' only, not {scheme!r}"
         )
     if labels_per_node is not None and scheme != "labels":
         raise ConfigError(
@@ -551,6 +564,8 @@ def partition(
                 f"partition = 'dirichlet' needs a finite concentration > 0, got {concentration!r}",
             )
         parts = _dirichlet(groups, nodes, float(concentration), gen)
+    elif scheme == "classes":
+        parts = _classes(groups, nodes, node_classes, gen)
     else:
         labels = np.unique(groups)
         if (
@@ -578,12 +593,50 @@ def partition(
             hint = {
                 "dirichlet": "use fewer nodes, a larger concentration, or a larger data set",
                 "labels": "use fewer nodes, more labels per node, or a larger data set",
+                "classes": "list at least one class for it in data.node_classes, or fewer "
+                "nodes per class",
                 "iid": "use fewer nodes or a larger data set",
             }[scheme]
             raise ConfigError(
                 "data.partition", f"node {i} gets no data under partition = {scheme!r}: {hint}"
             )
     return out
+
+
+def _classes(
+    groups: np.ndarray,
+    nodes: int,
+    node_classes: Sequence[Sequence[Any]] | None,
+    gen: np.random.Generator,
+) -> list[np.ndarray]:
+    """The ``"classes"`` partition: node k holds its listed groups, each group's rows split among
+    the nodes listing it."""
+    key = "data.node_classes"
+    if node_classes is None or isinstance(node_classes, str | bytes):
+        raise ConfigError(key, "partition = 'classes' needs one list of classes per node")
+    listed = list(node_classes)
+    if len(listed) != nodes:
+        raise ConfigError(key, f"needs one list of classes per node ({nodes}), got {len(listed)}")
+    known = np.unique(groups)
+    holders: dict[Any, list[int]] = {}
+    for k, classes in enumerate(listed):
+        entries = classes if isinstance(classes, list | tuple) else [classes]
+        for c in entries:
+            if isinstance(c, bool) or not isinstance(c, Integral | Real) or c not in known:
+                raise ConfigError(
+                    key,
+                    f"node {k} lists {c!r}, which is not a class of the data set; classes: "
+                    f"{', '.join(str(x) for x in known.tolist())}",
+                )
+            if k in holders.setdefault(c, []):
+                raise ConfigError(key, f"node {k} lists class {c!r} twice")
+            holders[c].append(k)
+    parts: list[list[np.ndarray]] = [[] for _ in range(nodes)]
+    for c in sorted(holders):
+        rows = gen.permutation(np.flatnonzero(groups == c))
+        for k, share in zip(holders[c], np.array_split(rows, len(holders[c])), strict=True):
+            parts[k].append(share)
+    return [np.concatenate(p) if p else np.array([], dtype=np.int64) for p in parts]
 
 
 def _iid(n: int, nodes: int, sizes: str, gen: np.random.Generator) -> list[np.ndarray]:

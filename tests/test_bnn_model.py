@@ -334,7 +334,7 @@ def test_sizes_count_d_numbers_per_particle():
 @pytest.mark.parametrize(
     ("model", "data", "key", "words"),
     [
-        ({"hidden": 0}, {"dataset": "iris"}, "model.hidden", ">= 1"),
+        ({"hidden": -1}, {"dataset": "iris"}, "model.hidden", ">= 0"),
         ({"task": "regression"}, {"dataset": "digits"}, "data.dataset", "takes: diabetes"),
         ({"task": "classification"}, {"dataset": "diabetes"}, "data.dataset", "fashion_mnist"),
         ({}, {"dataset": "mnist"}, "data.dataset", "unknown value"),

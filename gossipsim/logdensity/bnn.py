@@ -37,7 +37,9 @@ BNN_NOISE_PRECISION_PRIOR: Final = GammaPrior(shape=1.0, rate=0.1)
 @dataclass(frozen=True)
 class BnnLayout:
     """Where each parameter sits in a particle of a network with ``features`` inputs, ``hidden``
-    ReLU units and ``outputs`` outputs (the number of classes; 1 for regression)."""
+    ReLU units and ``outputs`` outputs (the number of classes; 1 for regression). ``hidden = 0``
+    is no hidden layer: a softmax (or linear) regression on the features, W ``(p, C)`` and b
+    ``(C,)``, the papers' last layer on a feature map."""
 
     features: int
     hidden: int
@@ -45,9 +47,11 @@ class BnnLayout:
     task: BnnTask = "classification"
 
     def __post_init__(self) -> None:
-        for name in ("features", "hidden", "outputs"):
+        for name in ("features", "outputs"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.hidden < 0:
+            raise ValueError(f"hidden must be >= 0, got {self.hidden}")
         if self.task not in ("classification", "regression"):
             raise ValueError(f"task must be 'classification' or 'regression', got {self.task!r}")
         if self.task == "regression" and self.outputs != 1:
@@ -58,6 +62,8 @@ class BnnLayout:
     @property
     def weight_count(self) -> int:
         """Number of weights and biases (those under the N(0, λ⁻¹) prior)."""
+        if self.hidden == 0:
+            return (self.features + 1) * self.outputs
         return (self.features + 1) * self.hidden + (self.hidden + 1) * self.outputs
 
     @property
@@ -68,10 +74,15 @@ class BnnLayout:
     def unpack(
         self, particles: FloatArray
     ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
-        """Views W1 ``(..., p, H)``, b1 ``(..., H)``, W2 ``(..., H, C)``, b2 ``(..., C)``."""
+        """Views W1 ``(..., p, H)``, b1 ``(..., H)``, W2 ``(..., H, C)``, b2 ``(..., C)``; with no
+        hidden layer W1 and b1 are empty and W2 is ``(..., p, C)``."""
         p, h, c = self.features, self.hidden, self.outputs
         lead = particles.shape[:-1]
         at = 0
+        if h == 0:
+            w = particles[..., : p * c].reshape(*lead, p, c)
+            b = particles[..., p * c : p * c + c]
+            return particles[..., :0].reshape(*lead, p, 0), particles[..., :0], w, b
         w1 = particles[..., at : at + p * h].reshape(*lead, p, h)
         at += p * h
         b1 = particles[..., at : at + h]
@@ -86,6 +97,8 @@ def _forward(
     layout: BnnLayout, particles: FloatArray, X: FloatArray
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     w1, b1, w2, b2 = layout.unpack(particles)
+    if layout.hidden == 0:  # no hidden layer: the features feed the outputs
+        return X, X, X @ w2 + b2[..., None, :]
     pre = X @ w1 + b1[..., None, :]  # (..., N, n, H)
     hidden = np.maximum(pre, 0.0)
     outputs = hidden @ w2 + b2[..., None, :]  # (..., N, n, C)
@@ -134,6 +147,8 @@ def bnn_log_likelihood(
     _, _, w2_values, _ = layout.unpack(particles)
     w2[...] = scale * (np.swapaxes(hidden, -1, -2) @ output_gradient)
     b2[...] = scale * output_gradient.sum(axis=-2)
+    if layout.hidden == 0:
+        return scale * log_density, gradient
     hidden_gradient = (output_gradient @ np.swapaxes(w2_values, -1, -2)) * (pre > 0.0)
     w1[...] = scale * (X.T @ hidden_gradient)
     b1[...] = scale * hidden_gradient.sum(axis=-2)

@@ -67,7 +67,8 @@ def _shared(name: str) -> Key:
 
 BNN_MODEL_KEYS = (
     Key("hidden", "integer", DEFAULT_HIDDEN, "ReLU units H of the hidden layer (50, as in "
-        "the original SVGD code's network)", minimum=1),
+        "the original SVGD code's network); 0: no hidden layer, a softmax (or linear) regression "
+        "on the features (the papers' last layer on a feature map)", minimum=0),
     Key("task", "choice", "auto", "`auto` takes the data set's task (classification over "
         "its original classes, or regression for `diabetes`); `classification` or `regression` "
         "insists on one (a data set of the other task is an error)", choices=TASKS),
@@ -87,7 +88,10 @@ FOLDER_KEY = Key(
 )  # fmt: skip
 BNN_DATA_KEYS = (
     DATASET_KEY,
-    *(_shared(name) for name in ("partition", "concentration", "labels_per_node", "sizes")),
+    *(
+        _shared(name)
+        for name in ("partition", "concentration", "labels_per_node", "node_classes", "sizes")
+    ),
     Key("test_fraction", "number", 0.2, "held-out fraction of a scikit-learn set (stratified by "
         "class for classification sets); `fashion_mnist` keeps its own 10,000 test images",
         minimum=0, exclusive_minimum=True, maximum=1, exclusive_maximum=True),

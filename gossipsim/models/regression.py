@@ -72,11 +72,15 @@ DATA_KEYS = (
         "(the table above; the model takes those of its task)", choices=("synthetic", *DATASETS)),
     Key("partition", "choice", "iid", "`iid`; `dirichlet` (label skew: each class split over the "
         "nodes with proportions ~ Dirichlet(`concentration`·1)); `labels` (each node holds only "
-        "`labels_per_node` of the original classes)", choices=("iid", "dirichlet", "labels")),
+        "`labels_per_node` of the original classes); `classes` (node k holds the classes listed "
+        "for it in `node_classes`)", choices=("iid", "dirichlet", "labels", "classes")),
     Key("concentration", "number", None, "β of the Dirichlet partition (small: strong skew)",
         minimum=0, exclusive_minimum=True),
     Key("labels_per_node", "integer", None, "c of the labels partition, at most the number of "
         "classes", minimum=1),
+    Key("node_classes", "numbers", None, "the classes partition: one list of class indices per "
+        "node (`[[1, 3], [4, 6], ...]`; binary tasks: 0 and 1), each class's rows split among the "
+        "nodes listing it; rows of unlisted classes are not used"),
     Key("sizes", "choice", "equal", "for `iid`: `equal` (sizes differ by at most one) or `random` "
         "(proportions ~ Dirichlet(1), at least one row each)", choices=("equal", "random")),
     Key("test_fraction", "number", 0.2, "held-out fraction (synthetic data hold "
@@ -169,6 +173,7 @@ def partition_rows(
         concentration=_option(options, "concentration", float, None),
         labels_per_node=_option(options, "labels_per_node", int, None),
         sizes=_option(options, "sizes", str),
+        node_classes=options.get("node_classes"),
         rng=rng,
     )
 
