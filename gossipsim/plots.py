@@ -1688,7 +1688,7 @@ ACCURACY_SPLIT = (
     ("accuracy_forgotten", "accuracy on the\nforgotten labels"),
     ("accuracy_remaining", "accuracy on the\nremaining labels"),
 )
-NO_FORGOTTEN = "no held-out label is held only by forgotten nodes: accuracy_forgotten is empty"
+NO_FORGOTTEN = "no label is held only by forgotten nodes"
 PROTOCOL_LINE = "the protocol: learning, then unlearning"
 
 

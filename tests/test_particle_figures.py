@@ -387,6 +387,16 @@ def particle_folder(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str
     return base / "p", printed
 
 
+def test_the_run_summary_names_the_divergence_the_requests_were_judged_on():
+    from gossipsim.cli import _request_line
+
+    entry = {"request_iteration": 20.0, "arrived": 2, "runs": 2, "node": 0}
+    rows = pd.DataFrame({"settled_at_request": [False, True]})
+    note = "note: in 1/2 runs the {} was not within the tolerance before the request; their"
+    assert note.format("KL") in _request_line(entry, rows)  # as before, for KL folders
+    assert note.format("KSD") in _request_line(entry, rows, "KSD")
+
+
 def test_a_particle_run_says_ksd_and_records_no_gaussian_target(particle_folder):
     folder, printed = particle_folder
     assert "the KSD was not within the tolerance" in printed and "KL" not in printed
