@@ -114,8 +114,9 @@ def _figure_options(parser: argparse.ArgumentParser, *, formats: bool = True) ->
         "--statistic",
         choices=("median", "mean"),
         default="median",
-        help="centre line of the KL figures: the median with the 12.5-87.5th percentile band "
-        "(default) or the mean with its 95%% confidence interval",
+        help="centre line of the curves over runs (KL or KSD, held-out metrics): the median "
+        "with the 12.5-87.5th percentile band (default) or the mean with its 95%% confidence "
+        "interval",
     )
 
 
@@ -250,7 +251,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         metavar="NAME",
         help="draw only this figure (repeat for several; default: all that apply): kl_vs_iteration, "
-        "kl_vs_time, unlearning_kl, latency, cover_time, kl_vs_local_iterations, evaluation, visits",
+        "kl_vs_time, unlearning_kl, latency, cover_time, kl_vs_local_iterations, evaluation, "
+        "unlearning_accuracy, visits (the kl_ figures draw the KSD of particle protocols)",
     )
 
     sub.add_parser(
@@ -264,7 +266,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     cmp_ = sub.add_parser(
-        "compare", help="overlay the KL curves of several results folders in one figure"
+        "compare",
+        help="overlay the KL (or KSD) curves of several results folders in one figure",
     )
     cmp_.add_argument(
         "dirs", nargs="+", metavar="DIR", help="results folders; their variants share one figure"
@@ -439,6 +442,7 @@ def _print_summary(results: Any, out: Path, *, tables_written: bool = True) -> N
     )
     from .results import cover_summary
 
+    kinds = results.divergences  # what "converged" and the unlearning latency were judged on
     for label, part in runs.groupby("variant", sort=False, observed=True):
         conv = part["convergence_iteration"].astype(float)
         line = f"  {label}: " + _censored_text("cover iteration", cover_summary(part), "runs")
@@ -447,8 +451,9 @@ def _print_summary(results: Any, out: Path, *, tables_written: bool = True) -> N
             line += f", mean convergence iteration {conv.mean():.2f}"
         print(line)
         req = results.requests[results.requests["variant"] == label]
+        name = kinds[str(label)].name if str(label) in kinds else "KL"
         for entry in results.request_entries(str(label)):
-            print(_request_line(entry, req[req["request"] == entry["request"]]))
+            print(_request_line(entry, req[req["request"] == entry["request"]], name))
 
 
 def _censored_text(what: str, summary: dict[str, Any], unit: str) -> str:
@@ -468,12 +473,13 @@ def _censored_text(what: str, summary: dict[str, Any], unit: str) -> str:
     )
 
 
-def _request_line(entry: dict[str, Any], rows: Any) -> str:
+def _request_line(entry: dict[str, Any], rows: Any, divergence: str = "KL") -> str:
     """One request's summary (never pooled with other nodes' requests): removal latency against the
     exact expectation of what the runs measure at this request's slot (or, where that is not
-    computed, the value from a stationary holder, named so), the KL-based latency against
-    retraining (without a baseline, no retrain figure), each with its served count and a
-    censoring-aware estimate when not every run served it."""
+    computed, the value from a stationary holder, named so), the latency judged on the
+    ``divergence`` (KL, or the KSD of particle protocols) against retraining (without a baseline,
+    no retrain figure), each with its served count and a censoring-aware estimate when not every
+    run served it."""
     at = entry["request_iteration"]
     when = f"slot {at:.0f}" if isinstance(at, float) else "its arrival"
     if entry["arrived"] < entry["runs"]:
@@ -497,8 +503,9 @@ def _request_line(entry: dict[str, Any], rows: Any) -> str:
     unsettled = int((~settled.astype(bool)).sum())
     if unsettled:
         line += (
-            f"\n      note: in {unsettled}/{len(rows)} runs the KL was not within the tolerance before"
-            " the request; their unlearning latency times learning or estimator noise"
+            f"\n      note: in {unsettled}/{len(rows)} runs the {divergence} was not within the "
+            "tolerance before the request; their unlearning latency times learning or estimator "
+            "noise"
         )
     return line
 

@@ -17,9 +17,19 @@
 - ``compare.png`` of ``gossipsim compare`` (:func:`plot_comparison`): the KL curves of several
   results folders in one panel;
 - ``evaluation``: held-out metrics and KL to the optimum against the slot, the target's own metrics
-  dashed, request slots marked;
+  dashed, request slots marked; for particle protocols accuracy, NLL, ECE, particle spread and the
+  KSD, the retrain baseline's ``retrain_`` metrics dashed beside the protocol's;
+- ``unlearning_accuracy``: accuracy on the forgotten and on the remaining labels against the slot,
+  the protocol (blue, solid) against retraining from scratch (vermillion, dashed), request slots
+  marked (particle protocols with requests);
 - ``visits``: the graph of each variant, each node coloured by the deviation of its share of token
   visits from the walk's stationary share, sized by degree, requested nodes ringed.
+
+Each variant's divergence is read from the metrics table (:mod:`gossipsim.divergences`): KL(q ‖
+target) for natural parameters, the kernelized Stein discrepancy (``ksd``) for particle sets. The
+``kl_*`` figures (named so for every folder), ``unlearning_kl``, ``latency``, ``evaluation`` and
+``compare.png`` draw and label the one each variant has; variants (or folders) of different
+divergences never share a panel or a scale.
 
 A sweep of two or more dimensions is faceted: one panel per value of its second (and later)
 dimensions, one line per value of the first (:mod:`gossipsim.plotting.layout`); the panels of a
@@ -37,7 +47,7 @@ into a Figure or SubFigure of the caller's. Figures are made without pyplot
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,6 +64,8 @@ from matplotlib.patheffects import withStroke
 from matplotlib.ticker import MaxNLocator, NullLocator
 
 from .censoring import Estimates, estimates, kaplan_meier
+from .divergences import KL, Divergence, distinct, divergences, joined_names
+from .divergences import title as divergence_title
 from .graphfiles import layout
 from .plotting import style as S
 from .plotting.axes import (
@@ -109,6 +121,7 @@ __all__ = [
     "plot_kl_vs_time",
     "plot_latency",
     "plot_results",
+    "plot_unlearning_accuracy",
     "plot_unlearning_kl",
     "plot_visits",
 ]
@@ -117,12 +130,12 @@ FORMATS = ("png", "pdf", "svg")
 #: the standard figures, by the name of their file (what Results.plot(which=...) picks from)
 FIGURES = (
     "kl_vs_iteration", "kl_vs_time", "unlearning_kl", "latency", "cover_time",
-    "kl_vs_local_iterations", "evaluation", "visits",
+    "kl_vs_local_iterations", "evaluation", "unlearning_accuracy", "visits",
 )  # fmt: skip
 COLUMN_WIDTH_IN = S.COLUMN_WIDTH_IN
 MAX_NODES_DRAWN = 500
 PANEL_HEIGHT_IN = 2.0
-KL_LABEL = "KL(q ‖ target) (nats)"
+KL_LABEL = KL.axis
 
 #: where a figure goes: a file (``path``), or nowhere (the Figure is returned)
 Where = Path | str | None
@@ -217,6 +230,8 @@ class _Tolerance:
     value: float
     label: str
     style: dict[str, Any]
+    #: the curves it is the tolerance of (None: all); drawn only in panels holding one of them
+    curves: frozenset[str] | None = None
 
 
 def _kl_figure(
@@ -235,13 +250,18 @@ def _kl_figure(
     fig: Figure | SubFigure | None = None,
     linestyles: dict[str, Any] | None = None,
     tolerances: Sequence[_Tolerance] | None = None,
+    divergence: dict[str, Divergence] | None = None,
 ) -> Path | Figure:
-    """KL curves (centre line and band per variant) in the panels of ``fac``, on one shared scale
-    (x and y); ``linestyles`` (variant -> style) outlines each band in its line's style, so that
-    overlapping bands stay told apart (``gossipsim compare``); ``tolerances`` replaces the single
-    ``tolerance`` line."""
+    """Divergence curves (centre line and band per variant) in the panels of ``fac``, on one
+    shared scale (x and y); ``linestyles`` (variant -> style) outlines each band in its line's
+    style, so that overlapping bands stay told apart (``gossipsim compare``); ``tolerances``
+    replaces the single ``tolerance`` line. ``divergence`` says what each curve is (variant ->
+    divergence; KL where not given): curves of different divergences never share a panel or a
+    scale, each panel of ``fac`` is split into one per divergence, its y axis labelled."""
     by_variant = {c.variant: c for c in curves}
-    panels = [p for p in fac.panels if any(v in by_variant for v in p.variants)]
+    placed = _divergence_panels(fac, by_variant, divergence or {})
+    panels = [p for p, _ in placed]
+    kinds = [d for _, d in placed]
     rows, cols, width = grid(len(panels))
     legend = Legend()
     common = _constant(best)
@@ -257,7 +277,7 @@ def _kl_figure(
         area = drawing_area(width, 0.9 + PANEL_HEIGHT_IN * rows, ax=ax, fig=fig)
         specs = area.add_gridspec(rows, cols)
         recorded: list[LogPanel] = []
-        for panel in panels:
+        for panel, kind in zip(panels, kinds, strict=True):
             lp = LogPanel()
             recorded.append(lp)
             for v in panel.variants:
@@ -301,27 +321,29 @@ def _kl_figure(
                     lp.hline(common + tolerance, label=name, **S.BEST_PLUS_TOLERANCE)
                     legend.add(name, line_handle(**S.BEST_PLUS_TOLERANCE))
             for tol in tolerances:
-                lp.hline(tol.value, label=tol.label, **tol.style)
-                legend.add(tol.label, line_handle(**tol.style))
-        span = _common_span(recorded)
-        zero = any(lp.has_zero() for lp in recorded)
+                if tol.curves is None or tol.curves & set(panel.variants):
+                    _tolerance_line(lp, kind, tol, legend)
+        scales = _scales(recorded, kinds)
         panel_width = area.bbox.width / area.dpi / cols
         names: list[RequestNames | None] = []
-        first: LogPanel | None = None
+        firsts: dict[str, LogPanel] = {}  # the first panel of each divergence: its scales
         for k, (panel, lp) in enumerate(zip(panels, recorded, strict=True)):
             r, c = divmod(k, cols)
+            kind = kinds[k]
+            span, zero = scales[kind.column]
+            first = firsts.get(kind.column)
             main = lp.render(area, specs[r, c], sharex=first.main if first else None,
                              sharey=first, span=span, zero=zero)  # fmt: skip
-            first = first or lp
+            firsts.setdefault(kind.column, lp)
             panel_marks = _merge_marks(marks, panel.variants)
             names.append(draw_request_marks(lp.axes, main, panel_marks))
             if panel_marks:
                 legend.add(REQUEST_LABEL, request_handle())
             if panel.title:
                 main.set_title(wrap(panel.title, panel_width - 0.3, 8))
-            if c == 0:
-                main.set_ylabel(KL_LABEL)
-            else:  # the scale is shared: its labels once per row
+            if c == 0 or kinds[k - 1].column != kind.column:
+                main.set_ylabel(kind.axis)
+            else:  # the scale is shared with the panel on the left: its labels once per row
                 for a in lp.axes:
                     a.tick_params(labelleft=False)
             if k + cols >= len(panels):
@@ -335,6 +357,61 @@ def _kl_figure(
         _fit_height(area, ax is None and fig is None, PANEL_HEIGHT_IN * rows, heading, key)
         separate_request_names(area, names)
         return _finish(area, path)
+
+
+#: a tolerance this far below every value of a particle divergence is not drawn (it says so)
+UNREACHABLE_DECADES = 3
+
+
+def _tolerance_line(lp: LogPanel, kind: Divergence, tol: _Tolerance, legend: Legend) -> None:
+    """The tolerance as a horizontal line of ``lp``; for a divergence other than KL, a tolerance
+    more than :data:`UNREACHABLE_DECADES` decades below everything the panel draws is named in the
+    legend instead: the KSD of N particles is a V-statistic with a positive floor of order 1/N, so
+    such a tolerance (the default 1e-9, made for KL, which can reach 0) only stretches the axis
+    over empty decades."""
+    drawn = lp.positive_range()
+    if kind.column != KL.column and drawn and tol.value < drawn[0] / 10.0**UNREACHABLE_DECADES:
+        label = f"{tol.label}: far below every {kind.name} value, not drawn"
+        legend.add(label, line_handle(linestyle="none"))
+        return
+    lp.hline(tol.value, label=tol.label, **tol.style)
+    legend.add(tol.label, line_handle(**tol.style))
+
+
+def _divergence_panels(
+    fac: Facets, drawn: Collection[str], divergence: dict[str, Divergence]
+) -> list[tuple[Panel, Divergence]]:
+    """The panels of ``fac`` that hold a curve of ``drawn``, each split into one per divergence
+    (variant -> divergence, KL where not given) in the order the divergences first appear."""
+
+    def of(v: str) -> Divergence:
+        return divergence.get(v, KL)
+
+    order = list(dict.fromkeys(of(v).column for v in fac.variants if v in drawn))
+    out: list[tuple[Panel, Divergence]] = []
+    for panel in fac.panels:
+        if not any(v in drawn for v in panel.variants):
+            continue
+        if len(order) <= 1:  # one divergence: the panel as it is
+            out.append((panel, of(next(v for v in panel.variants if v in drawn))))
+            continue
+        for column in order:
+            part = [v for v in panel.variants if v in drawn and of(v).column == column]
+            if part:
+                out.append((Panel(panel.title, part), of(part[0])))
+    return out
+
+
+def _scales(
+    panels: Sequence[LogPanel], kinds: Sequence[Divergence]
+) -> dict[str, tuple[tuple[float, float] | None, bool]]:
+    """The common log scale of the panels of each divergence: its positive range and whether a
+    strip for exact zeros is drawn."""
+    out: dict[str, tuple[tuple[float, float] | None, bool]] = {}
+    for column in dict.fromkeys(k.column for k in kinds):
+        same = [lp for lp, k in zip(panels, kinds, strict=True) if k.column == column]
+        out[column] = (_common_span(same), any(lp.has_zero() for lp in same))
+    return out
 
 
 def _common_span(panels: Sequence[LogPanel]) -> tuple[float, float] | None:
@@ -379,18 +456,22 @@ def plot_kl_vs_iteration(
     ax: Axes | None = None,
     fig: Figure | SubFigure | None = None,
 ) -> Path | Figure:
-    """KL(q ‖ target) vs slot: ``statistic`` over runs and its band, one line per variant, faceted
-    by the second dimension of a sweep (``summary``), request slots (``requests``) marked. Written
-    to ``path`` (returned), or without a path the Figure is returned; ``ax`` (drawn in its place)
-    or ``fig`` (a Figure or SubFigure) draws into a figure of the caller's, as every ``plot_*``.
+    """KL(q ‖ target) (or the variant's divergence: the KSD of particle protocols,
+    :mod:`gossipsim.divergences`) vs slot: ``statistic`` over runs and its band, one line per
+    variant, faceted by the second dimension of a sweep (``summary``), request slots
+    (``requests``) marked. Written to ``path`` (returned), or without a path the Figure is
+    returned; ``ax`` (drawn in its place) or ``fig`` (a Figure or SubFigure) draws into a figure
+    of the caller's, as every ``plot_*``.
 
     ``x_scale`` multiplies each variant's slots (e.g. by L for total local iterations L·i, Fig. 4).
     Where the target lies outside the family, its best-in-family KL is drawn dashed: once, in black,
-    when it is the same for every variant.
+    when it is the same for every variant. Variants of different divergences are drawn in
+    separate panels.
     """
+    kinds = divergences(metrics, variants)
     curves = []
     for variant in variants:
-        grid_, values = band_matrix(metrics, variant, "kl")
+        grid_, values = band_matrix(metrics, variant, kinds[variant].column)
         curves.append(_Curve(variant, grid_ * (x_scale or {}).get(variant, 1.0), values))
     return _kl_figure(
         path,
@@ -402,9 +483,10 @@ def plot_kl_vs_iteration(
         best=_best_lines(metrics, variants, x_scale),
         marks=_marks_by_variant(requests, variants, "request_iteration", x_scale),
         xlabel=xlabel,
-        title=title or "KL divergence to the target",
+        title=title or divergence_title(kinds),
         ax=ax,
         fig=fig,
+        divergence=kinds,
     )
 
 
@@ -423,17 +505,17 @@ def plot_kl_vs_time(
     ax: Axes | None = None,
     fig: Figure | SubFigure | None = None,
 ) -> Path | Figure | None:
-    """KL vs simulated time, on a common time grid (each run's KL is a step function of time);
-    None when no slot takes any time."""
+    """KL (or the variant's divergence) vs simulated time, on a common time grid (each run's
+    divergence is a step function of time); None when no slot takes any time."""
     if not (metrics["time"].max() > 0):
         return None
+    kinds = divergences(metrics, variants)
     grid_ = np.linspace(0.0, float(metrics["time"].max()), points)
     curves = []
     for variant in variants:
         part = metrics.loc[metrics["variant"] == variant]
-        rows = step_values_on_grid(
-            part["run"].to_numpy(), part["time"].to_numpy(), part["kl"].to_numpy(float), grid_
-        )
+        column = part[kinds[variant].column].to_numpy(float)
+        rows = step_values_on_grid(part["run"].to_numpy(), part["time"].to_numpy(), column, grid_)
         curves.append(_Curve(variant, grid_, rows))
     marks = (
         _marks_by_variant(requests, variants, "request_time")
@@ -452,9 +534,10 @@ def plot_kl_vs_time(
         best={},  # best in family is per slot; it is drawn on the slot figures
         marks=marks,
         xlabel="simulated time (s)",
-        title=title or "KL divergence to the target against simulated time",
+        title=title or f"{divergence_title(kinds)} against simulated time",
         ax=ax,
         fig=fig,
+        divergence=kinds,
     )
 
 
@@ -470,16 +553,20 @@ def plot_comparison(
     ax: Axes | None = None,
     fig: Figure | SubFigure | None = None,
 ) -> Path | Figure:
-    """KL vs slot of several results folders in one panel (``gossipsim compare``): ``studies`` are
-    (name, metrics, requests, summary) of each folder. The same variant has the same colour in
-    every folder (folders of one variant each: a colour each) and each folder its line style; a band is faint and outlined in its line's style,
-    so that overlapping bands stay told apart. Each folder's tolerance is drawn (one line where
-    they agree), and its requests marked."""
+    """KL (or KSD) vs slot of several results folders in one panel (``gossipsim compare``):
+    ``studies`` are (name, metrics, requests, summary) of each folder. The same variant has the
+    same colour in every folder (folders of one variant each: a colour each) and each folder its
+    line style; a band is faint and outlined in its line's style, so that overlapping bands stay
+    told apart. Each folder's tolerance is drawn (one line where they agree), and its requests
+    marked. Curves of different divergences (a G-FVL folder, KL, beside a particle one, KSD) are
+    drawn in a panel each, one above the other, on scales of their own."""
     frames, request_frames, labels = [], [], []
+    kinds: dict[str, Divergence] = {}
     colours: dict[str, str] = {}
     linestyles: dict[str, Any] = {}
     order: list[str] = []
     tolerances: dict[float, list[str]] = {}
+    owners: dict[float, set[str]] = {}  # the curves of the folders of each tolerance
     excess = False
     excess_tolerance: float | None = None
     # the same variant in the same colour in every folder; studies of one variant: one each
@@ -489,6 +576,7 @@ def plot_comparison(
             dict.fromkeys(metrics["variant"].astype(str))
         )
         one = len(variants) == 1  # a study of one variant: its curve is named by the folder
+        found = divergences(metrics, variants)
         frames.append(
             metrics.assign(variant=name if one else name + ": " + metrics["variant"].astype(str))
         )
@@ -503,6 +591,7 @@ def plot_comparison(
                 order.append(v)
             label = name if one else f"{name}: {v}"
             labels.append(label)
+            kinds[label] = found[v]
             colours[label] = S.colour(order.index(v) if by_variant else k)
             linestyles[label] = FOLDER_STYLES[k % len(FOLDER_STYLES)]
         tol = _tolerance(summary)
@@ -510,11 +599,13 @@ def plot_comparison(
             excess, excess_tolerance = True, tol
         elif tol:
             tolerances.setdefault(tol, []).append(name)
+            owners.setdefault(tol, set()).update(labels[-len(variants) :])
     lines = [
         _Tolerance(
             value,
             f"tolerance {value:g}" if len(tolerances) == 1 else f"tolerance {value:g} ({', '.join(names)})",
             {**S.TOLERANCE, "linestyle": ":" if len(tolerances) == 1 else FOLDER_STYLES[i % 5]},
+            frozenset(owners[value]),
         )
         for i, (value, names) in enumerate(tolerances.items())
     ]  # fmt: skip
@@ -522,7 +613,7 @@ def plot_comparison(
     requests = pd.concat(request_frames, ignore_index=True) if request_frames else None
     curves = []
     for label in labels:
-        grid_, values = band_matrix(metrics, label, "kl")
+        grid_, values = band_matrix(metrics, label, kinds[label].column)
         curves.append(_Curve(label, grid_, values))
     fac = Facets([Panel("", labels)], "", {v: v for v in labels}, colours)
     return _kl_figure(
@@ -535,11 +626,12 @@ def plot_comparison(
         best=_best_lines(metrics, labels),
         marks=_marks_by_variant(requests, labels, "request_iteration"),
         xlabel="iteration (slot)",
-        title="KL vs iteration: " + ", ".join(name for name, *_ in studies),
+        title=f"{joined_names(kinds)} vs iteration: " + ", ".join(name for name, *_ in studies),
         ax=ax,
         fig=fig,
         linestyles=linestyles,
         tolerances=lines,
+        divergence=kinds,
     )
 
 
@@ -586,7 +678,9 @@ def plot_unlearning_kl(
     best-in-family KL (black, dashed) where the target is outside the family; request slots marked.
     A sweep of two or more dimensions is laid out by its factors (rows: its first dimension,
     columns: the others); the panels share their scales. A panel whose retrain baseline recorded
-    no KL says so."""
+    no KL says so. Each variant's own divergence is drawn (KL, or the KSD of particle
+    protocols: :mod:`gossipsim.divergences`); panels of different divergences have scales of
+    their own."""
     if requests.empty or "request_iteration" not in requests:
         return None
     if requests["request_iteration"].isna().all():  # no request arrived within any run
@@ -596,6 +690,7 @@ def plot_unlearning_kl(
     if not drawn:
         return None
     cells = variant_cells(facets(summary, variants), drawn)
+    kinds = divergences(metrics, drawn)
     width = figure_width(cells.cols)
     legend = Legend()
     runs: list[int] = []
@@ -608,23 +703,24 @@ def plot_unlearning_kl(
         specs = area.add_gridspec(cells.rows, cells.cols)
         recorded: dict[str, tuple[LogPanel, bool]] = {}
         for variant in drawn:
-            grid_, main = band_matrix(metrics, variant, "kl")
+            kind = kinds[variant]
+            grid_, main = band_matrix(metrics, variant, kind.column)
             keep = grid_ >= firsts[variant] - 1
             x = grid_[keep]
             runs.append(main.shape[0])
             lp = LogPanel()
             missing_retrain = True
             for column, role, name in (
-                ("kl", S.UNLEARNING, "unlearning"),
-                ("retrain_kl", S.RETRAIN, "retrain from scratch"),
+                (kind.column, S.UNLEARNING, "unlearning"),
+                (kind.retrain_column, S.RETRAIN, "retrain from scratch"),
             ):
                 if column not in metrics.columns:
                     continue
-                values = main if column == "kl" else band_matrix(metrics, variant, column)[1]
+                values = main if column == kind.column else band_matrix(metrics, variant, column)[1]
                 values = values[:, keep]
                 if not np.isfinite(values).any():
                     continue
-                missing_retrain = missing_retrain and column != "retrain_kl"
+                missing_retrain = missing_retrain and column != kind.retrain_column
                 band = across_runs(values, statistic)
                 description = band.description
                 label = name
@@ -642,40 +738,44 @@ def plot_unlearning_kl(
                     lp.line(x, by + tolerance, label=name, **S.BEST_PLUS_TOLERANCE)
                     legend.add(name, line_handle(**S.BEST_PLUS_TOLERANCE))
             if tolerance and not excess:
-                name = f"tolerance {tolerance:g}"
-                lp.hline(tolerance, label=name, **S.TOLERANCE)
-                legend.add(name, line_handle(**S.TOLERANCE))
+                tol = _Tolerance(tolerance, f"tolerance {tolerance:g}", S.TOLERANCE)
+                _tolerance_line(lp, kind, tol, legend)
             recorded[variant] = (lp, missing_retrain)
-        span = _common_span([lp for lp, _ in recorded.values()])
-        zero = any(lp.has_zero() for lp, _ in recorded.values())
+        scales = _scales([recorded[v][0] for v in drawn], [kinds[v] for v in drawn])
         same_start = len(set(firsts.values())) == 1
         panel_width = area.bbox.width / area.dpi / cells.cols
         placed: dict[tuple[int, int], Axes] = {}
         names: list[RequestNames | None] = []
         first: LogPanel | None = None
+        firsts_of: dict[str, LogPanel] = {}  # the first panel of each divergence: its scale
+        at = {cells.where[v]: v for v in drawn}
         for variant in drawn:
             lp, missing_retrain = recorded[variant]
+            kind = kinds[variant]
             r, c = cells.where[variant]
+            span, zero = scales[kind.column]
             shared_x = first.main if first is not None and same_start else None
-            top_ax = lp.render(area, specs[r, c], sharex=shared_x, sharey=first, span=span,
-                               zero=zero)  # fmt: skip
+            top_ax = lp.render(area, specs[r, c], sharex=shared_x, sharey=firsts_of.get(kind.column),
+                               span=span, zero=zero)  # fmt: skip
             first = first or lp
+            firsts_of.setdefault(kind.column, lp)
             placed[r, c] = top_ax
             names.append(draw_request_marks(lp.axes, top_ax, request_marks(arrived, [variant])))
             legend.add(REQUEST_LABEL, request_handle())
             if missing_retrain:
                 why = (
                     "no retrain baseline (protocol.retrain_baseline = false)"
-                    if "retrain_kl" not in metrics.columns
-                    else "retrain baseline: no KL recorded after the request"
+                    if kind.retrain_column not in metrics.columns
+                    else f"retrain baseline: no {kind.name} recorded after the request"
                 )
                 top_ax.text(0.98, 0.96, why, transform=top_ax.transAxes, ha="right", va="top",
                           fontsize=6, gid="note")  # fmt: skip
             if cells.row_labels is None and len(drawn) > 1:
                 top_ax.set_title(wrap(variant, panel_width - 0.3, 8))
-            if c == 0:
-                top_ax.set_ylabel("KL(q ‖ target without\nthe forgotten nodes) (nats)")
-            else:
+            left = at.get((r, c - 1))
+            if c == 0 or (left is not None and kinds[left].column != kind.column):
+                top_ax.set_ylabel(kind.without)
+            else:  # the scale is shared with the panel on the left
                 for a in lp.axes:
                     a.tick_params(labelleft=False)
             below = any(cells.where[v] == (r + 1, c) for v in drawn)
@@ -701,6 +801,31 @@ LATENCY_KEYS = {
     "latency": "unlearning latency (KL to the target without the node settled)",
     "retrain_latency": "retrain latency (retraining from scratch on the same walk, KL settled)",
 }
+
+
+def latency_names(kind: Divergence = KL) -> dict[str, str]:
+    """What a latency panel calls each latency, the divergence-based ones by ``kind``."""
+    if kind.column == KL.column:
+        return LATENCY_NAMES
+    return {**LATENCY_NAMES, "latency": f"unlearning ({kind.name})",
+            "retrain_latency": f"retrain ({kind.name})"}  # fmt: skip
+
+
+def latency_keys(kinds: Sequence[Divergence] = (KL,)) -> dict[str, str]:
+    """The latency figure's key to each latency, the divergence-based ones by ``kinds`` (the
+    divergences of its panels: "KL or KSD" where they differ)."""
+    shown = list(dict.fromkeys(k.name for k in kinds)) or [KL.name]
+    if shown == [KL.name]:
+        return LATENCY_KEYS
+    name = " or ".join(shown)
+    return {
+        **LATENCY_KEYS,
+        "latency": f"unlearning latency ({name} to the target without the node settled)",
+        "retrain_latency": f"retrain latency (retraining from scratch on the same walk, {name} "
+        "settled)",
+    }
+
+
 LATENCY_STYLES: dict[str, dict[str, Any]] = {
     "removal_latency": S.REMOVAL,
     "latency": {**S.UNLEARNING, "linewidth": 1.2},
@@ -773,6 +898,7 @@ def plot_latency(
     summary: dict[str, Any] | None = None,
     *,
     runs: pd.DataFrame | None = None,
+    divergence: Mapping[str, Divergence] | None = None,
     ax: Axes | None = None,
     fig: Figure | SubFigure | None = None,
 ) -> Path | Figure | None:
@@ -786,7 +912,9 @@ def plot_latency(
     median and the mean (restricted to the observation window when some were not served, a lower
     bound of the mean) with their intervals. When some runs did not serve it, latencies past the
     end of those runs are shaded: not observed. The expected removal latency (summary.json) is the
-    dotted line, named for what it is."""
+    dotted line, named for what it is. ``divergence`` (variant -> divergence, KL where not given:
+    :func:`gossipsim.divergences.divergences` of the metrics table) names what the unlearning and
+    retrain latencies were judged on."""
     columns = [c for c in LATENCIES if c in requests]
     if requests.empty or not columns or "request_iteration" not in requests:
         return None
@@ -817,8 +945,10 @@ def plot_latency(
     legend_in = 0.125 * lines + 0.1
     width = figure_width(cells.cols, 2.45)
     legend = Legend()
+    kinds = {p.variant: (divergence or {}).get(p.variant, KL) for p in panels}
+    keys = latency_keys(list(kinds.values()))
     for column in columns:
-        legend.add(LATENCY_KEYS[column], line_handle(**LATENCY_STYLES[column]))
+        legend.add(keys[column], line_handle(**LATENCY_STYLES[column]))
     with mpl.rc_context(S.RC):
         area = drawing_area(width, 1.0 + (1.75 + legend_in) * cells.rows, ax=ax, fig=fig)
         ratios = [r for _ in range(cells.rows) for r in (1.45, legend_in)]
@@ -835,6 +965,7 @@ def plot_latency(
                 handles, labels = _latency_panel(
                     ax_, p, columns, values, expected[p.variant, p.request], x_end, legend,
                     within[p.variant, p.request], latency_window(summary, p.variant),
+                    latency_names(kinds[p.variant]),
                 )  # fmt: skip
             else:
                 never = f"arrived in none of the {p.late:,} runs\n(every run ended before it)"
@@ -880,8 +1011,10 @@ def _latency_panel(
     legend: Legend,
     within: tuple[float, float] | None = None,
     settled_slots: int = 1,
+    names: Mapping[str, str] = LATENCY_NAMES,
 ) -> tuple[list[Any], list[str]]:
-    """One request's curves, medians, window and expectation; its legend entries."""
+    """One request's curves, medians, window and expectation; its legend entries (``names``: what
+    each latency is called)."""
     handles: list[Any] = []
     labels: list[str] = []
     unserved = np.zeros(len(panel.censored_at), dtype=bool)
@@ -901,13 +1034,13 @@ def _latency_panel(
             keep = km.times <= end
             ax.step(np.concatenate([[0.0], km.times[keep], [end]]),
                     np.concatenate([[0.0], cdf[keep], [cdf[keep][-1] if keep.any() else 0.0]]),
-                    where="post", label=LATENCY_NAMES[column], gid=f"km-{column}",
+                    where="post", label=names[column], gid=f"km-{column}",
                     **style)  # fmt: skip
         if math.isfinite(est.median):
             _median_mark(ax, est, MEDIAN_HEIGHT[column], style, x_end)
             legend.add(MEDIAN_KEY, line_handle(color="0.3", marker="o", ms=3, linewidth=0.9))
         handles.append(line_handle(**style))
-        labels.append(_estimate_text(LATENCY_NAMES[column], est))
+        labels.append(_estimate_text(names[column], est))
     if expected is not None:
         value, words = expected
         ax.axvline(value, gid="expected", label=words, **S.EXACT)
@@ -1351,8 +1484,10 @@ EVALUATION_LABELS = {
     "nll": "NLL\n(nats per point)",
     "ece": "ECE\n(fraction)",
     "rmse": "RMSE\n(units of y)",
+    "particle_spread": "particle spread\n(RMS distance\nto their mean)",
 }
 REFERENCE_LABEL = "the target's own value (dashed)"
+REFERENCE_DOTTED = "the target's own value (dotted)"
 
 
 def _reference_steps(
@@ -1395,18 +1530,38 @@ def plot_evaluation(
     ax: Axes | None = None,
     fig: Figure | SubFigure | None = None,
 ) -> Path | Figure | None:
-    """Held-out metrics (accuracy, NLL, ECE, ...) and KL to the target vs slot, one row each (one
-    column per facet of a sweep); dashed: the same metric of the target posterior (the centralised
-    optimum, and after a request the optimum without the forgotten nodes); request slots marked."""
+    """Held-out metrics (accuracy, NLL, ECE, particle spread, ...) and the divergence to the
+    target (KL, or the KSD of particle protocols) vs slot, one row each (one column per facet of a
+    sweep; a sweep mixing divergences has a row for each); dashed: the same metric of the target
+    posterior (the centralised optimum, and after a request the optimum without the forgotten
+    nodes), or, where the folder has the retrain baseline's copy of a metric (``retrain_accuracy``,
+    ... of particle protocols), the retrain baseline's centre line; request slots marked."""
     columns = [c for c in columns if c in metrics.columns]
     if not columns:
         return None
     fac = facets(summary, variants)
     panels = [p for p in fac.panels if p.variants]
-    names = [*columns, "kl"]
+    kinds = divergences(metrics, fac.variants)
+    names = [*columns, *(k.column for k in distinct(kinds))]
+    rows_of = {k.column: k for k in kinds.values()}
+    retrained = [
+        c
+        for c in columns
+        if f"retrain_{c}" in metrics.columns and metrics[f"retrain_{c}"].notna().any()
+    ]
+    # the target's own metrics are those of a natural-parameter target (summary.json theory): a
+    # particle protocol's target has none (folders of gossipsim 4cb3108 recorded the Gaussian
+    # optimum's there, another posterior)
+    own = [v for v in fac.variants if kinds[v].column == KL.column]
+    references = any(
+        _reference_steps(summary, requests, v, c, reference) for v in own for c in columns
+    )
+    reference_style = ":" if retrained and references else S.REFERENCE_STYLE
+    reference_label = REFERENCE_LABEL if reference_style == "--" else REFERENCE_DOTTED
     cols = len(panels)
     width = COLUMN_WIDTH_IN if cols == 1 else S.DOUBLE_WIDTH_IN
     legend = Legend()
+    roles = Legend()  # the retrain baseline's lines: named after the variants
     description = ""
     counts: list[int] = []
     names_drawn: list[RequestNames | None] = []
@@ -1420,12 +1575,16 @@ def plot_evaluation(
                 _marks_by_variant(requests, panel.variants, "request_iteration"), panel.variants
             )
             for r, column in enumerate(names):
-                lp = LogPanel() if column == "kl" else None
+                lp = LogPanel() if column in rows_of else None
                 pax = None if lp is not None else area.add_subplot(specs[r, c], sharex=top)
                 for v in panel.variants:
+                    if lp is not None and kinds[v].column != column:
+                        continue  # another divergence's row
                     grid_, values = band_matrix(metrics.dropna(subset=[column]), v, column)
-                    if column == "kl":
+                    if lp is not None:
                         counts.append(values.shape[0])
+                    if not grid_.size:
+                        continue  # no value of this metric in the variant's rows
                     band = across_runs(values, statistic)
                     description = band.description
                     colour, label = fac.colour[v], fac.label[v]
@@ -1446,21 +1605,30 @@ def plot_evaluation(
                     pax.fill_between(grid_, band.lo, band.hi, color=colour, alpha=S.BAND_ALPHA, linewidth=0,
                                     label=label)  # fmt: skip
                     pax.plot(grid_, band.center, color=colour, label=label)
-                    steps = _reference_steps(summary, requests, v, column, reference)
+                    if column in retrained:
+                        _retrain_line(pax, metrics, v, column, statistic, colour, roles)
+                    steps = (
+                        _reference_steps(summary, requests, v, column, reference)
+                        if v in own
+                        else []
+                    )
                     if steps and grid_.size:
                         xs = [max(s, float(grid_[0])) for s, _ in steps] + [float(grid_[-1])]
                         ys = [val for _, val in steps]
-                        pax.stairs(ys, xs, color=colour, linestyle=S.REFERENCE_STYLE, linewidth=0.8,
-                                  baseline=None, label=REFERENCE_LABEL)  # fmt: skip
+                        pax.stairs(ys, xs, color=colour, linestyle=reference_style, linewidth=0.8,
+                                  baseline=None, label=reference_label)  # fmt: skip
                         legend.add(
-                            REFERENCE_LABEL,
-                            line_handle(color="0.3", linestyle=S.REFERENCE_STYLE, linewidth=0.8),
+                            reference_label,
+                            line_handle(color="0.3", linestyle=reference_style, linewidth=0.8),
                         )
                 if lp is not None:
                     pax = lp.render(area, specs[r, c], sharex=top)
                     axes = lp.axes
-                    pax.set_ylabel("KL(q ‖ target)\n(nats)")
+                    pax.set_ylabel(rows_of[column].stacked)
                     bottom = lp.bottom
+                    if r < len(names) - 1:  # a sweep of two divergences: another row below
+                        for a in axes:
+                            a.tick_params(labelbottom=False)
                 else:
                     assert pax is not None
                     axes = [pax]
@@ -1476,12 +1644,169 @@ def plot_evaluation(
                     pax.set_title(wrap(panel.title, panel_width - 0.3, 8))
             bottom.set_xlabel("iteration (slot)")
             bottom.xaxis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]))
+        for label, handle in roles.entries.items():
+            legend.add(label, handle)
         head = f"{fac.line_title}: " if fac.line_title else ""
-        heading = area.suptitle(wrap(title or "Held-out metrics and KL to the target", width, 9))
+        default = f"Held-out metrics and {joined_names(kinds)} to the target"
+        heading = area.suptitle(wrap(title or default, width, 9))
         key = legend.place(area, ncols=2 if width <= COLUMN_WIDTH_IN else 4,
                            title=f"{head}{description} ({_runs_text(counts)})")  # fmt: skip
         _fit_height(area, ax is None and fig is None, 1.45 * len(names), heading, key)
         separate_request_names(area, names_drawn)
+        return _finish(area, path)
+
+
+RETRAIN_BESIDE = "dashed: retrain from scratch on the same walk (centre line)"
+
+
+def _retrain_line(
+    ax: Axes,
+    metrics: pd.DataFrame,
+    variant: str,
+    column: str,
+    statistic: str,
+    colour: str,
+    legend: Legend,
+) -> None:
+    """The retrain baseline's ``retrain_`` copy of ``column`` (from the first request on): its
+    centre line, dashed in the variant's colour (its band would hide the protocol's)."""
+    name = f"retrain_{column}"
+    grid_, values = band_matrix(metrics.dropna(subset=[name]), variant, name)
+    if not grid_.size:
+        return
+    center = across_runs(values, statistic).center
+    style = {"linestyle": S.RETRAIN["linestyle"], "linewidth": 1.0}
+    ax.plot(grid_, center, color=colour, label=RETRAIN_BESIDE, gid="retrain", **style)
+    legend.add(RETRAIN_BESIDE, line_handle(color="0.3", **style))
+
+
+# ---------------------------------------------------------------------------------------------------
+# accuracy on the forgotten and the remaining labels
+
+#: the rows of the unlearning-accuracy figure: column, y label
+ACCURACY_SPLIT = (
+    ("accuracy_forgotten", "accuracy on the\nforgotten labels"),
+    ("accuracy_remaining", "accuracy on the\nremaining labels"),
+)
+NO_FORGOTTEN = "no label is held only by forgotten nodes"
+PROTOCOL_LINE = "the protocol: learning, then unlearning"
+
+
+def plot_unlearning_accuracy(
+    metrics: pd.DataFrame,
+    requests: pd.DataFrame,
+    variants: Sequence[str],
+    path: Where = None,
+    *,
+    statistic: str = "median",
+    summary: dict[str, Any] | None = None,
+    ax: Axes | None = None,
+    fig: Figure | SubFigure | None = None,
+) -> Path | Figure | None:
+    """Accuracy on the held-out examples whose labels only the forgotten nodes hold
+    (``accuracy_forgotten``, top) and on the rest (``accuracy_remaining``, below) vs slot: the
+    protocol (blue, solid: learning, then unlearning) and the retrain baseline from the first
+    request on (vermillion, dashed; ``retrain_accuracy_forgotten``, ...), each with its band,
+    request slots marked: Forget-SVGD against retraining (issue 22, item 10). One column per
+    variant (up to three a row), or a sweep of two or more dimensions by its factors, each cell
+    holding the two panels; the panels of a row share their scales. Where no held-out label is
+    held only by forgotten nodes (``accuracy_forgotten`` empty: every label remains), the one
+    panel of each variant is its accuracy and the title says why. None without either column or
+    without a request that arrived."""
+    present = [c for c, _ in ACCURACY_SPLIT if c in metrics.columns]
+    if not present or requests is None or requests.empty:
+        return None
+    if "request_iteration" not in requests or requests["request_iteration"].isna().all():
+        return None
+    held = metrics.groupby("variant", observed=True, sort=False)[present].count()
+    have = {str(v): {c for c, n in zip(present, row, strict=True) if n > 0}
+            for v, row in zip(held.index, held.to_numpy(), strict=True)}  # fmt: skip
+    drawn = [v for v in variants if have.get(v)]
+    if not drawn:
+        return None
+    forgotten = any("accuracy_forgotten" in have[v] for v in drawn)
+    rows_shown = (
+        [(c, label) for c, label in ACCURACY_SPLIT if c in present]
+        if forgotten
+        else [("accuracy_remaining", "accuracy (every\nlabel remains)")]
+    )
+    fac = facets(summary, variants)
+    if len([p for p in fac.panels if any(v in drawn for v in p.variants)]) > 1:
+        cells = variant_cells(fac, drawn)
+    else:  # one dimension: the variants side by side, three a row
+        cols = min(len(drawn), 3)
+        cells = Cells({v: divmod(i, cols) for i, v in enumerate(drawn)},
+                      math.ceil(len(drawn) / cols), cols)  # fmt: skip
+    width = figure_width(cells.cols)
+    n = len(rows_shown)
+    cell_in = 1.45 * n + 0.45
+    legend = Legend()
+    runs: list[int] = []
+    description = ""
+    arrived = requests.dropna(subset=["request_iteration"])
+    with mpl.rc_context(S.RC):
+        area = drawing_area(width, 0.9 + cell_in * cells.rows, ax=ax, fig=fig)
+        specs = area.add_gridspec(cells.rows, cells.cols)
+        panel_width = area.bbox.width / area.dpi / cells.cols
+        placed: dict[tuple[int, int], Axes] = {}
+        names: list[RequestNames | None] = []
+        shared: dict[str, Axes] = {}  # the first axes of each row: the scales of its kind
+        for variant in drawn:
+            r, c = cells.where[variant]
+            sub = specs[r, c].subgridspec(n, 1, hspace=0.1)
+            axes: list[Axes] = []
+            for k, (column, ylabel) in enumerate(rows_shown):
+                pax = area.add_subplot(sub[k], sharex=shared.get("x"), sharey=shared.get(column))
+                shared.setdefault("x", pax)
+                shared.setdefault(column, pax)
+                axes.append(pax)
+                for name, role, label in (
+                    (column, S.UNLEARNING, PROTOCOL_LINE),
+                    (f"retrain_{column}", S.RETRAIN, "retrain from scratch (same walk)"),
+                ):
+                    if name not in metrics.columns:
+                        continue
+                    grid_, values = band_matrix(metrics.dropna(subset=[name]), variant, name)
+                    if not grid_.size:
+                        continue
+                    if name == column and k == 0:
+                        runs.append(values.shape[0])
+                    band = across_runs(values, statistic)
+                    description = band.description
+                    pax.fill_between(grid_, band.lo, band.hi, color=role["color"], alpha=S.BAND_ALPHA,
+                                     linewidth=0, label=label)  # fmt: skip
+                    pax.plot(grid_, band.center, label=label, **role)
+                    legend.add(label, band_handle(role["color"], linestyle=role["linestyle"]))
+                pax.grid(True, alpha=0.3)
+                if c == 0:
+                    pax.set_ylabel(ylabel)
+                else:
+                    pax.tick_params(labelleft=False)
+                if k < n - 1:
+                    pax.tick_params(labelbottom=False)
+            marks = request_marks(arrived, [variant])
+            names.append(draw_request_marks(axes, axes[0], marks))
+            if marks:
+                legend.add(REQUEST_LABEL, request_handle())
+            placed[r, c] = axes[0]
+            if cells.row_labels is None and len(drawn) > 1:
+                axes[0].set_title(wrap(variant, panel_width - 0.3, 8))
+            bottom = axes[-1]
+            if not any(cells.where[v] == (r + 1, c) for v in drawn):
+                bottom.set_xlabel("iteration (slot)")
+            bottom.xaxis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]))
+        _label_cells(placed, cells, panel_width, cell_in - 0.5)
+        what = (
+            "Accuracy on the forgotten and the remaining labels"
+            if forgotten
+            else f"Held-out accuracy ({NO_FORGOTTEN})"
+        )
+        heading = area.suptitle(wrap(f"{what}: unlearning vs retraining from scratch",
+                                     area.bbox.width / area.dpi - 0.2, 9))  # fmt: skip
+        key = legend.place(area, ncols=2 if width <= COLUMN_WIDTH_IN else 4,
+                           title=f"{description} ({_runs_text(runs)})")  # fmt: skip
+        _fit_height(area, ax is None and fig is None, cell_in * cells.rows, heading, key)
+        separate_request_names(area, names)
         return _finish(area, path)
 
 
@@ -1556,21 +1881,24 @@ def _figure_jobs(
     tolerance = _tolerance(summary)
     excess = _excess(summary)
     name = summary.get("name", "")
+    kinds = divergences(metrics, variants)  # KL, or the KSD of particle protocols
+    heading = divergence_title(kinds)
     common: dict[str, Any] = {"statistic": statistic, "tolerance": tolerance, "excess": excess}
     jobs: dict[str, Callable[[Path | None], Path | Figure | None]] = {
         "kl_vs_iteration": lambda path: plot_kl_vs_iteration(
             metrics, variants, path, **common,
-            title=f"{name}: KL divergence to the target", summary=summary, requests=requests,
+            title=f"{name}: {heading}", summary=summary, requests=requests,
         ),
         "kl_vs_time": lambda path: plot_kl_vs_time(
             metrics, variants, path, **common,
-            title=f"{name}: KL divergence to the target against simulated time",
+            title=f"{name}: {heading} against simulated time",
             summary=summary, requests=requests,
         ),
         "unlearning_kl": lambda path: plot_unlearning_kl(
             metrics, requests, variants, path, **common, summary=summary
         ),
-        "latency": lambda path: plot_latency(requests, variants, path, summary, runs=runs),
+        "latency": lambda path: plot_latency(requests, variants, path, summary, runs=runs,
+                                             divergence=kinds),
         "cover_time": lambda path: plot_cover_time(runs, summary, path),
     }  # fmt: skip
     local = _local_iterations(summary)
@@ -1578,7 +1906,8 @@ def _figure_jobs(
         jobs["kl_vs_local_iterations"] = lambda path: plot_kl_vs_iteration(
             metrics, variants, path, **common, x_scale=local,
             xlabel="total local iterations L·i",
-            title=f"{name}: KL against total local iterations", summary=summary, requests=requests,
+            title=f"{name}: {joined_names(kinds)} against total local iterations",
+            summary=summary, requests=requests,
         )  # fmt: skip
     evaluation = [c for c in EVALUATION_LABELS if c in metrics.columns]
     if evaluation:
@@ -1588,9 +1917,13 @@ def _figure_jobs(
         }
         jobs["evaluation"] = lambda path: plot_evaluation(
             metrics, variants, evaluation, path, statistic=statistic, reference=reference,
-            title=f"{name}: held-out metrics and KL to the target", summary=summary,
-            requests=requests,
+            title=f"{name}: held-out metrics and {joined_names(kinds)} to the target",
+            summary=summary, requests=requests,
         )  # fmt: skip
+    if any(c in metrics.columns for c, _ in ACCURACY_SPLIT):
+        jobs["unlearning_accuracy"] = lambda path: plot_unlearning_accuracy(
+            metrics, requests, variants, path, statistic=statistic, summary=summary
+        )
     if visits is not None and graphs:
         jobs["visits"] = lambda path: plot_visits(visits, graphs, path, summary, requests)
     return jobs

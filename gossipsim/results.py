@@ -29,6 +29,7 @@ import pandas as pd
 
 from .censoring import censored_summary
 from .columns import METRIC_COLUMNS, RUN_COLUMNS
+from .divergences import Divergence, divergences
 from .errors import ConfigError
 from .executors import RunFailure
 from .fastcsv import write_csv
@@ -87,6 +88,15 @@ class Results:
     @property
     def variants(self) -> list[str]:
         return [v.label for v in self.study.variants]
+
+    @property
+    def divergences(self) -> dict[str, Divergence]:
+        """What each variant's states were judged on, by label: KL(q ‖ target) in the column
+        ``kl`` for natural parameters (G-FVL), the kernelized Stein discrepancy in ``ksd`` for
+        particle sets (``svgd``, ``dsvgd``); ``res.metrics[res.divergences[v].column]``.
+        Convergence, the unlearning and retrain latencies and ``settled_at_request`` are judged
+        on it. Read from the metrics table (:func:`gossipsim.divergences.divergences`)."""
+        return divergences(self.metrics, self.variants)
 
     def summary(self) -> dict[str, Any]:
         """Resolved scenario and, per variant, mean / median / 12.5th / 87.5th percentile of every
@@ -208,8 +218,9 @@ class Results:
         return tidy(table, self.variants, [v.values for v in self.study.variants])
 
     def nonfinite_runs(self, label: str) -> int:
-        """Runs of a variant whose KL became NaN or infinite at some slot (``nonfinite_kl_slots``):
-        0 for folders written since such runs fail (failures.csv); others may have some."""
+        """Runs of a variant whose divergence (KL or KSD) became NaN or infinite at some slot
+        (``nonfinite_kl_slots``): 0 for folders written since such runs fail (failures.csv);
+        others may have some."""
         runs = self.runs.loc[self.runs["variant"] == label]
         if "nonfinite_kl_slots" not in runs:
             return 0
@@ -550,8 +561,8 @@ def with_censoring(requests: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
       is known; 0 when it had contributed nothing); missing when the request never arrived;
     - ``censored_at``: the run's last slot n, for a request that arrived and has a latency the
       run did not reach (missing otherwise). The removal latency then exceeds n − r + 1 (r the
-      ``request_iteration``); a KL-based latency judged over a window of W slots exceeds
-      n − W + 2 − r (no stretch of W slots could start after slot n − W + 1 and be seen whole).
+      ``request_iteration``); a divergence-based (KL or KSD) latency judged over a window of W
+      slots exceeds n − W + 2 − r (no stretch of W slots could start after slot n − W + 1 and be seen whole).
     """
     out = requests.drop(columns=[c for c in CENSORING_COLUMNS if c in requests.columns])
     arrived = out["request_iteration"].notna().to_numpy()
@@ -1074,7 +1085,7 @@ def request_summaries(
     in how many runs, and for each latency the served count, the naive mean of the served runs, the
     Kaplan–Meier median and the restricted mean (:func:`gossipsim.censoring.censored_summary`; a
     removal latency not reached by the end of a run of n slots, for a request at slot r, exceeds
-    n − r + 1, a KL-based latency judged over ``window`` slots exceeds n − window + 2 − r).
+    n − r + 1, a divergence-based latency judged over ``window`` slots exceeds n − window + 2 − r).
     ``retrain_latency`` is left out without a retrain baseline (``retrain_baseline``).
 
     From ``theory`` (the variant's theory block): ``expected_removal_latency``, the exact

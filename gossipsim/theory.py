@@ -180,7 +180,15 @@ def removal_latency_entry(
 
 def target_summary(world: Any) -> dict[str, Any]:
     """For data drawn once: the best-in-family KL of the target (all data, and without the requested
-    nodes) and, for models with held-out metrics, those metrics of the target posterior itself."""
+    nodes) and, for models with held-out metrics, those metrics of the target posterior itself.
+
+    The target is the one the protocol's states are judged against (its representation's,
+    :func:`gossipsim.world.representation_of`): a particle protocol's is known through its score
+    only, so it has neither a best-in-family KL nor metrics of its own here (the Gaussian optimum of
+    the model's G-FVL prior would be another posterior)."""
+    from .world import representation_of
+
+    states = representation_of(world.scenario)
     model = world.model
     data = model.fixed_data
     if data is None:
@@ -197,7 +205,7 @@ def target_summary(world: Any) -> dict[str, Any]:
             )
         )
     for name, nodes in stages:
-        target = model.target(data, nodes)
+        target = states.target(model, data, nodes)
         entry: dict[str, Any] = {}
         if target.best_family_kl is not None:
             entry["best_family_kl"] = target.best_family_kl
