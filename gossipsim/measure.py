@@ -30,7 +30,7 @@ class NonFiniteKL(ArithmeticError):
 
 
 def nonfinite_kl(
-    which: str, slot: int, value: float, state: np.ndarray, target: Target
+    which: str, slot: int, value: float, state: np.ndarray, target: Target, name: str = "KL"
 ) -> NonFiniteKL:
     """The failure of a run whose ``which`` (the protocol's state, or the retrain baseline's) has
     the non-finite KL ``value`` to ``target`` from ``slot`` on, with its cause: a state that is not
@@ -42,14 +42,14 @@ def nonfinite_kl(
         f", target {_numbers(target_eta)}" if target_eta is not None else ""
     )
     if not np.all(np.isfinite(eta)):
-        cause = "the state's natural parameters are not finite numbers"
+        cause = "the state's numbers are not finite"
     elif value == np.inf:
-        cause = f"the KL is larger than float64's largest number ({np.finfo(float).max:.3g})"
+        cause = f"the {name} is larger than float64's largest number ({np.finfo(float).max:.3g})"
     else:
-        cause = "terms of the KL are beyond float64's range (an ∞ − ∞ or 0·∞)"
+        cause = f"terms of the {name} are beyond float64's range (an ∞ − ∞ or 0·∞)"
     what = "NaN" if np.isnan(value) else f"{value:g}"
     return NonFiniteKL(
-        f"the KL of the {which} to its target is {what} from slot {slot} ({where}): {cause}"
+        f"the {name} of the {which} to its target is {what} from slot {slot} ({where}): {cause}"
     )
 
 
@@ -60,7 +60,12 @@ def _numbers(values: Any) -> str:
 
 
 def _check_finite(
-    segments: Segments, trace: Any, targets: list[Target], last_slot: int, which: str
+    segments: Segments,
+    trace: Any,
+    targets: list[Target],
+    last_slot: int,
+    which: str,
+    name: str = "KL",
 ) -> None:
     """Raise :class:`NonFiniteKL` for the first segment of slots 1..``last_slot`` whose KL is not
     a number."""
@@ -70,7 +75,7 @@ def _check_finite(
     assert segments.state_index is not None and segments.target_index is not None
     state = trace.states[int(segments.state_index[m])]
     target = targets[int(segments.target_index[m])]
-    raise nonfinite_kl(which, int(segments.starts[m]), float(segments.kl[m]), state, target)
+    raise nonfinite_kl(which, int(segments.starts[m]), float(segments.kl[m]), state, target, name)
 
 
 @dataclass
@@ -182,9 +187,10 @@ def measure(
             retrain = kl_segments(
                 traces["retrain"], target_slots, targets, excess=excess, divergence=state.divergence
             )
-    _check_finite(main, traces["main"], targets, n, "protocol's state")
+    name = divergence.upper()
+    _check_finite(main, traces["main"], targets, n, "protocol's state", name)
     if retrain is not None:
-        _check_finite(retrain, traces["retrain"], targets, n, "retrain baseline's state")
+        _check_finite(retrain, traces["retrain"], targets, n, "retrain baseline's state", name)
     end_times = record.end_times
 
     def time_of(slot: int | None) -> float:

@@ -146,6 +146,15 @@ def removal_latency_entry(
         )
         return entry
     entry["at_slot"] = slot
+    from .registry import PROTOCOL_KINDS
+
+    protocol = PROTOCOL_KINDS.lookup(world.scenario.protocol.kind, "protocol.kind")
+    if getattr(protocol, "removes_at", "next-visit") == "request":
+        entry.update(
+            expected=0.0,
+            method="the protocol drops the node's data at the request (removal latency 0)",
+        )
+        return entry
     if world.points[req.node] == 0:
         entry.update(expected=0.0, nothing_to_remove=1.0, method="the node has no data: 0")
         return entry

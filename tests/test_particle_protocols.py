@@ -243,3 +243,13 @@ def test_bad_particle_settings_are_one_line(tmp_path, capsys, protocol, model, n
             raw["data"] = {"points_per_node": 10, "theta": 0.5}
     line = validate_error(raw, tmp_path, capsys)
     assert needle in line
+
+
+@pytest.mark.parametrize(("protocol", "zero"), [("svgd", True), ("dsvgd", False)])
+def test_theory_knows_when_a_protocol_removes(protocol, zero):
+    from gossipsim.theory import theory_for
+
+    raw = _raw({"kind": protocol}, unlearning=[{"node": 1, "at_iteration": 20}])
+    entry = theory_for(_world(raw))["removal_latency"][0]
+    assert (entry["expected"] == 0.0) is zero
+    assert ("drops the node's data at the request" in entry["method"]) is zero

@@ -139,6 +139,7 @@ class SVGD(_ParticleKind):
         "step a slot; a request drops the node's data at once (the reference for dsvgd)"
     )
     keys = PARTICLE_KEYS
+    removes_at = "request"
 
     def settings(self, table: Mapping[str, Any], model: type) -> ParticleSettings:
         own = {k: v for k, v in table.items() if k not in COMMON_KEYS}

@@ -67,6 +67,9 @@ class ProtocolKind(ABC):
     keys: ClassVar[tuple[Key, ...]] = ()
     #: what its protocols record (:func:`gossipsim.representations.representation`)
     representation_name: ClassVar[str] = "natural-parameters"
+    #: when a forgotten node's contribution leaves the state: at its next visit (the token's
+    #: law gives the removal latency's expectation), or at the request itself (removal latency 0)
+    removes_at: ClassVar[str] = "next-visit"
 
     def settings(self, table: Mapping[str, Any], model: type) -> Any:
         """The validated settings of this kind for a model class, from the ``[protocol]`` table
