@@ -21,6 +21,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -115,3 +116,9 @@ class Protocol(ABC):
     def stats(self) -> dict[str, float]:
         """Counters reported per run in runs.csv (e.g. ``damped_steps``, ``domain_recoveries``)."""
         return {}
+
+    def node_view(self) -> Any:
+        """The :class:`~gossipsim.scheduling.NodeView` the run's scheduler may read (scores the
+        protocol keeps about the nodes, changed in place as the run goes on), or None. The event
+        engine's runner builds the walker with it."""
+        return None

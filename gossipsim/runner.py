@@ -65,9 +65,12 @@ def simulate_run(world: World, run: int, seed: int) -> RunOutput:
         if model.fixed_data is not None
         else model.draw_data(np.random.default_rng(data_ss))
     )
-    walker = Walker(world.indexed, sc.scheduler.kind, np.random.default_rng(walk_ss))
-    start = start_node(world, np.random.default_rng(start_ss))
     protocol = make_protocol(world, data, protocol_ss)
+    # the scheduler may read what the protocol keeps about the nodes (its NodeView, if any)
+    walker = Walker(
+        world.indexed, sc.scheduler.kind, np.random.default_rng(walk_ss), protocol.node_view()
+    )
+    start = start_node(world, np.random.default_rng(start_ss))
     record = run_token(
         walker=walker,
         protocol=protocol,

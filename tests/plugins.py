@@ -6,12 +6,14 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import numpy as np
+
 from gossipsim.capabilities import LOGLIK_GRADIENT
 from gossipsim.errors import ConfigError
 from gossipsim.models.conjugate import BetaBernoulliModel
 from gossipsim.protocols import GFVL
 from gossipsim.protocols.registry import BuildRequest, ProtocolKind
-from gossipsim.scheduling.kinds import MetropolisHastings
+from gossipsim.scheduling.kinds import MetropolisHastings, Uniform
 
 #: with this variable set, CoinModel appends a line to the file it names each time a process builds
 #: it ("<process id> built") and each time it computes a target ("<process id> <forgotten nodes>")
@@ -82,3 +84,24 @@ class ValidateParticles(ProtocolKind):
 
     def build(self, request: BuildRequest) -> Any:
         raise NotImplementedError("ValidateParticles only validates scenarios")
+
+
+class LeastScored(Uniform):
+    """A server schedule that reads the protocol's NodeView: the next agent is the one with the
+    smallest score (ties: the lowest index), never the current one; without scores, uniform."""
+
+    kind = "tests.plugins:LeastScored"
+    description = "the agent with the smallest NodeView score (tests only)"
+    kernel = None
+
+    def sampler(self, g: Any, rng: Any, view: Any = None) -> Any:
+        if view is None or view.scores is None:
+            return super().sampler(g, rng, view)
+        scores = view.scores
+
+        def least(k: int) -> int:
+            masked = scores.copy()
+            masked[k] = np.inf
+            return int(np.argmin(masked))
+
+        return least

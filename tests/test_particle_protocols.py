@@ -253,3 +253,27 @@ def test_theory_knows_when_a_protocol_removes(protocol, zero):
     entry = theory_for(_world(raw))["removal_latency"][0]
     assert (entry["expected"] == 0.0) is zero
     assert ("drops the node's data at the request" in entry["method"]) is zero
+
+
+def test_a_scheduler_reads_the_protocols_node_view_on_workers_too():
+    """The runner builds the walker with the protocol's NodeView: a server schedule of one's own
+    (tests.plugins:LeastScored) picks the agent whose last likelihood score is smallest, so every
+    agent is visited once, in index order, before any twice (uniform draws would not be)."""
+    raw = _raw(
+        {"kind": "dsvgd", "particles": 4, "architecture": "server"},
+        scheduler={"kind": "tests.plugins:LeastScored", "start": 0},
+        metrics={"record_every": 1},
+    )
+    one = run(raw, runs=2)
+    for _, rows in one.metrics.groupby("run"):
+        assert rows["holder"].tolist()[:4] == [0, 1, 2, 3]
+    world = _world(raw)
+    protocol = make_protocol(world, world.model.fixed_data, np.random.SeedSequence(1))
+    walker = Walker(world.indexed, raw["scheduler"]["kind"], np.random.default_rng(1),
+                    protocol.node_view())  # fmt: skip
+    record = run_token(walker=walker, protocol=protocol, start=0, iterations=12)
+    assert record.holders[:4].tolist() == [0, 1, 2, 3]
+    scores = protocol.node_view().scores
+    assert scores.shape == (4,) and (scores > 0).all()
+    two = run(raw, runs=2, workers=2)
+    assert one.metrics.equals(two.metrics) and one.runs.equals(two.runs)

@@ -26,6 +26,7 @@ import numpy as np
 from ..messages import Message
 from ..particles.aggregated import AggregateState, aggregated_visit, forget, start_state
 from ..particles.dsvgd import paper_forget, paper_visit
+from ..scheduling.base import NodeView
 from .particle_base import FloatArray, ParticleProtocol
 from .registry import BuildRequest
 
@@ -42,6 +43,11 @@ class DistributedSVGD(ParticleProtocol):
         self.local: dict[int, FloatArray] = {}  # paper: each node's local particles
         self.paper_settings = s.paper(float(self.model.temperature))
         self.start = self.particles.copy()  # the paper's local particles start here
+        # what a scheduler may read (NodeView.scores): the root mean square of each node's last
+        # likelihood score at the particles (sound variant; 0 before its first visit and once
+        # forgotten), changed in place
+        self.scores = np.zeros(self.nodes)
+        self.view = NodeView(scores=self.scores)
         self.pending: set[int] = set()
         self.visited: set[int] = set()
 
@@ -67,6 +73,7 @@ class DistributedSVGD(ParticleProtocol):
             )  # fmt: skip
         if learns:
             self.own[holder] = own
+        self.scores[holder] = float(np.sqrt(np.mean(np.square(own)))) if learns else 0.0
         self.particles = self.state.particles
 
     def _paper_visit(self, holder: int) -> None:
@@ -100,3 +107,7 @@ class DistributedSVGD(ParticleProtocol):
 
     def stats(self) -> dict[str, float]:
         return {"forget_pending": float(len(self.pending))}
+
+    def node_view(self) -> NodeView:
+        """The nodes' scores (:attr:`scores`), live, for a scheduler of one's own to read."""
+        return self.view

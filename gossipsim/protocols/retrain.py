@@ -11,6 +11,7 @@ the main one and is not simulated; the token's payload and timing are those of t
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..messages import Message, Round
 from .base import Protocol, Recovery, StateTrace
@@ -51,6 +52,9 @@ class WithRetrainBaseline(Protocol):
 
     def stats(self) -> dict[str, float]:
         return self.main.stats()
+
+    def node_view(self) -> Any:
+        return self.main.node_view()
 
     def removals(self) -> dict[int, int]:
         return self.main.removals()

@@ -32,6 +32,7 @@ faithful meaning here yet.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ..messages import SERVER, Message, Round, Transfer
 from .base import Protocol, Recovery, StateTrace
@@ -98,3 +99,6 @@ class ServerRounds(Protocol):
 
     def stats(self) -> dict[str, float]:
         return self.protocol.stats()
+
+    def node_view(self) -> Any:
+        return self.protocol.node_view()
