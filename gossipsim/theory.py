@@ -214,10 +214,9 @@ def target_summary(world: Any) -> dict[str, Any]:
             entry.update({k: float(np.asarray(v)[0]) for k, v in values.items()})
         if entry:
             out.setdefault("target", {})[name] = entry
-    if states.particle_sets and world.scenario.metrics.particles != "none":
-        densities = [
-            (_labels(world, nodes), model.exact_density(data, nodes)) for _, nodes in stages
-        ]
+    exact_density = getattr(model, "exact_density", None)  # a plug-in model may have none
+    if states.particle_sets and world.scenario.metrics.particles != "none" and exact_density:
+        densities = [(_labels(world, nodes), exact_density(data, nodes)) for _, nodes in stages]
         if all(density is not None for _, density in densities):
             grid = density_grid(densities)
             if grid is not None:
