@@ -73,6 +73,12 @@ RUN_NODE_BYTES = 64
 #: observations and rows are float64 / int64; generation and factor computation hold about 2 copies
 VALUE_BYTES = 8
 DATA_COPIES = 2
+#: copies of a kept particle's numbers alive at once while particles.csv is assembled and written:
+#: the runs' outputs, the table, its CSV text and its Parquet copy (an estimate on the high side)
+PARTICLE_TABLE_COPIES = 4
+#: numbers of a particle's row of particles.csv besides its coordinates (run, iteration, world,
+#: particle)
+PARTICLE_ROW_EXTRA = 4
 #: one entry of a list of parameters kept as Python floats (a Dirichlet prior's concentrations):
 #: the list, its array, the float objects and the resolved copy of the scenario
 LIST_ENTRY_BYTES = 96
@@ -204,6 +210,9 @@ class RunShape:
     requests: int
     retrain: bool
     rounds: bool = False  # every slot a server round (protocol.architecture = "server")
+    #: particles kept for particles.csv over all the runs of a variant (``[metrics] particles``)
+    kept_particles: float = 0.0
+    kept_runs: int = 0
 
 
 def shared_terms(shape: RunShape, sizes: ModelSizes, nodes: float) -> list[Term]:
@@ -220,6 +229,14 @@ def shared_terms(shape: RunShape, sizes: ModelSizes, nodes: float) -> list[Term]
             sizes.state_key,
             nodes * sizes.state_entries * VALUE_BYTES * (DATA_COPIES + traces),
             sizes.state_what or f"{int(nodes)} nodes with {sizes.state_entries}-entry factors",
+        ),
+        Term(
+            "metrics.particle_runs",
+            shape.kept_particles
+            * (sizes.particle_entries + PARTICLE_ROW_EXTRA)
+            * VALUE_BYTES
+            * PARTICLE_TABLE_COPIES,
+            f"the particle sets of {shape.kept_runs} runs (particles.csv)",
         ),
     ]
 
@@ -264,13 +281,29 @@ def require_total_fits(terms: Iterable[Term], others: str = "") -> None:
 
 
 def run_shape(scenario: Scenario) -> RunShape:
-    """The settings of ``scenario`` that one run's memory depends on."""
+    """The settings of ``scenario`` that one run's memory depends on (and the particle sets its
+    kept runs carry: ``[metrics] particles``, a particle protocol's ``particles``)."""
+    requests = len(scenario.unlearning)
+    retrain = scenario.protocol.retrain_baseline
+    count = getattr(scenario.protocol.options, "particles", None)
+    kept, runs = 0.0, 0
+    if scenario.metrics.particles != "none" and isinstance(count, int):
+        runs = min(scenario.metrics.particle_runs, scenario.run.runs)
+        records = (
+            1.0
+            if scenario.metrics.particles == "final"
+            else scenario.run.iterations / scenario.metrics.record_every + 3 * (1 + requests)
+        )
+        worlds = 2 if requests and retrain else 1
+        kept = float(runs) * worlds * records * count
     return RunShape(
         iterations=scenario.run.iterations,
         record_every=scenario.metrics.record_every,
-        requests=len(scenario.unlearning),
-        retrain=scenario.protocol.retrain_baseline,
+        requests=requests,
+        retrain=retrain,
         rounds=scenario.protocol.architecture == "server",
+        kept_particles=kept,
+        kept_runs=runs,
     )
 
 

@@ -361,6 +361,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         plot_results(
             res.metrics, res.runs, res.requests, res.visits, res.summary(), folder,
             fmt=args.format, statistic=args.statistic, graphs=res.graphs,
+            particles=res.particles,
         )  # fmt: skip
 
     try:

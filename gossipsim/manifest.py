@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,19 @@ def sealed(summary: dict[str, Any], folder: Path, rows: dict[str, int]) -> str:
         files[name] = {"rows": count, "bytes": path.stat().st_size, "sha256": file_sha256(path)}
     loaded = json.loads(json.dumps({**summary, FILES_KEY: files}))  # as a reader will load it
     loaded[DIGEST_KEY] = summary_sha256(loaded)
-    return json.dumps(loaded, indent=2) + "\n"
+    return compact_number_lists(json.dumps(loaded, indent=2)) + "\n"
+
+
+_NUMBER = r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?"
+#: a list of numbers as ``json.dumps(..., indent=...)`` writes it, one number a line (a JSON
+#: string never holds a raw newline, so no string can match)
+_NUMBER_LIST = re.compile(rf"\[\n\s*{_NUMBER}(?:,\n\s*{_NUMBER})*\n\s*\]")
+
+
+def compact_number_lists(text: str) -> str:
+    """Indented JSON with each list of numbers on one line (the same JSON value): a grid of
+    numbers (``theory.target_density``) takes a line per row, not per number."""
+    return _NUMBER_LIST.sub(lambda m: "[" + ", ".join(re.findall(_NUMBER, m.group(0))) + "]", text)
 
 
 def check_summary(summary: dict[str, Any], path: Path) -> None:

@@ -88,6 +88,9 @@ class RunOutput:
     request_rows: list[dict[str, Any]]
     metrics: dict[str, np.ndarray]
     visits: np.ndarray  # slots each node held the token, by node index
+    #: the run's particle sets for particles.csv (:func:`particle_columns`), None when it keeps
+    #: none (``[metrics] particles``, ``particle_runs``)
+    particles: dict[str, np.ndarray] | None = None
 
     @property
     def runs(self) -> tuple[int, ...]:
@@ -114,6 +117,9 @@ class BatchOutput:
     run_rows: list[dict[str, Any]] = field(default_factory=list)
     #: requests.csv rows after the variant (``run`` first), for runs measured one by one
     request_rows: list[dict[str, Any]] = field(default_factory=list)
+    #: particles.csv columns after the variant (``run`` first; :func:`particle_columns`) of the
+    #: runs that keep their particle sets; empty when none does
+    particles: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def run(self) -> int:
@@ -140,7 +146,68 @@ class BatchOutput:
             visits=visits,
             run_rows=[{"run": out.run, **out.run_row} for out in outputs],
             request_rows=[{"run": out.run, **row} for out in outputs for row in out.request_rows],
+            particles=joined_particles(
+                [(out.run, out.particles) for out in outputs if out.particles is not None]
+            ),
         )
+
+
+#: the worlds of particles.csv, in the order of a run's rows: the protocol's, the retrain baseline's
+PARTICLE_WORLDS = ("main", "retrain")
+#: the columns of a run's particle sets (:func:`particle_columns`); ``theta`` is ``(rows, d)``
+PARTICLE_FIELDS = ("iteration", "world", "particle", "theta")
+
+
+def particle_columns(traces: dict[str, Any], which: str) -> dict[str, np.ndarray]:
+    """A run's particle sets as particles.csv's columns: for each world of
+    :data:`PARTICLE_WORLDS` with a trace, the set in force after each recorded slot (``which =
+    "recorded"``: every slot the trace holds, the last record of a slot being the one in force, as
+    :meth:`~gossipsim.protocol_api.StateTrace.at` reads it) or after its last recorded slot
+    (``"final"``); a row per particle: ``iteration`` (the slot; 0 is before the first),
+    ``world``, ``particle`` (0 … N − 1) and ``theta`` ``(rows, d)``."""
+    iterations, worlds, indices, thetas = [], [], [], []
+    for world in PARTICLE_WORLDS:
+        trace = traces.get(world)
+        if trace is None or not len(trace):
+            continue
+        slots = np.unique(trace.slots)
+        if which == "final":
+            slots = slots[-1:]
+        states = np.asarray(trace.states[trace.at(slots)], dtype=np.float64)  # (R, N, d)
+        records, count, dimension = states.shape
+        iterations.append(np.repeat(slots, count))
+        worlds.append(np.full(records * count, world, dtype=f"<U{max(map(len, PARTICLE_WORLDS))}"))
+        indices.append(np.tile(np.arange(count, dtype=np.int64), records))
+        thetas.append(states.reshape(records * count, dimension))
+    if not thetas:
+        return {
+            "iteration": np.zeros(0, dtype=np.int64), "world": np.zeros(0, dtype="<U7"),
+            "particle": np.zeros(0, dtype=np.int64), "theta": np.zeros((0, 0)),
+        }  # fmt: skip
+    return {
+        "iteration": np.concatenate(iterations).astype(np.int64),
+        "world": np.concatenate(worlds),
+        "particle": np.concatenate(indices),
+        "theta": np.concatenate(thetas, axis=0),
+    }
+
+
+def joined_particles(parts: list[tuple[int, dict[str, np.ndarray]]]) -> dict[str, np.ndarray]:
+    """The particle columns of several runs (run index, :func:`particle_columns`) as one, in run
+    order, with a ``run`` column first; empty without any. Runs of another dimension d cannot
+    share a batch (every run of a variant has the same)."""
+    parts = sorted((part for part in parts if len(part[1]["iteration"])), key=lambda p: p[0])
+    if not parts:
+        return {}
+    return {
+        "run": np.concatenate(
+            [np.full(len(cols["iteration"]), run, dtype=np.int64) for run, cols in parts]
+        ),
+        **{
+            name: np.concatenate([cols[name] for _, cols in parts], axis=0)
+            for name in PARTICLE_FIELDS
+        },
+    }
 
 
 def batches_of(outputs: list[RunOutput]) -> list[BatchOutput]:
@@ -294,7 +361,10 @@ def measure(
     # every other counter the protocol reports becomes a column of runs.csv (Protocol.stats)
     run_row.update({key: value for key, value in stats.items() if key not in run_row})
     visits = np.bincount(record.holders, minlength=world.nodes)
-    return RunOutput(run, seed, run_row, request_rows, metrics, visits)
+    particles = None
+    if state.particle_sets and sc.metrics.keeps_particles(run):
+        particles = particle_columns(traces, sc.metrics.particles)
+    return RunOutput(run, seed, run_row, request_rows, metrics, visits, particles)
 
 
 def _retrain_metrics(
@@ -619,6 +689,8 @@ def without_runs(
     rows = ~np.isin(output.metric_runs, failed)
     requests = output.request_columns
     request_rows = ~np.isin(requests["run"], failed) if requests else None
+    particles = output.particles
+    particle_rows = ~np.isin(particles["run"], failed) if particles else None
     return BatchOutput(
         runs=tuple(runs[kept].tolist()),
         run_columns={name: values[kept] for name, values in output.run_columns.items()},
@@ -627,6 +699,7 @@ def without_runs(
         visits=visits,
         request_columns={name: values[request_rows] for name, values in requests.items()},
         failures={**output.failures, **failures},
+        particles={name: values[particle_rows] for name, values in particles.items()},
     )
 
 

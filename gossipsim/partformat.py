@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from .executors import Outcome, RunFailure
-from .measure import BatchOutput, RunOutput
+from .measure import PARTICLE_FIELDS, PARTICLE_WORLDS, BatchOutput, RunOutput
 
 PART_MAGIC = b"GOSSIPSIM-PART-2\n"
 OLD_PART_MAGIC = b"GOSSIPSIM-PART-1\n"  # parts without a checksum (earlier gossipsim versions)
@@ -68,6 +68,7 @@ def encode_part(outcomes: Outcome | list[Outcome], *, variant: int | None = None
         arrays["metric_runs"] = outcome.metric_runs
         arrays.update({f"metrics.{k}": v for k, v in outcome.metrics.items()})
         arrays["visits"] = outcome.visits
+        arrays.update({f"particles.{k}": v for k, v in outcome.particles.items()})
     else:
         kind = "run"
         fields = {
@@ -78,6 +79,8 @@ def encode_part(outcomes: Outcome | list[Outcome], *, variant: int | None = None
         }
         arrays.update({f"metrics.{k}": v for k, v in outcome.metrics.items()})
         arrays["visits"] = outcome.visits
+        if outcome.particles is not None:
+            arrays.update({f"particles.{k}": v for k, v in outcome.particles.items()})
     table: list[list[Any]] = []  # [name, dtype, shape, offset], or [name, "json", shape, values]
     chunks: list[bytes | memoryview] = []
     offset = 0
@@ -200,6 +203,7 @@ def _outcomes(header: dict[str, Any], data: bytearray, start: int) -> list[Outco
                 request_columns=group("request_columns."),
                 run_rows=[_row(row) for row in fields.get("run_rows", [])],
                 request_rows=[_row(row) for row in fields.get("request_rows", [])],
+                particles=group("particles."),
             )
         ]
     if kind == "run":
@@ -211,6 +215,7 @@ def _outcomes(header: dict[str, Any], data: bytearray, start: int) -> list[Outco
                 request_rows=[_row(row) for row in fields["request_rows"]],
                 metrics=group("metrics."),
                 visits=arrays["visits"],
+                particles=group("particles.") or None,
             )
         ]
     raise ValueError(f"unknown part kind {str(kind)[:40]!r}")
@@ -260,6 +265,9 @@ def _check_outcomes(header: dict[str, Any], outcomes: list[Outcome]) -> None:
         visits = outcome.visits
         if visits.ndim != 1 or visits.dtype.kind not in "iu" or (visits < 0).any():
             fail("visits are not counts")
+        why = _particles_wrong(outcome.particles or {}, isinstance(outcome, BatchOutput), mine)
+        if why is not None:
+            fail(why)
         if isinstance(outcome, RunOutput):
             sizes = {len(c) if c.ndim == 1 else -1 for c in outcome.metrics.values()}
             if len(sizes) > 1 or -1 in sizes:
@@ -298,6 +306,31 @@ def _check_outcomes(header: dict[str, Any], outcomes: list[Outcome]) -> None:
             fail("requests of runs it does not hold")
         if not outcome.run_rows and not outcome.run_columns and runs:
             fail("no runs.csv rows for its runs")
+
+
+def _particles_wrong(columns: dict[str, np.ndarray], batch: bool, runs: set[int]) -> str | None:
+    """Why a part's particle columns are not particles.csv's (None if they are): every column
+    of :data:`~gossipsim.measure.PARTICLE_FIELDS` (and ``run`` in a batch, of the part's runs), one
+    entry per row, ``theta`` a matrix of numbers, ``world`` one of the worlds."""
+    if not columns:
+        return None
+    names = {"run", *PARTICLE_FIELDS} if batch else set(PARTICLE_FIELDS)
+    if set(columns) != names:
+        return f"particle columns {sorted(columns)}"
+    theta = columns["theta"]
+    if theta.ndim != 2 or theta.dtype.kind != "f":
+        return "particles that are not a matrix of numbers"
+    if any(c.ndim != 1 or len(c) != theta.shape[0] for n, c in columns.items() if n != "theta"):
+        return "particle columns of different lengths"
+    for name in ("run", "iteration", "particle") if batch else ("iteration", "particle"):
+        column = columns[name]
+        if column.dtype.kind not in "iu" or (len(column) and column.min() < 0):
+            return f"particle {name}s that are not integers >= 0"
+    if batch and len(columns["run"]) and not set(np.unique(columns["run"]).tolist()) <= runs:
+        return "particles of runs it does not hold"
+    if not set(np.unique(columns["world"]).tolist()) <= set(PARTICLE_WORLDS):
+        return "particles of unknown worlds"
+    return None
 
 
 def _parse_header(data: bytes | bytearray, *, verify: bool) -> tuple[dict[str, Any], int]:

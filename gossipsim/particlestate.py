@@ -71,6 +71,7 @@ class ParticleSets(Representation):
     name = "particles"
     divergence_name: ClassVar[str] = "ksd"
     evaluates_retrain: ClassVar[bool] = True
+    particle_sets: ClassVar[bool] = True
 
     def divergence(self, target: Target, states: np.ndarray) -> np.ndarray:
         return stein_discrepancy(target, states)

@@ -22,6 +22,9 @@
 - ``unlearning_accuracy``: accuracy on the forgotten and on the remaining labels against the slot,
   the protocol (blue, solid) against retraining from scratch (vermillion, dashed), request slots
   marked (particle protocols with requests);
+- ``particles``: the particle sets of one run (particles.csv) after learning and after forgetting,
+  the protocol's and the retrain baseline's, over the exact posterior's highest-density regions
+  (summary.json ``theory.target_density``; :mod:`gossipsim.plotting.particles`);
 - ``visits``: the graph of each variant, each node coloured by the deviation of its share of token
   visits from the walk's stationary share, sized by degree, requested nodes ringed.
 
@@ -85,6 +88,7 @@ from .plotting.axes import (
     wrap,
 )
 from .plotting.canvas import Figures, drawing_area, root
+from .plotting.canvas import fit_height as _fit_height
 from .plotting.layout import Cells, Facets, Panel, facets, figure_width, grid, variant_cells
 from .plotting.requests import (
     LATENCIES,
@@ -121,6 +125,7 @@ __all__ = [
     "plot_kl_vs_time",
     "plot_latency",
     "plot_results",
+    "plot_particles",
     "plot_unlearning_accuracy",
     "plot_unlearning_kl",
     "plot_visits",
@@ -130,7 +135,7 @@ FORMATS = ("png", "pdf", "svg")
 #: the standard figures, by the name of their file (what Results.plot(which=...) picks from)
 FIGURES = (
     "kl_vs_iteration", "kl_vs_time", "unlearning_kl", "latency", "cover_time",
-    "kl_vs_local_iterations", "evaluation", "unlearning_accuracy", "visits",
+    "kl_vs_local_iterations", "evaluation", "unlearning_accuracy", "particles", "visits",
 )  # fmt: skip
 COLUMN_WIDTH_IN = S.COLUMN_WIDTH_IN
 MAX_NODES_DRAWN = 500
@@ -154,15 +159,6 @@ def _save(fig: Figure, path: Path) -> Path:
     with mpl.rc_context(S.RC):
         fig.savefig(path)
     return path
-
-
-def _fit_height(area: Figure | SubFigure, own: bool, panels_in: float, *artists: Any) -> None:
-    """Make a figure gossipsim made (``own``) as tall as its panels need (``panels_in`` inches)
-    plus its title and legend (``artists``), so that a long legend never squeezes the panels."""
-    if not own or not isinstance(area, Figure):
-        return
-    extra = sum(a.get_window_extent().height for a in artists if a is not None) / area.dpi
-    area.set_size_inches(area.get_figwidth(), panels_in + extra + 0.2)
 
 
 def _num(x: float, digits: int = 3) -> str:
@@ -1811,6 +1807,33 @@ def plot_unlearning_accuracy(
 
 
 # ---------------------------------------------------------------------------------------------------
+# particle sets over the exact density
+
+
+def plot_particles(
+    particles: pd.DataFrame,
+    requests: pd.DataFrame | None,
+    variants: Sequence[str],
+    path: Where = None,
+    *,
+    summary: dict[str, Any] | None = None,
+    metrics: pd.DataFrame | None = None,
+    ax: Axes | None = None,
+    fig: Figure | SubFigure | None = None,
+) -> Path | Figure | None:
+    """The particle sets of each variant's first run kept (particles.csv, ``[metrics]
+    particles``): after learning, after forgetting and retrained from scratch, over the exact
+    posterior's 50/90/99% highest-density regions that summary.json records
+    (``theory.target_density``), with each set's KSD and MMD² from ``metrics``
+    (:mod:`gossipsim.plotting.particles`). None without particle sets of d ≥ 2."""
+    from .plotting.particles import draw_particles
+
+    area = draw_particles(particles, requests, variants, summary=summary, metrics=metrics,
+                          ax=ax, fig=fig)  # fmt: skip
+    return None if area is None else _finish(area, path)
+
+
+# ---------------------------------------------------------------------------------------------------
 # all figures of a results folder
 
 
@@ -1826,11 +1849,12 @@ def plot_results(
     statistic: str = "median",
     graphs: dict[str, nx.Graph] | None = None,
     which: Sequence[str] | None = None,
+    particles: pd.DataFrame | None = None,
 ) -> list[Path]:
     """Write every standard figure that applies (or those of ``which``, names from
     :data:`FIGURES`) to ``out_dir``; returns the files written."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    jobs = _figure_jobs(metrics, runs, requests, visits, summary, statistic, graphs)
+    jobs = _figure_jobs(metrics, runs, requests, visits, summary, statistic, graphs, particles)
     written = [
         job(out_dir / f"{name}.{fmt}")
         for name, job in jobs.items()
@@ -1853,10 +1877,11 @@ def draw_figures(
     args = (results.metrics, results.runs, results.requests, results.visits, results.summary())
     if out_dir is not None:
         written = plot_results(*args, out_dir, fmt=fmt, statistic=statistic,
-                               graphs=results.graphs, which=which)  # fmt: skip
+                               graphs=results.graphs, which=which,
+                               particles=results.particles)  # fmt: skip
         return {p.stem: p for p in written}
     figures = Figures()
-    for name, job in _figure_jobs(*args, statistic, results.graphs).items():
+    for name, job in _figure_jobs(*args, statistic, results.graphs, results.particles).items():
         if which is None or name in which:
             drawn = job(None)
             if isinstance(drawn, Figure):
@@ -1872,6 +1897,7 @@ def _figure_jobs(
     summary: dict[str, Any],
     statistic: str,
     graphs: dict[str, nx.Graph] | None,
+    particles: pd.DataFrame | None = None,
 ) -> dict[str, Callable[[Path | None], Path | Figure | None]]:
     """Each standard figure that may apply, by name: a function drawing it to a path (or, given
     None, returning its Figure)."""
@@ -1923,6 +1949,10 @@ def _figure_jobs(
     if any(c in metrics.columns for c, _ in ACCURACY_SPLIT):
         jobs["unlearning_accuracy"] = lambda path: plot_unlearning_accuracy(
             metrics, requests, variants, path, statistic=statistic, summary=summary
+        )
+    if particles is not None and len(particles):
+        jobs["particles"] = lambda path: plot_particles(
+            particles, requests, variants, path, summary=summary, metrics=metrics
         )
     if visits is not None and graphs:
         jobs["visits"] = lambda path: plot_visits(visits, graphs, path, summary, requests)

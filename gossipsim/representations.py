@@ -57,6 +57,9 @@ class Representation(ABC):
     divergence_name: ClassVar[str] = "kl"
     #: whether the retrain baseline's states are evaluated too (``retrain_`` + each column)
     evaluates_retrain: ClassVar[bool] = False
+    #: whether the states are particle sets ``(N, d)``, which particles.csv can hold
+    #: (``[metrics] particles``)
+    particle_sets: ClassVar[bool] = False
 
     @abstractmethod
     def divergence(self, target: Target, states: np.ndarray) -> np.ndarray:

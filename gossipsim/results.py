@@ -1,7 +1,8 @@
 """Results: tidy tables, a summary, and atomic writes of the results folder.
 
 A results folder holds ``metrics.csv``, ``runs.csv``, ``requests.csv``, ``visits.csv``,
-``failures.csv``, ``summary.json``, ``graphs/`` and ``plots/``; :func:`load_results` reads it back
+``failures.csv`` (and ``particles.csv`` where ``[metrics] particles`` keeps particle sets),
+``summary.json``, ``graphs/`` and ``plots/``; :func:`load_results` reads it back
 into the :class:`Results` that :func:`gossipsim.run` returned. They are written into a staging folder and renamed
 into place one by one, so no file is ever half written (the runs themselves are committed as they
 finish by :mod:`gossipsim.store`). The tables and ``summary.json`` are committed first and the
@@ -35,7 +36,7 @@ from .executors import RunFailure
 from .fastcsv import write_csv
 from .graphfiles import LAYOUT_KEYS, MAX_SAVED_NODES, graph_files, read_graph, write_graphs
 from .manifest import check_file, check_rows, check_summary, recorded, sealed
-from .measure import BatchOutput, RunOutput
+from .measure import BatchOutput, RunOutput, joined_particles
 from .metrics import quantile_summary
 from .scenario import Study, parse_study
 from .store import (  # stale staging folders are removed by the next run on the folder
@@ -60,6 +61,8 @@ REQUEST_COLUMNS = [
 CENSORING_COLUMNS = ["served", "censored_at"]
 VISIT_COLUMNS = ["variant", "node", "visits", "share"]
 FAILURE_COLUMNS = ["variant", "run", "seed", "error"]
+#: particles.csv's columns before the coordinates theta_0 … theta_{d−1} (:func:`particle_table`)
+PARTICLE_COLUMNS = ["variant", "run", "iteration", "world", "particle"]
 
 
 @dataclass
@@ -76,6 +79,12 @@ class Results:
     requests: pd.DataFrame
     visits: pd.DataFrame
     failures: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=FAILURE_COLUMNS))
+    #: particles.csv: the particle sets of the runs that keep them (``[metrics] particles``,
+    #: ``particle_runs``), one row per particle: ``variant`` (and the swept keys), ``run``,
+    #: ``iteration`` (the slot after which the set is recorded; 0: before the first),
+    #: ``world`` (``main``: the protocol; ``retrain``: the retrain baseline), ``particle`` and
+    #: ``theta_0`` … ``theta_{d−1}``; empty when no variant keeps any
+    particles: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=PARTICLE_COLUMNS))
     theory: dict[str, dict[str, Any]] = field(default_factory=dict)
     engines: dict[str, str] = field(default_factory=dict)
     theory_errors: dict[str, str] = field(default_factory=dict)  # variant -> why its theory failed
@@ -226,15 +235,30 @@ class Results:
             return 0
         return int((runs["nonfinite_kl_slots"].fillna(0) > 0).sum())
 
+    @property
+    def keeps_particles(self) -> bool:
+        """Whether a variant keeps particle sets (``[metrics] particles`` with a particle
+        protocol): the folder then holds particles.csv."""
+        from .scenario import records_particle_sets
+
+        return any(
+            v.scenario.metrics.particles != "none" and records_particle_sets(v.scenario)
+            for v in self.study.variants
+        )
+
     def tables(self) -> dict[str, pd.DataFrame]:
-        """The tables by name (the stem of their file)."""
-        return {
+        """The tables by name (the stem of their file); ``particles`` only where a variant keeps
+        particle sets (:attr:`keeps_particles`)."""
+        out = {
             "metrics": self.metrics,
             "runs": self.runs,
             "requests": self.requests,
             "visits": self.visits,
             "failures": self.failures,
         }
+        if len(self.particles) or self.keeps_particles:
+            out["particles"] = self.particles
+        return out
 
     def write(
         self,
@@ -332,9 +356,9 @@ class Results:
                 os.replace(staging / GRAPHS, dest / GRAPHS)
             for name in names:
                 os.replace(staging / name, dest / name)
-            for stem in frames:  # a format of an earlier run that this one does not write
+            for stem in TABLES:  # a format or table of an earlier run that this one does not write
                 for kind in TABLE_FILE_KINDS:
-                    if kind not in formats:
+                    if kind not in formats or stem not in frames:
                         (dest / f"{stem}.{kind}").unlink(missing_ok=True)
             os.replace(staging / "summary.json", dest / "summary.json")  # put in place last
         return dest
@@ -466,6 +490,7 @@ def collect(
     request_rows: list[dict[str, Any]] = []
     request_pieces: list[pd.DataFrame] = []
     metric_parts: list[tuple[str, int | np.ndarray, dict[str, np.ndarray]]] = []
+    particle_parts: list[tuple[str, dict[str, np.ndarray]]] = []
     visits: dict[int, np.ndarray] = {}
     failure_rows: list[dict[str, Any]] = []
     order: list[tuple[int, int]] = []  # (variant, run) of each run row, as collected
@@ -495,8 +520,12 @@ def collect(
                 piece = pd.DataFrame({"variant": label, **out.request_columns})
                 request_pieces.append(piece.reindex(columns=REQUEST_COLUMNS))
             metric_parts.append((label, out.metric_runs, out.metrics))
+            if out.particles:
+                particle_parts.append((label, out.particles))
             continue
         run_rows.append({"variant": label, "run": out.run, **out.run_row})
+        if out.particles is not None and len(out.particles["iteration"]):
+            particle_parts.append((label, joined_particles([(out.run, out.particles)])))
         for row in out.request_rows:
             request_rows.append({"variant": label, "run": out.run, **row})
         metric_parts.append((label, out.run, out.metrics))
@@ -521,11 +550,13 @@ def collect(
     requests["settled_at_request"] = requests["settled_at_request"].astype("boolean")
     requests = with_censoring(requests, runs)
     metrics = _metrics_table(metric_parts, labels)
+    particles = particle_table(particle_parts, labels)
     index = {label: v for v, label in enumerate(labels)}
     if order != sorted(order):  # e.g. a sweep resumed with another engine: batches interleave
         runs = _sorted_by_run(runs, index)
         metrics = _sorted_by_run(metrics, index)
         requests = _sorted_by_run(requests, index)
+        particles = _sorted_by_run(particles, index)
     failure_rows.sort(key=lambda row: (index[row["variant"]], row["run"]))
     visit_parts = []
     for variant, counts in sorted(visits.items()):
@@ -547,10 +578,10 @@ def collect(
     )
     failures = pd.DataFrame(failure_rows, columns=FAILURE_COLUMNS)
     values = [v.values for v in study.variants]
-    metrics, runs, requests, visits_df, failures = (
-        tidy(t, labels, values) for t in (metrics, runs, requests, visits_df, failures)
+    metrics, runs, requests, visits_df, failures, particles = (
+        tidy(t, labels, values) for t in (metrics, runs, requests, visits_df, failures, particles)
     )
-    return Results(study, metrics, runs, requests, visits_df, failures)
+    return Results(study, metrics, runs, requests, visits_df, failures, particles)
 
 
 def with_censoring(requests: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
@@ -653,6 +684,38 @@ def _metrics_table(
     return pd.DataFrame(data, copy=False)  # the arrays are fresh: no need to copy them again
 
 
+def particle_table(
+    parts: list[tuple[str, dict[str, np.ndarray]]], labels: Sequence[str]
+) -> pd.DataFrame:
+    """particles.csv from the particle columns of batches of runs (variant label,
+    :func:`~gossipsim.measure.joined_particles`), in the order given: :data:`PARTICLE_COLUMNS`
+    then ``theta_0`` … ``theta_{d−1}`` (d the largest of the variants'; empty for the others)."""
+    parts = [(label, cols) for label, cols in parts if len(cols.get("iteration", ()))]
+    if not parts:
+        return pd.DataFrame(columns=PARTICLE_COLUMNS)
+    sizes = [len(cols["iteration"]) for _, cols in parts]
+    dimension = max(cols["theta"].shape[1] for _, cols in parts)
+    code_of = {label: i for i, label in enumerate(labels)}
+    codes = np.repeat(np.array([code_of[label] for label, _ in parts], dtype=np.int64), sizes)
+    data: dict[str, Any] = {
+        "variant": pd.Categorical.from_codes(codes, dtype=variant_dtype(labels)),
+        **{
+            name: np.concatenate([cols[name] for _, cols in parts]).astype(np.int64)
+            for name in ("run", "iteration")
+        },
+        "world": np.concatenate([cols["world"] for _, cols in parts]).astype(object),
+        "particle": np.concatenate([cols["particle"] for _, cols in parts]).astype(np.int64),
+    }
+    for i in range(dimension):
+        data[f"theta_{i}"] = np.concatenate(
+            [
+                cols["theta"][:, i] if i < cols["theta"].shape[1] else np.full(n, np.nan)
+                for (_, cols), n in zip(parts, sizes, strict=True)
+            ]
+        ).astype(np.float64)
+    return pd.DataFrame(data, copy=False)
+
+
 def parquet_available() -> bool:
     """Whether pandas can write Parquet here (pyarrow is installed)."""
     return importlib.util.find_spec("pyarrow") is not None
@@ -716,7 +779,7 @@ def _parquet_ready(table: pd.DataFrame) -> pd.DataFrame:
 
 
 GRAPHS = "graphs"
-TABLES = ("metrics", "runs", "requests", "visits", "failures")
+TABLES = ("metrics", "runs", "requests", "visits", "failures", "particles")
 #: column types of folders written before summary.json recorded them
 _OLD_TYPES = {
     **dict.fromkeys(
@@ -741,8 +804,8 @@ def load_results(out_dir: str | os.PathLike[str]) -> Results:
     records: :mod:`gossipsim.manifest`; a column that does not hold its recorded type), whose
     tables are Parquet files only where pyarrow is not installed, whose scenario this gossipsim
     cannot read, or that a command is writing, is a one-line ConfigError for ``DIR`` naming the
-    file; visits.csv and failures.csv, missing in folders of older versions, are then empty
-    tables."""
+    file; visits.csv and failures.csv, missing in folders of older versions, and particles.csv,
+    missing where no variant keeps particle sets, are then empty tables."""
     d = checked_path(out_dir, "DIR")
     try:
         return _load(d)
@@ -761,7 +824,7 @@ def _load(d: Path) -> Results:
     labels = [v.label for v in study.variants]
     values = [v.values for v in study.variants]
     types = _column_types(summary, d / "summary.json")
-    empty = {"visits": VISIT_COLUMNS, "failures": FAILURE_COLUMNS}
+    empty = {"visits": VISIT_COLUMNS, "failures": FAILURE_COLUMNS, "particles": PARTICLE_COLUMNS}
     tables = {}
     # the files that must hold the tables: the CSV files, unless summary.json says the tables
     # were written as Parquet only (Parquet copies beside CSV files may be deleted; they are read
@@ -781,7 +844,7 @@ def _load(d: Path) -> Results:
     entries = summary.get("variants", {})
     results = Results(
         study, tables["metrics"], tables["runs"], tables["requests"], tables["visits"],
-        tables["failures"],
+        tables["failures"], tables["particles"],
     )  # fmt: skip
     for label in labels:
         entry = entries.get(label) if isinstance(entries.get(label), dict) else {}

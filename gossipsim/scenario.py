@@ -377,6 +377,7 @@ def parse_study(
             else:
                 label = variant_label(values, scenario.run.name)
             variants.append(Variant(label, values, scenario))
+    _check_particle_table(variants)
     labels = [v.label for v in variants]
     if len(set(labels)) != len(labels):
         raise ConfigError("sweep", "two variants have the same label; sweep values must differ")
@@ -400,6 +401,29 @@ def parse_study(
         variants[0].scenario.run.name, path, raw_out, sweep, tuple(variants), graph,
         graphs.graphs if graphs is not None else {}, tuple(probes),
     )  # fmt: skip
+
+
+def records_particle_sets(scenario: Scenario) -> bool:
+    """Whether the scenario's protocol records particle sets (what particles.csv holds)."""
+    from .representations import representation
+
+    kind = PROTOCOL_KINDS.lookup(scenario.protocol.kind, "protocol.kind")
+    return representation(kind.representation_name).particle_sets
+
+
+def _check_particle_table(variants: list[Variant]) -> None:
+    """``[metrics] particles`` asks for particle sets: it applies to the variants whose protocol
+    records them (a sweep may set G-FVL beside SVGD and DSVGD, whose variants write none) and is
+    refused in one line when no variant's does."""
+    asked = [v.scenario for v in variants if v.scenario.metrics.particles != "none"]
+    if not asked or any(records_particle_sets(v.scenario) for v in variants):
+        return
+    kind = asked[0].protocol.kind
+    raise ConfigError(
+        "metrics.particles",
+        f"only particle protocols (svgd, dsvgd) record particle sets; protocol.kind = {kind!r} "
+        'records natural parameters: remove the key or set it to "none"',
+    )
 
 
 def _variant_raw(
@@ -655,6 +679,8 @@ def parse_scenario(
         excess=me["excess"],
         ece_bins=me["ece_bins"],
         latency_window=window,
+        particles=me["particles"],
+        particle_runs=me["particle_runs"],
     )
     _check_requests_can_arrive(unlearning, run, compute["seconds_per_iteration"], links, protocol,
                                model_cls, ModelSpec(model, data, base_dir, protocol=protocol))  # fmt: skip

@@ -128,6 +128,9 @@ UNLEARNING_KEYS = (
         minimum=0),
 )  # fmt: skip
 
+#: the values of ``[metrics] particles``: which particle sets particles.csv holds
+PARTICLE_TABLES = ("none", "final", "recorded")
+
 #: ``latency_window = "auto"`` for protocols whose steps use Monte Carlo gradient estimates
 STOCHASTIC_LATENCY_WINDOW = 100
 
@@ -141,6 +144,12 @@ METRICS_KEYS = (
         "a run converges or a request is served)", minimum=1),
     Key("excess", "boolean", False, "judge convergence and latency by KL − best-in-family KL"),
     Key("ece_bins", "integer", 10, "bins M of the expected calibration error", minimum=1),
+    Key("particles", "choice", "none", "particle protocols: write their particle sets to "
+        "`particles.csv` (`none`; `final`: each world's last record; `recorded`: every record, "
+        "the slots metrics.csv writes and the removal slots), for the first `particle_runs` runs "
+        "([Particle sets](#particle-sets-particlescsv))", choices=PARTICLE_TABLES),
+    Key("particle_runs", "integer", 1, "with `particles`: runs 0 … n − 1 of each variant keep "
+        "their particle sets (the table holds records × N rows a run and world)", minimum=1),
 )  # fmt: skip
 
 #: every fixed section and its keys (``[sweep]`` is described in the docs; it holds dotted keys)
@@ -317,6 +326,12 @@ class MetricsSettings:
     excess: bool = default("metrics", "excess")
     ece_bins: int = default("metrics", "ece_bins")
     latency_window: int = 1  # "auto" resolved by the protocol kind (1 unless it is stochastic)
+    particles: str = default("metrics", "particles")
+    particle_runs: int = default("metrics", "particle_runs")
+
+    def keeps_particles(self, run: int) -> bool:
+        """Whether run ``run`` writes its particle sets to particles.csv (a particle protocol's)."""
+        return self.particles != "none" and run < self.particle_runs
 
 
 @dataclass(frozen=True)

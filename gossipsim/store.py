@@ -31,7 +31,7 @@ holding the same runs (two commands on one folder before folders were locked) ar
 ``--resume`` keeps parts that do not overlap and runs the others' runs again.
 
 When every run is done the tables (metrics.csv, runs.csv, requests.csv, visits.csv, failures.csv,
-summary.json, plots/) are merged from the parts in (variant, run) order, the parts are removed and
+particles.csv where particle sets are kept, summary.json, plots/) are merged from the parts in (variant, run) order, the parts are removed and
 study.json is marked ``complete`` with the runs done and failed (:func:`mark_complete`, which
 :meth:`gossipsim.Results.write` calls too: its folder is the one ``gossipsim run`` writes).
 ``gossipsim run FILE --out DIR --resume`` continues an interrupted sweep: finished runs are skipped,
@@ -82,8 +82,9 @@ COMMIT_RUNS = 1024
 #: seconds a finished run waits for its commit, at most, while runs keep finishing faster than that
 COMMIT_SECONDS = 1.0
 RESULT_FILES = (
-    "metrics.csv", "runs.csv", "requests.csv", "visits.csv", "failures.csv", "summary.json",
-    "metrics.parquet", "runs.parquet", "requests.parquet", "visits.parquet", "failures.parquet",
+    "metrics.csv", "runs.csv", "requests.csv", "visits.csv", "failures.csv", "particles.csv",
+    "summary.json", "metrics.parquet", "runs.parquet", "requests.parquet", "visits.parquet",
+    "failures.parquet", "particles.parquet",
 )  # fmt: skip
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from . import cover as ct
+from .densitygrid import density_grid
 from .errors import ConfigError
 from .scheduling import scheduler_for
 
@@ -189,7 +190,10 @@ def removal_latency_entry(
 
 def target_summary(world: Any) -> dict[str, Any]:
     """For data drawn once: the best-in-family KL of the target (all data, and without the requested
-    nodes) and, for models with held-out metrics, those metrics of the target posterior itself.
+    nodes) and, for models with held-out metrics, those metrics of the target posterior itself;
+    with particle sets kept (``[metrics] particles``) and a model that knows its 2-D target's
+    density exactly, ``target_density``: that density on a grid, for every stage
+    (:func:`gossipsim.densitygrid.density_grid`; the contours of the ``particles`` figure).
 
     The target is the one the protocol's states are judged against (its representation's,
     :func:`gossipsim.world.representation_of`): a particle protocol's is known through its score
@@ -207,12 +211,7 @@ def target_summary(world: Any) -> dict[str, Any]:
     stages = [("all", forgotten)]
     for r in world.requests:
         forgotten = forgotten | {r.node}
-        stages.append(
-            (
-                f"without {','.join(str(world.indexed.labels[n]) for n in sorted(forgotten))}",
-                forgotten,
-            )
-        )
+        stages.append((f"without {','.join(_labels(world, forgotten))}", forgotten))
     for name, nodes in stages:
         target = states.target(model, data, nodes)
         entry: dict[str, Any] = {}
@@ -224,4 +223,16 @@ def target_summary(world: Any) -> dict[str, Any]:
             entry.update({k: float(np.asarray(v)[0]) for k, v in values.items()})
         if entry:
             out.setdefault("target", {})[name] = entry
+    exact_density = getattr(model, "exact_density", None)  # a plug-in model may have none
+    if states.particle_sets and world.scenario.metrics.particles != "none" and exact_density:
+        densities = [(_labels(world, nodes), exact_density(data, nodes)) for _, nodes in stages]
+        if all(density is not None for _, density in densities):
+            grid = density_grid(densities)
+            if grid is not None:
+                out["target_density"] = grid
     return out
+
+
+def _labels(world: Any, nodes: frozenset[int]) -> list[str]:
+    """The labels of ``nodes`` (indices), as text, in index order."""
+    return [str(world.indexed.labels[n]) for n in sorted(nodes)]

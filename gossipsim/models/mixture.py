@@ -21,7 +21,8 @@ posterior without the nodes that ask to be forgotten when there are requests; an
 ``particle_spread``. The exact draws (``mmd_samples`` of them) come from a seed drawn with the data,
 so they are the same in every run, worker and process; the kernel's bandwidth h is the median
 squared distance between the exact draws (fixed per target, so values at different slots compare).
-A tempered factor f_k^(1/α) is no mixture: the model needs ``temperature = 1``.
+A tempered factor f_k^(1/α) is no mixture: the model needs ``temperature = 1``. The exact density
+(:meth:`GaussianMixtureModel.exact_density`) gives the contours of the ``particles`` figure.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from numpy.typing import NDArray
 
 from .. import budget
 from ..classification import particle_spread
+from ..densitygrid import ExactDensity
 from ..errors import ConfigError
 from ..families import ModelParam
 from ..logdensity.mixture import GaussianMixture, product_of_mixtures
@@ -54,6 +56,11 @@ FloatArray = NDArray[np.float64]
 #: the exact posterior may hold at most this many numbers (its components' weights, means and
 #: covariances): 2^22, 32 MiB (2 components at each of 19 nodes in 2-D)
 MAX_POSTERIOR_NUMBERS = 2**22
+
+#: the box of the exact density (:meth:`GaussianMixtureModel.exact_density`): components of at
+#: least this weight relative to the largest, each ± this many standard deviations
+BOX_WEIGHT = 1e-4
+BOX_DEVIATIONS = 4.0
 
 MIXTURE_MODEL_KEYS = (Key("dimension", "integer", 2, "d, the coordinates of θ", minimum=1),)
 MIXTURE_DATA_KEYS = (
@@ -309,7 +316,7 @@ class GaussianMixtureModel(ParticleModel):
         return self.prior_mixture.sample(rng, count)
 
     def log_prior(self, particles: FloatArray) -> tuple[FloatArray, FloatArray]:
-        return self.prior_mixture.log_density(particles), self.prior_mixture.score(particles)
+        return self.prior_mixture.log_density_and_score(particles)
 
     def log_likelihood(
         self, data: Any, node: int, particles: FloatArray, rows: NDArray[np.intp] | None = None
@@ -318,7 +325,7 @@ class GaussianMixtureModel(ParticleModel):
         if rows is not None and not np.array_equal(np.asarray(rows), [0]):
             raise ValueError("a gaussian-mixture node has one row (its factor): rows must be [0]")
         factor = data.factors[node]
-        return factor.log_density(particles), factor.score(particles)
+        return factor.log_density_and_score(particles)
 
     def posterior(self, data: MixtureData, forgotten: frozenset[int]) -> GaussianMixture:
         """The exact posterior of every node's factor but the ``forgotten`` nodes', normalised."""
@@ -328,6 +335,20 @@ class GaussianMixtureModel(ParticleModel):
                 [self.prior_mixture, *kept]
             ).normalised()
         return data.posteriors[forgotten]
+
+    def exact_density(self, data: MixtureData, forgotten: frozenset[int]) -> ExactDensity:
+        """The exact posterior's log-density, and the box of every component of weight at least
+        :data:`BOX_WEIGHT` of the largest, each ± :data:`BOX_DEVIATIONS` standard deviations."""
+        posterior = self.posterior(data, forgotten)
+        weights = posterior.log_weights
+        kept = weights >= weights.max() + math.log(BOX_WEIGHT)
+        deviations = np.sqrt(np.diagonal(posterior.covariances[kept], axis1=1, axis2=2))
+        means = posterior.means[kept]
+        return ExactDensity(
+            posterior.log_density,
+            (means - BOX_DEVIATIONS * deviations).min(axis=0),
+            (means + BOX_DEVIATIONS * deviations).max(axis=0),
+        )
 
     def exact_sampler(
         self, data: Any, forgotten: frozenset[int]

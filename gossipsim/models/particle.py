@@ -9,6 +9,8 @@ A model with the capability :data:`~gossipsim.capabilities.LOGLIK_GRADIENT` offe
   gradients ``(..., N, d)`` for particle sets ``(..., N, d)`` (leading batch axes allowed), the
   likelihood summed over the node's rows (over ``rows`` only, scaled to the node's size, for a
   mini-batch);
+- ``exact_density(data, forgotten)``, optional: the posterior's normalised log-density where the
+  model knows it (the contours of the ``particles`` figure);
 - ``particle_target(data, forgotten)``: the posterior of all data but the forgotten nodes', known up
   to its normalising constant (:class:`~gossipsim.particlestate.ParticleTarget`: its score, exact
   samples where the model has them), against which the kernelized Stein discrepancy ``ksd`` is
@@ -36,6 +38,7 @@ from ..classification import (
     classification_nll,
     particle_spread,
 )
+from ..densitygrid import ExactDensity
 from ..particlestate import ParticleTarget
 
 FloatArray = NDArray[np.float64]
@@ -93,6 +96,13 @@ class ParticleCapable:
 
     def exact_sampler(self, data: Any, forgotten: frozenset[int]) -> Any:
         """``(rng, count) -> (count, d)`` exact posterior draws where the model has them (None)."""
+        return None
+
+    def exact_density(self, data: Any, forgotten: frozenset[int]) -> ExactDensity | None:
+        """The normalised log-density of the posterior of every node's data but the
+        ``forgotten`` nodes', with a box holding nearly all of its mass, where the model knows it
+        exactly (None): summary.json records it on a grid for d = 2, the contours of the
+        ``particles`` figure (:mod:`gossipsim.densitygrid`)."""
         return None
 
     def particle_columns(self, requested: frozenset[int]) -> tuple[str, ...]:

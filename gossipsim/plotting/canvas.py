@@ -81,6 +81,15 @@ def _with_layout(fig: Figure) -> None:
         fig.set_layout_engine("constrained")
 
 
+def fit_height(area: Figure | SubFigure, own: bool, panels_in: float, *artists: Any) -> None:
+    """Make a figure gossipsim made (``own``) as tall as its panels need (``panels_in`` inches)
+    plus its title and legend (``artists``), so that a long legend never squeezes the panels."""
+    if not own or not isinstance(area, Figure):
+        return
+    extra = sum(a.get_window_extent().height for a in artists if a is not None) / area.dpi
+    area.set_size_inches(area.get_figwidth(), panels_in + extra + 0.2)
+
+
 def root(area: Figure | SubFigure) -> Figure:
     """The top-level Figure of a drawing area."""
     return cast(Figure, area.get_figure(root=True))
