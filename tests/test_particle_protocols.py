@@ -255,7 +255,16 @@ def test_theory_knows_when_a_protocol_removes(protocol, zero):
     assert ("drops the node's data at the request" in entry["method"]) is zero
 
 
-def test_a_scheduler_reads_the_protocols_node_view_on_workers_too():
+@pytest.fixture
+def _forget_least_scored():
+    """The scheduler named by import path is registered under it on first use: removed after."""
+    yield
+    from gossipsim.scheduling.base import unregister
+
+    unregister("tests.plugins:LeastScored")
+
+
+def test_a_scheduler_reads_the_protocols_node_view_on_workers_too(_forget_least_scored):
     """The runner builds the walker with the protocol's NodeView: a server schedule of one's own
     (tests.plugins:LeastScored) picks the agent whose last likelihood score is smallest, so every
     agent is visited once, in index order, before any twice (uniform draws would not be)."""
