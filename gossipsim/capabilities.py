@@ -11,6 +11,10 @@ then calls the matching methods. Models never build protocols.
 - :data:`MEAN_GRADIENT`: expected log-likelihood gradients. ``model.mean_gradient(data, estimator)``
   gives a function ``(η, k, rng) -> ∇_μ E_{q_η}[L_k]`` (eq. 17) for one of ``model.estimators``,
   configured by an :class:`EstimatorSettings`; ``model.in_domain(η)`` says where E_q[L_k] is finite.
+- :data:`BATCHED_MEAN_GRADIENT`: the same gradients for a batch of runs at once, for the vectorised
+  engine. ``model.batched_mean_gradient(data, estimator)`` gives a function
+  ``(η (B, D), holders (B,), rngs) -> (B, D)`` that draws row b's samples from ``rngs[b]`` with the
+  calls the one-run estimator makes, and ``model.in_domain_rows(η (B, D))`` is ``in_domain`` per row.
 - :data:`LOGLIK_GRADIENT`: log-densities and their gradients at points θ ∈ R^d, for particle
   protocols. ``model.log_prior(θ)``, ``model.log_likelihood(data, k, θ, rows)`` (values and
   ∇θ for particle sets ``(..., N, d)``), ``model.sample_prior(rng, n)``,
@@ -20,7 +24,7 @@ then calls the matching methods. Models never build protocols.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,10 +32,13 @@ import numpy as np
 EXACT_FACTORS = "exact-factors"
 MEAN_GRADIENT = "mean-gradient"
 LOGLIK_GRADIENT = "loglik-gradient"
-CAPABILITIES = (EXACT_FACTORS, MEAN_GRADIENT, LOGLIK_GRADIENT)
+BATCHED_MEAN_GRADIENT = "batched-mean-gradient"
+CAPABILITIES = (EXACT_FACTORS, MEAN_GRADIENT, LOGLIK_GRADIENT, BATCHED_MEAN_GRADIENT)
 
 #: what ``model.mean_gradient`` returns: ``(η, k, rng) -> ∇_μ E_{q_η}[L_k]`` (eq. 17)
 MeanGradient = Callable[[np.ndarray, int, np.random.Generator], np.ndarray]
+#: what ``model.batched_mean_gradient`` returns: ``(η (B, D), holders (B,), rngs) -> (B, D)``
+BatchedMeanGradient = Callable[[np.ndarray, np.ndarray, Sequence[np.random.Generator]], np.ndarray]
 
 
 @dataclass(frozen=True)

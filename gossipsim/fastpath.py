@@ -1,8 +1,10 @@
-"""The vectorised engine: many runs of a conjugate scenario at once, in NumPy, without SimPy.
+"""The vectorised engine: many runs of a scenario at once, in NumPy, without SimPy.
 
 It runs a variant only by declaration (``engine="auto"`` checks them, :func:`unavailable`): the
 protocol kind declares a kernel this engine has (exact conjugate G-FVL: ``conjugate-first-visits``,
-the state changes only at a node's first visit, or at its first visit after an unlearning request),
+the state changes only at a node's first visit, or at its first visit after an unlearning request;
+natural-gradient G-FVL: ``batched-steps``, every run's holder stepped at once, in
+:mod:`gossipsim.fastpath_steps`),
 the scheduler kind declares ``batched-step`` (its batched sampler moves walks exactly as its one-step
 sampler does), the channel declares ``homogeneous-delay`` (a hop's delay does not depend on the link
 and nothing is lost), and requests arrive at iterations (not at simulated times); the architecture is the walk (the
@@ -63,7 +65,7 @@ ENGINES = ("auto", "event", "vectorized")
 #: the kernels this engine implements, by the name a protocol kind declares
 #: (:meth:`~gossipsim.protocols.ProtocolKind.kernel`): exact conjugate G-FVL changes the state only at
 #: first visits and first visits after a request
-KERNELS = ("conjugate-first-visits",)
+KERNELS = ("conjugate-first-visits", "batched-steps")
 #: the scheduler kernels it implements (:attr:`~gossipsim.scheduling.Scheduler.kernel`)
 SCHEDULER_KERNELS = ("batched-step",)
 #: the channel kernels it implements (:attr:`~gossipsim.channels.Channel.kernel`): every hop costs
@@ -88,6 +90,8 @@ def unavailable(world: World) -> str | None:
     kernel = protocol_kind(sc.protocol.kind).kernel(world.model)
     if kernel not in KERNELS:  # only what declares a kernel this engine has is vectorised
         return f"protocol {sc.protocol.kind!r} declares no vectorised kernel for model {sc.model.kind!r}"
+    if kernel == "batched-steps" and world.model.fixed_data is None:
+        return "the data are drawn per run (data.draw = per-run): batched steps share one data set"
     scheduler = scheduler_for(sc.scheduler.kind)
     if scheduler.kernel not in SCHEDULER_KERNELS:
         return f"scheduler {sc.scheduler.kind!r} declares no vectorised kernel"
@@ -110,6 +114,10 @@ def simulate_runs(world: World, runs: Sequence[int]) -> list[BatchOutput]:
     each run's protocol and metrics are processed with the event engine's own code
     (:func:`_batch`).
     """
+    if protocol_kind(world.scenario.protocol.kind).kernel(world.model) == "batched-steps":
+        from .fastpath_steps import simulate_stepped  # it builds on this module's walks
+
+        return simulate_stepped(world, runs)
     out: list[BatchOutput] = []
     model = world.model
     simple = (
@@ -769,12 +777,37 @@ def _advance(world: World, state: _RunState, chunk: np.ndarray, slot0: int) -> N
 
 
 def _finish(world: World, state: _RunState) -> RunOutput:
-    sc = world.scenario
     holders = np.concatenate(state.holders) if state.holders else np.empty(0, dtype=np.int64)
     if state.stop is not None:
         holders = holders[: state.stop]
+    protocol = state.protocol
+    return run_output(
+        world, state.run, state.seed, state.data, holders, _payload(protocol), state.arrivals,
+        protocol.traces(), state.stop is not None, protocol.removals(), protocol.stats(),
+    )  # fmt: skip
+
+
+def run_output(
+    world: World,
+    run: int,
+    seed: int,
+    data: Any,
+    holders: np.ndarray,
+    bits: float,
+    arrivals: Sequence[Arrival],
+    traces: dict[str, Any],
+    stopped: bool,
+    removals: dict[int, int],
+    stats: dict[str, float],
+    segments: dict[str, Any] | None = None,
+) -> RunOutput:
+    """One run measured by the event engine's code (:func:`~gossipsim.measure.measure`) from its
+    holders (one per slot it ran), its constant message size, request arrivals (their times are
+    filled in here), the protocol's traces, whether it stopped early, its removal slots and its
+    counters (and the traces' divergences when they were streamed, ``segments``); slot times and
+    bits with the event engine's arithmetic."""
+    sc = world.scenario
     n = holders.size
-    bits = _payload(state.protocol)
     moved = holders[1:] != holders[:-1]
     hop = world.links.delay(0, 0, bits)
     increments = np.empty(2 * n - 1)
@@ -784,20 +817,17 @@ def _finish(world: World, state: _RunState) -> RunOutput:
     end_times = cumulative[0::2]
     starts = np.concatenate([[0.0], cumulative[1::2]])
     bits_sent = np.concatenate([[0.0], np.cumsum(np.where(moved, bits, 0.0))])
-    arrivals = [
-        Arrival(a.request, a.node, a.slot, float(starts[a.slot - 1])) for a in state.arrivals
-    ]
     record = RunRecord(
         holders=holders,
         end_times=end_times,
         bits=bits_sent,
-        arrivals=arrivals,
-        traces=state.protocol.traces(),
-        stopped_early=state.stop is not None and state.stop < sc.run.iterations,
+        arrivals=[Arrival(a.request, a.node, a.slot, float(starts[a.slot - 1])) for a in arrivals],
+        traces=traces,
+        stopped_early=stopped and n < sc.run.iterations,
         requests=world.requests,
-        removals=state.protocol.removals(),
+        removals=removals,
     )
-    return measure(world, state.data, record, state.protocol.stats(), state.run, state.seed)
+    return measure(world, data, record, stats, run, seed, segments)
 
 
 def _payload(protocol: object) -> float:

@@ -134,6 +134,13 @@ _TAIL_U, _TAIL_W = _tail_nodes()
 _TAIL_G = np.log1p(np.exp(-_TAIL_U))  # log(1 + e^{−u})
 
 
+def _rule(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Σ_k values[..., k] · weights[k]: a quadrature rule applied row by row, each row's sum the same
+    bits wherever the row sits (a matrix-vector product by BLAS rounds a row differently by its
+    position, so the vectorised engine's batches would not reproduce a run alone)."""
+    return np.einsum("...k,k->...", values, weights)
+
+
 def logistic_projection_expectations(
     loc: np.ndarray, scale: np.ndarray, points: int = 32
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -164,11 +171,11 @@ def logistic_projection_expectations(
         t, w = _hermite_rule(points)
         nodes = m[:, None] + np.sqrt(2.0) * s[:, None] * t
         p = expit(nodes)
-        e_soft[narrow] = _softplus(nodes) @ w
-        e_sig[narrow] = p @ w
+        e_soft[narrow] = _rule(_softplus(nodes), w)
+        e_sig[narrow] = _rule(p, w)
         safe = np.where(s > _STEIN_MIN_SCALE, s, 1.0)
-        stein = (p @ (w * np.sqrt(2.0) * t)) / safe
-        e_slope[narrow] = np.where(s > _STEIN_MIN_SCALE, stein, (p * (1.0 - p)) @ w)
+        stein = _rule(p, w * np.sqrt(2.0) * t) / safe
+        e_slope[narrow] = np.where(s > _STEIN_MIN_SCALE, stein, _rule(p * (1.0 - p), w))
     wide = ~narrow
     if np.any(wide):
         m, s = loc[wide], scale[wide]
@@ -180,11 +187,13 @@ def logistic_projection_expectations(
         plus = (u + m[:, None]) / s[:, None]  # φ_s(u + m): a = −u < 0
         phi_minus = np.exp(-0.5 * minus * minus) / (_SQRT_2PI * s[:, None])
         phi_plus = np.exp(-0.5 * plus * plus) / (_SQRT_2PI * s[:, None])
-        e_soft[wide] = m * cdf + s * pdf + (phi_minus + phi_plus) @ gw
+        e_soft[wide] = m * cdf + s * pdf + _rule(phi_minus + phi_plus, gw)
         # ∂/∂m: Φ(m/s) + ∫ g [φ_s(u − m)(u − m) − φ_s(u + m)(u + m)] / s²
-        e_sig[wide] = cdf + (phi_minus * minus - phi_plus * plus) @ gw / s
+        e_sig[wide] = cdf + _rule(phi_minus * minus - phi_plus * plus, gw) / s
         # ∂/∂s: φ(m/s) + ∫ g [φ_s(u − m)((u − m)²/s² − 1) + φ_s(u + m)((u + m)²/s² − 1)] / s
-        d_scale = pdf + (phi_minus * (minus * minus - 1) + phi_plus * (plus * plus - 1)) @ gw / s
+        d_scale = (
+            pdf + _rule(phi_minus * (minus * minus - 1) + phi_plus * (plus * plus - 1), gw) / s
+        )
         e_slope[wide] = d_scale / s
     return e_soft, e_sig, e_slope
 

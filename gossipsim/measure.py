@@ -234,9 +234,18 @@ def _target_trace(
 
 
 def measure(
-    world: World, data: Any, record: RunRecord, stats: dict[str, float], run: int, seed: int
+    world: World,
+    data: Any,
+    record: RunRecord,
+    stats: dict[str, float],
+    run: int,
+    seed: int,
+    segments: dict[str, Segments] | None = None,
 ) -> RunOutput:
-    """The run's rows of the three tables, from its raw record (both engines use this)."""
+    """The run's rows of the three tables, from its raw record (both engines use this).
+
+    ``segments`` are the divergences of the traces' worlds when they were computed as the states
+    were made (:mod:`gossipsim.fastpath_trace`; the traces then hold only the states read here)."""
     sc = world.scenario
     tol = sc.metrics.tolerance
     n = record.slots
@@ -245,15 +254,21 @@ def measure(
     divergence = state.divergence_name
     traces = record.traces
     excess = sc.metrics.excess
-    with np.errstate(all="ignore"):  # a non-finite KL is counted (nonfinite_kl_slots), not warned
-        main = kl_segments(
-            traces["main"], target_slots, targets, excess=excess, divergence=state.divergence
-        )
-        retrain: Segments | None = None
-        if "retrain" in traces and len(traces["retrain"]):
-            retrain = kl_segments(
-                traces["retrain"], target_slots, targets, excess=excess, divergence=state.divergence
+    retrain: Segments | None = None
+    if segments is not None:
+        main = segments["main"]
+        if "retrain" in segments and segments["retrain"].starts.size:
+            retrain = segments["retrain"]
+    else:
+        with np.errstate(all="ignore"):  # a non-finite KL is counted (nonfinite_kl_slots)
+            main = kl_segments(
+                traces["main"], target_slots, targets, excess=excess, divergence=state.divergence
             )
+            if "retrain" in traces and len(traces["retrain"]):
+                retrain = kl_segments(
+                    traces["retrain"], target_slots, targets, excess=excess,
+                    divergence=state.divergence,
+                )  # fmt: skip
     name = divergence.upper()
     _check_finite(main, traces["main"], targets, n, "protocol's state", name)
     if retrain is not None:

@@ -72,6 +72,33 @@ class StateTrace:
         return np.searchsorted(self.slots, np.asarray(slots), side="right") - 1
 
 
+class RecordedTrace(StateTrace):
+    """A trace recorded elsewhere, as arrays: its record slots (ascending) and the states recorded
+    then (the vectorised engine's batched kernels hand each run's trace to the measurement this
+    way). It takes no further records."""
+
+    __slots__ = ("_slot_array", "_state_array")
+
+    def __init__(self, slots: np.ndarray, states: np.ndarray) -> None:
+        super().__init__()
+        self._slot_array = np.asarray(slots, dtype=np.int64)
+        self._state_array = np.asarray(states, dtype=float)
+
+    def record(self, slot: int, state: np.ndarray) -> None:
+        raise TypeError("a RecordedTrace takes no further records")
+
+    def __len__(self) -> int:
+        return int(self._slot_array.size)
+
+    @property
+    def slots(self) -> np.ndarray:
+        return self._slot_array
+
+    @property
+    def states(self) -> np.ndarray:
+        return self._state_array
+
+
 class Protocol(ABC):
     """A node's behaviour when it holds the token."""
 

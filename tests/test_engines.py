@@ -87,16 +87,14 @@ def test_vectorized_engine_agrees_with_theory():
 
 def test_auto_picks_per_variant_and_says_why(tmp_path, capsys):
     raw = base_scenario(scenario={"name": "t", "seed": 1, "runs": 40, "iterations": 50})
-    raw["sweep"] = {"model": [{"kind": "beta-bernoulli"}, {"kind": "beta-exponential"}]}
-    raw["data"] = {"points_per_node": 5}
+    raw["model"] = {"kind": "beta-exponential"}
+    raw["sweep"] = {"data.draw": ["once", "per-run"]}
+    raw["data"] = {"points_per_node": 5, "theta": 0.5}
     path = tmp_path / "s.toml"
     path.write_text(to_toml(raw))
     assert main(["run", str(path), "--out", str(tmp_path / "o"), "--no-plots"]) == 0
     out = capsys.readouterr().out
-    assert (
-        "vectorized for 1 variant(s)" in out
-        and "declares no vectorised kernel for model 'beta-exponential'" in out
-    )
+    assert "vectorized for 1 variant(s)" in out and "data are drawn per run" in out
     raw["scenario"]["runs"] = 3  # too few runs to pay for vectorised steps
     path.write_text(to_toml(raw))
     assert main(["run", str(path), "--out", str(tmp_path / "o"), "--no-plots"]) == 0

@@ -182,7 +182,9 @@ def test_the_kernel_declarations_of_the_built_ins():
             )
         )
     )[0]
-    assert protocol_kind("gfvl").kernel(natgrad.model) is None  # steps at every visit
+    # steps at every visit: stepped for many runs at once
+    assert protocol_kind("gfvl").kernel(natgrad.model) == "batched-steps"
+    assert "batched-steps" in fastpath.KERNELS
 
 
 def test_protocol_stats_become_columns_of_runs_csv(monkeypatch):

@@ -162,6 +162,7 @@ def main(argv: list[str]) -> int:
             print(f"compare {name}: new since the recording (not compared)")
             continue
         tables = run_case(raw, engine)
+        differ = 0  # this case's tables that differ
         for table, frame in tables.items():
             path = folder / f"{name}.{table}.pkl"
             if mode == "record":
@@ -184,8 +185,9 @@ def main(argv: list[str]) -> int:
                 print(f"  {name}.{table}: {str(exc).splitlines()[0:3]}")
             if missing:
                 print(f"  {name}.{table}: columns gone: {missing}")
-            failed += not ok
-        print(f"{mode} {name}: {'ok' if mode == 'record' or failed == 0 else 'see above'}")
+            differ += not ok
+        failed += differ
+        print(f"{mode} {name}: {'ok' if mode == 'record' or differ == 0 else 'see above'}")
     print(f"{failed} table(s) differ" if mode == "compare" else "recorded")
     return 1 if failed else 0
 

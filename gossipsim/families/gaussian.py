@@ -270,11 +270,14 @@ class GaussianFull(ExponentialFamily):
         Via Cholesky factors, broadcasting over the leading axes of both arguments; clipped at 0
         for rounding and exactly 0 where the inputs are equal; NaN outside the domain.
         """
-        eta_q, eta_p = np.broadcast_arrays(
-            np.asarray(eta_q, dtype=float), np.asarray(eta_p, dtype=float)
-        )
+        eta_q, eta_p = np.asarray(eta_q, dtype=float), np.asarray(eta_p, dtype=float)
         m_q, _, l_q, linv_q, _ = self._moments(eta_q)
-        m_p, _, l_p, _, _ = self._moments(eta_p)
+        m_p, _, l_p, _, _ = self._moments(eta_p)  # once for one target (broadcast below)
+        shape = np.broadcast_shapes(eta_q.shape, eta_p.shape)[:-1]
+        m_q, m_p = np.broadcast_to(m_q, (*shape, self.d)), np.broadcast_to(m_p, (*shape, self.d))
+        l_q = np.broadcast_to(l_q, (*shape, self.d, self.d))
+        l_p = np.broadcast_to(l_p, (*shape, self.d, self.d))
+        eta_q, eta_p = np.broadcast_arrays(eta_q, eta_p)
         trace = np.sum((linv_q @ l_p) ** 2, axis=(-2, -1))
         delta = np.einsum("...ji,...j->...i", l_p, m_p - m_q)  # L_pᵀ δ
         quad = np.sum(delta * delta, axis=-1)

@@ -29,7 +29,7 @@ differentiated in (a, b) and mapped by F⁻¹. There is no reparameterisation es
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -38,13 +38,20 @@ import numpy as np
 from scipy.special import betaln, digamma
 
 from .. import budget
-from ..capabilities import MEAN_GRADIENT, EstimatorSettings, MeanGradient
+from ..capabilities import (
+    BATCHED_MEAN_GRADIENT,
+    MEAN_GRADIENT,
+    BatchedMeanGradient,
+    EstimatorSettings,
+    MeanGradient,
+)
 from ..data import points_per_node, read_observations
 from ..errors import ConfigError
 from ..families import Beta, ModelParam
 from ..families.drawn import Drawn, is_drawn, parse_drawn
 from ..families.expfam import trigamma
 from ..families.natgrad import reinforce_mean_gradient
+from ..families.natgrad_batch import beta_reinforce, padded_rows
 from ..optimum import OptimumError, variational_optimum
 from ..scheduling import IndexedGraph
 from .base import Model, Target, check_prior_numbers, total_points, warnings_only_on_success
@@ -230,7 +237,7 @@ class ExponentialObservations:
 class BetaExponential(Model):
     kind = "beta-exponential"
     description = "exponential observations z ≥ 0 with mean θ ∈ (0, 1) (eqs. 22-23), Beta(a, b) prior; non-conjugate"
-    capabilities: ClassVar[frozenset[str]] = frozenset({MEAN_GRADIENT})
+    capabilities: ClassVar[frozenset[str]] = frozenset({MEAN_GRADIENT, BATCHED_MEAN_GRADIENT})
     has_best_family: ClassVar[bool] = True
     reads_files: ClassVar[bool] = True
     prior_params = (
@@ -367,9 +374,67 @@ class BetaExponential(Model):
             a, b = Beta.conventional(eta)
             t_ab = trigamma(a + b)
             grad_eta = counts[k] * np.array([trigamma(a) - t_ab, -t_ab]) + sums[k] * np.array(
-                [-b / (a - 1) ** 2, 1.0 / (a - 1)]
+                [-b / ((a - 1) * (a - 1)), 1.0 / (a - 1)]  # a product: the batched rows' bits
             )
             return np.linalg.solve(family.fisher(eta), grad_eta)
+
+        return exact if p.estimator == "exact" else reinforce
+
+    def in_domain_rows(self, etas: np.ndarray) -> np.ndarray:
+        """:meth:`in_domain` of each row of ``etas`` (B, 2)."""
+        a, b = Beta.conventional(etas)
+        return (a > 1.0) & (b > 0.0)
+
+    def batched_mean_gradient(
+        self, data: ExponentialData, estimation: EstimatorSettings
+    ) -> BatchedMeanGradient:
+        """:meth:`mean_gradient` for a batch of runs (capability ``batched-mean-gradient``): row b
+        is run b's member, holder and generator; its draws are the one-run estimator's calls."""
+        p = estimation
+        samples, per_point, baseline = p.samples, p.samples_per == "point", p.baseline
+        observations, _ = padded_rows([z[:, None] for z in data.observations])
+        observations = observations[..., 0]  # (K, max N_k), zero-padded
+        counts, sums = data.counts, data.sums
+        sizes = [z.size for z in data.observations]
+
+        def reinforce(
+            eta: np.ndarray, holders: np.ndarray, rngs: Sequence[np.random.Generator]
+        ) -> np.ndarray:
+            a, b = Beta.conventional(eta)
+            batch = eta.shape[0]
+            width = observations.shape[1] * samples if per_point else samples
+            theta = np.full((batch, width), 0.5)
+            for i, k in enumerate(holders.tolist()):
+                if sizes[k]:  # the one-run estimator's draws, from the run's generator
+                    shape = (sizes[k], samples) if per_point else samples
+                    theta[i, : sizes[k] * samples if per_point else samples] = (
+                        rngs[i].beta(a[i], b[i], size=shape).ravel()
+                    )
+            theta = np.clip(theta, _TINY, 1 - 1e-16)
+            log_theta = np.log(theta)
+            if per_point:  # S draws for each data point (the authors' code)
+                z = np.repeat(observations[holders], samples, axis=1)
+                weights = log_theta + z / theta - baseline
+            else:  # S draws in all
+                weights = (
+                    counts[holders][:, None] * log_theta + sums[holders][:, None] / theta - baseline
+                )
+            return beta_reinforce(
+                eta, log_theta, np.log1p(-theta), weights,
+                [sizes[k] * samples if per_point else samples * bool(sizes[k]) for k in holders.tolist()],
+                1.0 / samples,
+            )  # fmt: skip
+
+        def exact(
+            eta: np.ndarray, holders: np.ndarray, rngs: Sequence[np.random.Generator]
+        ) -> np.ndarray:
+            a, b = Beta.conventional(eta)
+            t_ab = trigamma(a + b)
+            n, z = counts[holders][:, None], sums[holders][:, None]
+            grad_eta = n * np.stack([trigamma(a) - t_ab, -t_ab], axis=1) + z * np.stack(
+                [-b / ((a - 1) * (a - 1)), 1.0 / (a - 1)], axis=1
+            )
+            return np.linalg.solve(self.family.fisher(eta), grad_eta[:, :, None])[:, :, 0]
 
         return exact if p.estimator == "exact" else reinforce
 

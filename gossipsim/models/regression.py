@@ -7,7 +7,9 @@ exact factor (Xᵀy/σ², −½XᵀX/σ²)/α once (eqs. 13-14) and the target i
 learned by natural-gradient G-FVL (eq. 17) with one of three estimators of ∇_μ E_q[L_k]:
 
 - ``reinforce``: the score-function estimator (eqs. 18-20), F⁻¹ applied in closed form;
-- ``reparameterization``: E_q[∇L_k] and E_q[∇²L_k] from draws θ = m + Lε (Bonnet/Price);
+- ``reparameterization``: E_q[∇L_k] and E_q[∇²L_k] from draws θ = m + Lε (Bonnet/Price); with S
+  draws per point each point's projection xᵀθ is drawn directly (the same estimator in
+  distribution, one normal per draw instead of d: :mod:`.logistic_estimators`);
 - ``exact``: the same expectations by Gauss–Hermite quadrature on each projection xᵀθ (32 points),
   so the step is deterministic.
 
@@ -30,9 +32,11 @@ import numpy as np
 
 from .. import budget, glm
 from ..capabilities import (
+    BATCHED_MEAN_GRADIENT,
     EXACT_FACTORS,
     LOGLIK_GRADIENT,
     MEAN_GRADIENT,
+    BatchedMeanGradient,
     EstimatorSettings,
     MeanGradient,
 )
@@ -48,7 +52,7 @@ from ..datasets import (
 from ..errors import ConfigError
 from ..families import ModelParam
 from ..families.gaussian import GaussianDiagonal, GaussianFull
-from ..families.natgrad import gaussian_mean_gradient, reinforce_mean_gradient
+from ..families.natgrad import gaussian_mean_gradient
 from ..logdensity.hierarchical import GammaPrior
 from ..logdensity.logistic import (
     LOGISTIC_PRECISION_PRIOR,
@@ -61,6 +65,7 @@ from ..optimum import KL_TOL, MAX_STEPS, NEWTON_STEPS, variational_optimum
 from ..scheduling import IndexedGraph
 from ..schema import Key
 from .base import SIGMA_KEY, FamilyTarget, Model, Target, check_prior_numbers, check_sigma
+from .logistic_estimators import QUADRATURE_POINTS, NodePoints, logistic_batched_gradient
 from .particle import ParticleClassifier
 
 if TYPE_CHECKING:
@@ -95,7 +100,6 @@ FAMILY_KEY = Key(
     "family", "choice", "gaussian-full", "the Gaussian family of q: full covariance, or mean field "
     "(diagonal; logistic regression only)", choices=FAMILIES,
 )  # fmt: skip
-QUADRATURE_POINTS = 32
 
 
 @dataclass(frozen=True, eq=False)
@@ -451,7 +455,9 @@ class LogisticRegression(ParticleClassifier, GaussianRegression):
     kind = "logistic-regression"
     description = "binary labels, p(y=1|x) = σ(xᵀθ), Gaussian prior and posterior (full or diagonal); non-conjugate"
     task_kind = "binary"
-    capabilities: ClassVar[frozenset[str]] = frozenset({MEAN_GRADIENT, LOGLIK_GRADIENT})
+    capabilities: ClassVar[frozenset[str]] = frozenset(
+        {MEAN_GRADIENT, LOGLIK_GRADIENT, BATCHED_MEAN_GRADIENT}
+    )
     estimators: ClassVar[tuple[str, ...]] = ("reinforce", "reparameterization", "exact")
     model_keys: ClassVar[tuple[Key, ...]] = (FAMILY_KEY, *PRECISION_KEYS)
 
@@ -531,55 +537,28 @@ class LogisticRegression(ParticleClassifier, GaussianRegression):
 
     def mean_gradient(self, data: RegressionData, estimation: EstimatorSettings) -> MeanGradient:
         """∇_μ E_q[L_k(θ)] for node k (L_k: the sum of the node's log-losses) by the given estimator
-        (capability ``mean-gradient``)."""
-        p = estimation
-        estimator = p.estimator
-        family = self.family
-        samples, per_point, baseline = p.samples, p.samples_per == "point", p.baseline
+        (capability ``mean-gradient``): :meth:`batched_mean_gradient` with a batch of one."""
+        batched = self.batched_mean_gradient(data, estimation)
 
-        def exact(eta: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
-            mean, cov = self._projection_moments(eta)
-            g, h = glm.expected_logistic_grad_hess(
-                mean, cov, data.X[k], data.y[k], QUADRATURE_POINTS
-            )
-            return gaussian_mean_gradient(family, eta, g, h)
+        def one(eta: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+            return batched(np.asarray(eta, dtype=float)[None, :], np.array([k]), (rng,))[0]
 
-        def reparameterization(eta: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
-            X, y = data.X[k], data.y[k]
-            if per_point:  # S draws for each point, each point's derivatives at its own draws
-                theta = family.sample(eta, X.shape[0] * samples, rng).reshape(
-                    X.shape[0], samples, -1
-                )
-                prob = _sigmoid(np.einsum("nsd,nd->ns", theta, X))
-                g = X.T @ (prob.mean(axis=1) - y)
-                h = np.einsum("n,ni,nj->ij", (prob * (1 - prob)).mean(axis=1), X, X)
-            else:
-                grads, hessians = glm.logistic_grad_hess(family.sample(eta, samples, rng), X, y)
-                g, h = grads.mean(axis=0), hessians.mean(axis=0)
-            return gaussian_mean_gradient(family, eta, g, h)
+        return one
 
-        def reinforce(eta: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
-            X, y = data.X[k], data.y[k]
-            if per_point:
-                theta = family.sample(eta, X.shape[0] * samples, rng).reshape(
-                    X.shape[0], samples, -1
-                )
-                a = np.einsum("nsd,nd->ns", theta, X)
-                weights = np.logaddexp(0.0, a) - y[:, None] * a - baseline
-                return reinforce_mean_gradient(
-                    family,
-                    eta,
-                    theta.reshape(-1, theta.shape[-1]),
-                    weights.ravel(),
-                    scale=1.0 / samples,
-                )
-            theta = family.sample(eta, samples, rng)
-            weights = glm.logistic_loss(theta, X, y).sum(axis=1) - baseline
-            return reinforce_mean_gradient(family, eta, theta, weights, scale=1.0 / samples)
+    def in_domain_rows(self, etas: np.ndarray) -> np.ndarray:
+        """:meth:`in_domain` of each row of ``etas`` (B, D)."""
+        return np.asarray(self.family.in_domain(etas), dtype=bool)
 
-        return {"exact": exact, "reparameterization": reparameterization, "reinforce": reinforce}[
-            estimator
-        ]
+    def batched_mean_gradient(
+        self, data: RegressionData, estimation: EstimatorSettings
+    ) -> BatchedMeanGradient:
+        """The estimators of :mod:`gossipsim.models.logistic_estimators` for a batch of runs
+        (capability ``batched-mean-gradient``), on this data set's nodes."""
+        cache = self.__dict__.setdefault("_node_points", {})
+        points = cache.get(id(data))
+        if points is None or points[0] is not data:
+            points = cache[id(data)] = (data, NodePoints(data.X, data.y))
+        return logistic_batched_gradient(self.family, points[1], estimation)
 
     def compute_target(self, data: Any, forgotten: frozenset[int]) -> Target:
         """The variational optimum (:meth:`centralised_optimum`) as a :class:`FamilyTarget`: its

@@ -12,13 +12,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..capabilities import EXACT_FACTORS, MEAN_GRADIENT, EstimatorSettings
+from ..capabilities import BATCHED_MEAN_GRADIENT, EXACT_FACTORS, MEAN_GRADIENT, EstimatorSettings
 from ..errors import ConfigError
 from ..schema import Key, read_keys
 from .base import Protocol
 from .gfvl import ConjugateGFVL
 from .natgrad import NaturalGradientGFVL
-from .registry import COMMON_KEYS, BuildRequest, ProtocolKind
+from .natgrad_batch import NaturalGradientBatch, StepRule
+from .registry import COMMON_KEYS, BatchBuildRequest, BuildRequest, ProtocolKind
 
 #: the natural-gradient keys (non-conjugate models only), each stated once
 NATGRAD_KEYS: tuple[Key, ...] = (
@@ -71,7 +72,8 @@ NATGRAD_KEYS: tuple[Key, ...] = (
         "string",
         "reinforce",
         "`reinforce` (eqs. 18-20, the Fisher inverse applied exactly), `reparameterization` "
-        "(Gaussian families: E_q[∇L], E_q[∇²L] from draws θ = m + Lε), `exact` (Beta–exponential: "
+        "(Gaussian families: E_q[∇L], E_q[∇²L] from draws θ = m + Lε; with S draws per point, each "
+        "point's projection xᵀθ drawn directly), `exact` (Beta–exponential: "
         "closed form; logistic regression: the integration rule above); the model says which it "
         "has (`gossipsim list`)",
     ),
@@ -168,9 +170,29 @@ class GFVL(ProtocolKind):
 
     def kernel(self, model: Any) -> str | None:
         """Exact conjugate G-FVL changes state only at first visits (and first visits after a
-        request): the fast path's ``conjugate-first-visits`` kernel. Natural-gradient steps have no
-        kernel."""
-        return "conjugate-first-visits" if EXACT_FACTORS in model.capabilities else None
+        request): the fast path's ``conjugate-first-visits`` kernel. Natural-gradient steps are
+        stepped for many runs at once (``batched-steps``) where the model has batched estimators
+        (capability ``batched-mean-gradient``)."""
+        capabilities: frozenset[str] = getattr(model, "capabilities", frozenset())
+        if EXACT_FACTORS in capabilities:
+            return "conjugate-first-visits"
+        if BATCHED_MEAN_GRADIENT in capabilities:
+            return "batched-steps"
+        return None
+
+    def build_batch(self, request: BatchBuildRequest) -> NaturalGradientBatch:
+        """Natural-gradient G-FVL for a batch of runs (:class:`NaturalGradientBatch`)."""
+        model, settings = request.model, request.settings
+        rule = StepRule(
+            local_iterations=settings.local_iterations, rho=settings.learning_rate,
+            schedule=settings.schedule, decay_iterations=settings.decay_iterations,
+            temperature=model.temperature, refine_after_unlearning=settings.refine_after_unlearning,
+        )  # fmt: skip
+        return NaturalGradientBatch(
+            model.prior, request.nodes, len(request.rngs),
+            model.batched_mean_gradient(request.data, settings.estimation), request.rngs,
+            model.in_domain_rows, rule,
+        )  # fmt: skip
 
     def stochastic(self, settings: Any, model: type) -> bool:
         capabilities: frozenset[str] = getattr(model, "capabilities", frozenset())

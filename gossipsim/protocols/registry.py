@@ -58,6 +58,19 @@ class BuildRequest:
     iterations: int | None = None
 
 
+@dataclass(frozen=True)
+class BatchBuildRequest:
+    """Everything a kind needs to build the protocols of a batch of runs for the vectorised engine's
+    ``batched-steps`` kernel (:meth:`ProtocolKind.build_batch`): one data set for every run, one
+    generator per run (row)."""
+
+    model: Any
+    data: Any
+    rngs: tuple[np.random.Generator, ...]
+    settings: Any
+    nodes: int
+
+
 class ProtocolKind(ABC):
     """One ``[protocol] kind``: its keys, its needs, and how it builds a run's protocol."""
 
@@ -92,6 +105,15 @@ class ProtocolKind(ABC):
         """The name of the vectorised kernel this kind declares for ``model``, or None (the fast
         path then never runs it: everything without a declaration runs on the event engine)."""
         return None
+
+    def build_batch(self, request: BatchBuildRequest) -> Any:
+        """The protocols of a batch of runs at once (one row per run), for a kind whose
+        :meth:`kernel` is ``batched-steps``: an object with ``new_slot()``,
+        ``start(rows, slot, forgotten)``, ``step(holders, slot, active)``,
+        ``request(node, slot, rows)``, ``done()``, the state ``eta`` (B, D), ``recorded_now`` and
+        ``removed_now`` (B,), ``removed`` and ``stats(row)``
+        (:class:`~gossipsim.protocols.natgrad_batch.NaturalGradientBatch`)."""
+        raise NotImplementedError(f"protocol kind {self.name!r} declares no batched kernel")
 
     def message_entries(self, settings: Any, sizes: Any) -> int:
         """Numbers one message carries for a model of ``sizes``

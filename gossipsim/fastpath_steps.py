@@ -1,0 +1,206 @@
+"""The vectorised engine's ``batched-steps`` kernel: protocols whose state changes at every visit
+(natural-gradient G-FVL), stepped for a batch of runs at once.
+
+Each run keeps everything it has on the event engine: its seed, start node, walk stream (the walks
+of the batch advance together, :func:`~gossipsim.fastpath._walks`, exactly as each run's own
+:class:`~gossipsim.scheduling.Walker` moves) and its protocol generators (the main protocol's and
+the retrain baseline's, spawned from its PROTOCOL stream as
+:func:`~gossipsim.world.make_protocol` spawns them). At every slot, in the event engine's order,
+
+1. the requests arriving at that slot are delivered (by request index) to every run still going:
+   the protocol marks the node forgotten, and the retrain baseline restarts from the prior without
+   every node forgotten so far;
+2. the retrain baseline, then the protocol, take the slot's step for every run at once
+   (the kind's :meth:`~gossipsim.protocols.registry.ProtocolKind.build_batch`: one row per run);
+3. with ``stop_when_done``, a run stops after the first slot at whose end its protocol is done and
+   no request is still to arrive.
+
+Each run is then measured by the event engine's own code (:func:`~gossipsim.fastpath.run_output`)
+from its streamed segments.
+The estimators draw each run's samples from its own generators with the one-run calls, so a run's
+states equal the event engine's up to rounding in the order of sums; the tables agree to that
+rounding (tested), not byte for byte.
+
+Runs of a batch share one data set (``[data] draw = "once"``). The states are streamed out as they
+are made (:mod:`gossipsim.fastpath_trace`: divergences computed batched, only the states the
+measurement reads kept), so a batch's memory is its protocol state and walks
+(:func:`batch_size`), whatever the number of slots.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .engine import Arrival
+from .fastpath import _walks, run_output, start_nodes
+from .fastpath_trace import StreamedWorlds
+from .measure import BatchOutput, NonFiniteKL, RunOutput, batches_of
+from .protocols import protocol_kind
+from .protocols.registry import BatchBuildRequest
+from .representations import representation
+from .streams import PROTOCOL, WALK, WalkStreams, run_seeds, run_stream
+from .world import World
+
+#: runs stepped together at most (beyond this the per-slot Python cost is already amortised)
+MAX_RUNS = 256
+#: bytes a batch may hold: every run's protocol state (its state and one factor per node, for the
+#: protocol and its retrain baseline), walk, streamed segments and kept states
+MAX_BATCH_BYTES = 512 * 2**20
+
+
+def batch_size(world: World) -> int:
+    """Runs per batch: at most :data:`MAX_RUNS`, and as many as :data:`MAX_BATCH_BYTES` allow
+    for each run's protocol states (the state and a factor per node, both worlds), walk (8 bytes a
+    slot), streamed segments (about 40 bytes a slot a world) and kept states (one per slot
+    written to metrics.csv, both worlds)."""
+    sc = world.scenario
+    dim = int(np.size(world.model.prior))
+    slots = sc.run.iterations
+    kept = slots // sc.metrics.record_every + 4 * len(world.requests) + 4
+    per_run = 2 * 8 * dim * (world.nodes + 1 + kept) + 8 * slots + 2 * 40 * slots
+    return int(max(1, min(MAX_RUNS, MAX_BATCH_BYTES // per_run)))
+
+
+def simulate_stepped(world: World, runs: Sequence[int]) -> list[BatchOutput]:
+    """The outputs of ``runs`` (ascending) of ``world``, batch by batch."""
+    size = batch_size(world)
+    out: list[BatchOutput] = []
+    for begin in range(0, len(runs), size):
+        out += _batch(world, list(runs[begin : begin + size]))
+    return out
+
+
+def _targets(world: World, data: Any, order: list[int]) -> tuple[np.ndarray, list[Any]]:
+    """The target slots and targets of a run that receives every request (in processing order),
+    as :func:`~gossipsim.measure.measure` builds them."""
+    kind = protocol_kind(world.scenario.protocol.kind)
+    state = representation(kind.representation_name)
+    forgotten: frozenset[int] = frozenset()
+    slots, targets = [0], [state.target(world.model, data, forgotten)]
+    for r in order:
+        forgotten = forgotten | {world.requests[r].node}
+        slots.append(int(world.requests[r].at_iteration or 0))
+        targets.append(state.target(world.model, data, forgotten))
+    return np.asarray(slots, dtype=np.int64), targets
+
+
+def _batch(world: World, runs: list[int]) -> list[BatchOutput]:
+    sc = world.scenario
+    model = world.model
+    data = model.fixed_data
+    seeds = run_seeds(sc.run.seed, np.asarray(runs, dtype=np.int64))
+    batch, total = len(runs), sc.run.iterations
+    spawned = [run_stream(seed, PROTOCOL).spawn(2) for seed in seeds.tolist()]
+    kind = protocol_kind(sc.protocol.kind)
+
+    def build(index: int) -> Any:
+        rngs = tuple(np.random.default_rng(pair[index]) for pair in spawned)
+        return kind.build_batch(
+            BatchBuildRequest(
+                model=model, data=data, rngs=rngs, settings=sc.protocol.options, nodes=world.nodes
+            )
+        )
+
+    every = np.arange(batch)
+    order = sorted(range(len(world.requests)), key=lambda r: (world.requests[r].at_iteration, r))
+    arrive: dict[int, list[int]] = {}
+    for r in order:
+        arrive.setdefault(int(world.requests[r].at_iteration or 0), []).append(r)
+    baseline = bool(world.requests) and sc.protocol.retrain_baseline
+    main = build(0)
+    retrain = build(1) if baseline else None
+    target_slots, targets = _targets(world, data, order)
+    request_slots = np.asarray(sorted(arrive), dtype=np.int64)
+    grid = np.arange(sc.metrics.record_every, total + 1, sc.metrics.record_every)
+    streams = StreamedWorlds(
+        batch, int(np.size(model.prior)),
+        {"main": 1, "retrain": int(request_slots.min())} if retrain is not None else {"main": 1},
+        targets, target_slots, representation(kind.representation_name).divergence,
+        excess=sc.metrics.excess, tolerance=sc.metrics.tolerance,
+        keep_slots=np.concatenate([[1, total], grid, request_slots, request_slots - 1]),
+    )  # fmt: skip
+    main.new_slot()
+    main.start(every, 0)
+    streams.push(0, _states(main, retrain), np.ones(batch, dtype=bool))
+    forgotten: list[int] = []
+    arrivals: list[list[Arrival]] = [[] for _ in runs]
+    undelivered = len(world.requests)
+    active = np.ones(batch, dtype=bool)
+    stop = np.full(batch, total, dtype=np.int64)
+    chunks = []
+    for slot0, chunk in _walks(world, WalkStreams(seeds, WALK), start_nodes(world, seeds)):
+        chunks.append(chunk)
+        for column in range(chunk.shape[1]):
+            slot = slot0 + column
+            main.new_slot()
+            if retrain is not None:
+                retrain.new_slot()
+            for r in arrive.get(slot, ()):
+                node = world.requests[r].node
+                rows = np.flatnonzero(active)
+                main.request(node, slot, rows)
+                for row in rows.tolist():
+                    arrivals[row].append(Arrival(r, node, slot, np.nan))
+                undelivered -= 1
+                if retrain is not None:
+                    forgotten.append(node)
+                    retrain.start(rows, slot, sorted(set(forgotten)))
+            holders = chunk[:, column]
+            if retrain is not None and forgotten:
+                retrain.step(holders, slot, active)
+            main.step(holders, slot, active)
+            finished = np.zeros(batch, dtype=bool)
+            if sc.run.stop_when_done and undelivered == 0:
+                done = main.done() if retrain is None else main.done() & retrain.done()
+                finished = active & done
+                stop[finished] = slot
+            streams.push(slot, _states(main, retrain), active, main.removed_now | finished)
+            active &= ~finished
+        if not active.any():
+            break
+    walked = np.concatenate(chunks, axis=1)
+    streamed = streams.finish()
+    outputs: list[RunOutput] = []
+    failures: dict[int, NonFiniteKL] = {}
+    for row, run in enumerate(runs):
+        n = int(stop[row])
+        traces = {name: trace for name, (_, trace) in streamed[row].items()}
+        segments = {name: found for name, (found, _) in streamed[row].items()}
+        try:
+            outputs.append(
+                run_output(
+                    world,
+                    run,
+                    int(seeds[row]),
+                    data,
+                    walked[row, :n],
+                    world.message_bits,
+                    arrivals[row],
+                    traces,
+                    n < total,
+                    dict(main.removed[row]),
+                    main.stats(row),
+                    segments,
+                )  # fmt: skip
+            )
+        except NonFiniteKL as exc:
+            failures[run] = exc
+    batches = batches_of(outputs) if outputs else []
+    if failures:
+        if not batches:  # every run failed: a batch of none
+            batches = [
+                BatchOutput((), {}, np.empty(0, dtype=np.int64), {}, np.zeros(world.nodes, int))
+            ]
+        batches[0].failures.update(failures)
+    return batches
+
+
+def _states(main: Any, retrain: Any) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Each world's states and whether each run recorded one in this slot."""
+    out = {"main": (main.eta, main.recorded_now)}
+    if retrain is not None:
+        out["retrain"] = (retrain.eta, retrain.recorded_now)
+    return out
