@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .metrics import Segments
+from .metrics import Segments, divergence_of
 from .protocol_api import RecordedTrace
 from .representations import Target
 
@@ -177,8 +177,11 @@ class StreamedWorlds:
         buffer = world.buffer[:, :count]
         for t in np.unique(target[starts.any(axis=0)]).tolist():
             mask = starts & (target == t)[None, :]
+            rows, columns = np.nonzero(mask)
             with np.errstate(all="ignore"):
-                value[mask] = self.divergence(self.targets[t], buffer[mask])
+                value[rows, columns] = divergence_of(
+                    self.targets[t], buffer, (rows, columns), self.divergence
+                )
         judged = value - np.nan_to_num(self.best[target])[None, :] if self.excess else value
         good = judged <= self.tolerance
         # the previous start's verdict, carried across flushes

@@ -176,13 +176,37 @@ def kl_segments(
     target_idx = np.searchsorted(target_slots, starts, side="right") - 1
     kl = np.empty(starts.size)
     best = np.full(starts.size, np.nan)
-    for t in np.unique(target_idx):  # one vectorised call per target
+    for t in np.unique(target_idx):  # vectorised calls per target
         mask = target_idx == t
-        chosen = states[state_idx[mask]]
-        kl[mask] = divergence(targets[t], chosen) if divergence else targets[t].kl(chosen)
+        kl[mask] = divergence_of(targets[t], states, state_idx[mask], divergence)
         if targets[t].best_family_kl is not None:
             best[mask] = targets[t].best_family_kl
     return Segments(starts.astype(np.int64), kl, best, excess, state_idx, target_idx)
+
+
+#: states per call of a divergence: the arrays of a call stay in the CPU's caches (a Gaussian's KL
+#: over 20,000 states of d = 31 at once is several times slower per state than in pieces)
+DIVERGENCE_ROWS = 256
+
+
+def divergence_of(
+    target: Target,
+    states: np.ndarray,
+    index: np.ndarray | tuple[np.ndarray, ...],
+    divergence: Callable[[Target, np.ndarray], np.ndarray] | None = None,
+) -> np.ndarray:
+    """The divergence of ``states[index]`` (``index`` an array of state indices, or a tuple of
+    them, one per leading axis) from ``target`` (``divergence``, or the target's KL), in pieces of
+    :data:`DIVERGENCE_ROWS` states (each state's value is the same whatever the piece)."""
+    parts = index if isinstance(index, tuple) else (index,)
+    count = parts[0].size
+    out = np.empty(count)
+    for begin in range(0, count, DIVERGENCE_ROWS):
+        chosen = states[tuple(part[begin : begin + DIVERGENCE_ROWS] for part in parts)]
+        out[begin : begin + DIVERGENCE_ROWS] = (
+            divergence(target, chosen) if divergence else target.kl(chosen)
+        )
+    return out
 
 
 def recorded_slots(n_slots: int, every: int, extra: list[int]) -> np.ndarray:

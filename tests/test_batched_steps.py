@@ -112,8 +112,10 @@ def test_logistic_regression_same_tables_on_both_engines(family, protocol):
 
 
 def test_results_identical_for_any_number_of_workers_and_batches(monkeypatch):
-    """A run's numbers do not depend on which runs share its batch."""
+    """A run's numbers do not depend on which runs share its batch, nor on the process (two
+    variants: two units of work, one per worker process)."""
     raw = unlearning_beta(estimator="reinforce")
+    raw["sweep"] = {"protocol.samples": [4, 10]}
     whole = gs.run(raw, engine="vectorized", workers=2)
     monkeypatch.setattr("gossipsim.fastpath_steps.MAX_RUNS", 2)
     split = gs.run(raw, engine="vectorized")
@@ -163,3 +165,14 @@ def test_streamed_segments_are_those_of_the_whole_trace():
                 kept.states[kept.at(np.array([slot]))[0]],
                 trace.states[trace.at(np.array([slot]))[0]],
             )
+
+
+@pytest.mark.slow
+def test_a_thousand_runs_identical_on_both_engines():
+    """1,000 runs of Beta–exponential unlearning with a step size that halves and restarts now and
+    then: every run's rows identical on both engines (rare paths included)."""
+    raw = unlearning_beta(estimator="reinforce", learning_rate=0.05)
+    raw["scenario"].update(runs=1000, iterations=300)
+    event, vectorized = both_engines(raw)
+    assert event.runs["damped_steps"].sum() > 0
+    assert_same_tables(event, vectorized)

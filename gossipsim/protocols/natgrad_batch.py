@@ -113,10 +113,11 @@ class NaturalGradientBatch:
         """Slot ``slot`` of the ``active`` runs, whose holders are ``holders`` (one per row)."""
         rows = np.arange(holders.size)
         forgotten = self.forgotten[rows, holders]
-        holding = self.local[rows, holders]
-        remove = active & forgotten & np.any(holding != 0.0, axis=1)
-        if remove.any():
-            self._remove(np.flatnonzero(remove), holders, slot)
+        asked = np.flatnonzero(active & forgotten)
+        if asked.size:  # a forgotten holder whose factor is still in q removes it
+            holding = np.any(self.local[asked, holders[asked]] != 0.0, axis=1)
+            if holding.any():
+                self._remove(asked[holding], holders, slot)
         learn = np.flatnonzero(active & ~forgotten & ~self.frozen)
         if learn.size:
             self._learn(learn, holders[learn], slot)
@@ -152,8 +153,12 @@ class NaturalGradientBatch:
                     if not pending.size:
                         break
             accept = finite & inside
-            eta[accept] = candidate[accept]
-            local[accept] = local[accept] + step[accept]
+            if accept.all():  # the usual case: no fancy indexing
+                eta = candidate
+                local = local + step
+            else:
+                eta[accept] = candidate[accept]
+                local[accept] = local[accept] + step[accept]
         self.eta[rows] = eta
         self.local[rows, holders] = local
         self._record(rows, slot)
