@@ -55,12 +55,13 @@ def batch_size(world: World) -> int:
     """Runs per batch: at most :data:`MAX_RUNS`, and as many as :data:`MAX_BATCH_BYTES` allow
     for each run's protocol states (the state and a factor per node, both worlds), walk (8 bytes a
     slot), streamed segments (about 40 bytes a slot a world) and kept states (one per slot
-    written to metrics.csv, both worlds)."""
+    written to metrics.csv, both worlds), the last two twice (copied once when assembled)."""
     sc = world.scenario
     dim = int(np.size(world.model.prior))
     slots = sc.run.iterations
     kept = slots // sc.metrics.record_every + 4 * len(world.requests) + 4
-    per_run = 2 * 8 * dim * (world.nodes + 1 + kept) + 8 * slots + 2 * 40 * slots
+    # kept states are copied once when the batch's traces are assembled: counted twice
+    per_run = 2 * 8 * dim * (world.nodes + 1 + 2 * kept) + 8 * slots + 2 * 2 * 40 * slots
     return int(max(1, min(MAX_RUNS, MAX_BATCH_BYTES // per_run)))
 
 

@@ -207,6 +207,7 @@ class StreamedWorlds:
         for name, world in self.worlds.items():
             segments = _by_row(world.parts, self.batch)
             kept = _by_row(world.kept, self.batch)
+            world.parts, world.kept = [], []  # (their arrays were copied: free them now)
             for row in range(self.batch):
                 _, record_slots, states = kept[row]
                 record_slots, first = np.unique(record_slots, return_index=True)
@@ -222,7 +223,10 @@ class StreamedWorlds:
 
 def _by_row(parts: list[tuple[np.ndarray, ...]], batch: int) -> list[tuple[np.ndarray, ...]]:
     """Columns streamed flush by flush (the first one the row), split by row in streaming order."""
-    columns = [np.concatenate(column) for column in zip(*parts, strict=True)]
-    order = np.argsort(columns[0], kind="stable")
-    bounds = np.cumsum(np.bincount(columns[0], minlength=batch))[:-1]
-    return list(zip(*(np.split(column[order], bounds) for column in columns), strict=True))
+    rows = np.concatenate([part[0] for part in parts])
+    order = np.argsort(rows, kind="stable")
+    bounds = np.cumsum(np.bincount(rows, minlength=batch))[:-1]
+    split = [np.split(rows[order], bounds)]
+    for index in range(1, len(parts[0])):  # one column at a time: a single copy in flight
+        split.append(np.split(np.concatenate([part[index] for part in parts])[order], bounds))
+    return list(zip(*split, strict=True))
