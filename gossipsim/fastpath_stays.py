@@ -106,13 +106,15 @@ class _JumpMoves:
         holders = np.empty(shape, dtype=np.int64)
         u = np.empty(shape)
         chain, pos = self.chain, self.pos
+        step = chain.dest_step(self.v)
         for i in range(moves):
             j = (self.move + i) % UNIFORM_BLOCK
             if j == 0:
                 self._refill(self.move + i)
+                step = chain.dest_step(self.v)
             holders[:, i] = pos
             u[:, i] = self.u[:, j]
-            pos = chain.dest_at(pos, self.v[:, j])
+            pos = step(pos, j)
         lengths = chain.stay_lengths(holders, u, self.total)
         ends = np.cumsum(lengths, axis=1)
         starts = self.next_start[:, None] + ends - lengths
@@ -206,6 +208,8 @@ def walk_stays(
         valid = begins <= total
         new = valid & (first[keys] == _NEVER)
         np.minimum.at(first, keys[new], begins[new])
+        asked = np.zeros(keys.shape, dtype=bool)  # the stays the measurement may ask about
+        asked[new] = first[keys[new]] == begins[new]  # first visits
         for i, a in enumerate(restart_slots.tolist()):
             new = valid & (ends >= a) & (since[i][keys] == _NEVER)
             np.minimum.at(since[i], keys[new], np.maximum(begins[new], a))
@@ -214,14 +218,15 @@ def walk_stays(
         limit = last[rows][:, None]
         inside = begins <= limit
         held = np.minimum(ends, limit) - begins + 1
-        visits += np.bincount(keys[inside], weights=held[inside], minlength=visits.size).astype(
-            np.int64
-        )
-        asked = (begins == 1) | (ends // every > (begins - 1) // every) | (first[keys] == begins)
+        if not inside.all():
+            keys, held = keys[inside], held[inside]
+        visits += np.bincount(keys.ravel(), held.ravel(), visits.size).astype(np.int64)
+        asked |= begins == 1
+        asked |= ends // every > (begins - 1) // every  # a multiple of record_every
         asked |= (begins <= limit) & (ends >= limit)
         for i, a in enumerate(restart_slots.tolist()):
             asked |= (begins <= a) & (ends >= a - 1)
-            asked |= since[i][keys] == begins
+            asked |= since[i][rows[:, None] * k_nodes + holders] == begins
         keep = inside & asked
         kept.append((np.broadcast_to(rows[:, None], keep.shape)[keep], begins[keep],
                      holders[keep], hops[keep]))  # fmt: skip

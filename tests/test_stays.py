@@ -21,7 +21,6 @@ from gossipsim.errors import ConfigError
 from gossipsim.scenario import parse_study
 from gossipsim.scheduling import scheduler_for
 from gossipsim.slottables import StaySlots
-from gossipsim.topology import build_indexed
 from tests.helpers import to_toml
 
 MH = "metropolis-hastings"
@@ -67,8 +66,8 @@ def within_4se(samples: np.ndarray, exact: float) -> tuple[bool, str]:
 
 
 def graph_of(topology: dict[str, Any]) -> Any:
-    params = {k: v for k, v in topology.items() if k not in ("kind", "nodes")}
-    return build_indexed(topology["kind"], topology.get("nodes"), params)[0]
+    """The graph a scenario with this topology runs on."""
+    return check(parse_study(scenario(topology, 1)))[0].indexed
 
 
 # --------------------------------------------------------------------------- the stay's law
@@ -174,15 +173,18 @@ def test_every_recorded_slot_follows_the_definitions(topology: dict[str, Any]) -
 def cover_moves(raw: dict[str, Any]) -> np.ndarray:
     res = gs.run(raw)
     assert set(res.engines.values()) == {"vectorized (drawn stays)"}
+    assert len(res.runs) == raw["scenario"]["runs"] and res.failures.empty
     assert res.runs["cover_iteration"].notna().all()
     return res.runs["cover_iteration"].to_numpy() - 1.0
 
 
 COVER_CASES = [
-    ({"kind": "star", "nodes": 8}, 400),
-    ({"kind": "ring", "nodes": 9}, 400),
-    ({"kind": "florentine"}, 200),
-    ({"kind": "path", "nodes": 7}, 300),
+    ({"kind": "star", "nodes": 8}, 1500),  # holds at the leaves
+    ({"kind": "ring", "nodes": 9}, 400),  # a line walk, drawn by cumulative sums
+    ({"kind": "florentine"}, 800),  # irregular: holds with different probabilities
+    ({"kind": "path", "nodes": 7}, 800),  # a line whose ends hold
+    ({"kind": "complete", "nodes": 9}, 300),  # moves every slot
+    ({"kind": "random_regular", "nodes": 10, "degree": 3, "seed": 1}, 300),  # regular, no holds
 ]
 
 

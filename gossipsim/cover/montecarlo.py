@@ -24,6 +24,7 @@ from a scenario's seeds (those come from the runs' own walk streams).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Hashable
 from dataclasses import dataclass
@@ -331,13 +332,17 @@ class Line:
         down = np.min([(x - t) % self.period for t in self.targets(target)], axis=0)
         return up, down
 
+    @functools.cached_property
+    def order(self) -> np.ndarray:
+        """The nodes in their order along the line (the inverse of :attr:`rank`)."""
+        return np.argsort(self.rank)
+
     def nodes_at(self, points: np.ndarray) -> np.ndarray:
-        """The node at each point of the line (the inverse of :attr:`rank`, folded on a path)."""
-        order = np.argsort(self.rank)
+        """The node at each point of the line (folded on a path)."""
         y = points % self.period
         if self.path:
-            y = np.where(y < order.size, y, self.period - y)
-        return order[y]
+            y = np.where(y < self.rank.size, y, self.period - y)
+        return self.order[y]
 
 
 def line_of(chain: JumpChain) -> Line | None:
