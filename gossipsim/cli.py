@@ -610,12 +610,13 @@ def _graphs(study: Any) -> dict[str, Any]:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from .api import check, check_memory
+    from .api import check, check_memory, choose_engines
     from .scenario import load_scenario
 
     study = load_scenario(args.file)
     worlds = check(study)
     check_memory(study, worlds, "scenario.runs")  # what `run` refuses, refused here too
+    choose_engines(study, worlds, "auto")  # e.g. drawn stays the vectorised engine cannot draw
     runs = sum(v.scenario.run.runs for v in study.variants)
     print(f"{args.file}: valid ({len(study.variants)} variant(s), {runs} runs in all)")
     for variant, world in zip(study.variants, worlds, strict=True):

@@ -337,6 +337,24 @@ def test_a_run_depends_on_its_seed_alone() -> None:
         np.testing.assert_array_equal(values, whole.request_columns[name][requests], err_msg=name)
 
 
+def test_a_resumed_sweep_gives_the_same_tables(tmp_path) -> None:
+    """Runs 3, 4 and 11 committed by an interrupted sweep, the rest run on --resume."""
+    from gossipsim.store import RunStore, status
+
+    raw = scenario({"kind": "star", "nodes": 7}, 16, requests=[{"node": 3, "at_iteration": 50}])
+    study = parse_study(raw)
+    whole = gs.run(study)
+    world = check(study)[0]
+    store = RunStore(tmp_path / "o", study)
+    for batch in fastpath.simulate_runs(world, [3, 4, 11]):
+        store.save(0, batch)
+    store.commit()
+    assert status(tmp_path / "o")["done"] == 3
+    resumed = gs.run(study, out=tmp_path / "o", resume=True)
+    for table in ("runs", "metrics", "requests", "visits"):
+        assert getattr(resumed, table).equals(getattr(whole, table)), table
+
+
 def test_one_and_two_workers_give_the_same_tables(tmp_path) -> None:
     raw = scenario({"kind": "star", "nodes": 7}, 40, every=50)
     raw["sweep"] = {"topology.nodes": [5, 9]}
@@ -392,6 +410,16 @@ def test_bad_input_is_one_line(tmp_path, capsys, change, extra, words) -> None:
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("gossipsim: error: "), err
     assert "scheduler.stays" in lines[0] and words in lines[0], lines[0]
+
+
+def test_validate_refuses_what_run_refuses(tmp_path, capsys) -> None:
+    raw = scenario({"kind": "star", "nodes": 5}, 20, iterations=500)
+    raw["protocol"] = {"architecture": "server"}
+    path = tmp_path / "s.toml"
+    path.write_text(to_toml(raw), encoding="utf-8")
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "scheduler.stays" in err[0], err
 
 
 def test_stepped_stays_are_the_default_and_keep_the_event_engines_tables() -> None:
