@@ -482,7 +482,7 @@ def choose_engines(study: Study, worlds: list[World], engine: str) -> tuple[list
                 raise ConfigError(
                     "scheduler.stays",
                     f"drawn stays need the vectorized engine, which cannot draw them for variant "
-                    f"{variant.label!r}: {why}; use stays = \"stepped\"",
+                    f'{variant.label!r}: {why}; use stays = "stepped"',
                 )
             chosen.append("vectorized")
             notes.append("vectorized (drawn stays)")

@@ -57,6 +57,7 @@ import numpy as np
 from .capabilities import EXACT_FACTORS
 from .engine import Arrival, RunRecord
 from .families.exactsum import running_sums
+from .fastpath_stays import drawn_unavailable, walk_stays
 from .measure import (
     BatchOutput,
     BatchRecord,
@@ -71,7 +72,6 @@ from .measure import (
 from .metrics import recorded_slots
 from .protocols import WithRetrainBaseline, protocol_kind
 from .scheduling import UNIFORM_BLOCK, scheduler_for
-from .fastpath_stays import drawn_unavailable, walk_stays
 from .slottables import SlotTable, SteppedSlots
 from .streams import DATA, PROTOCOL, START, WALK, WalkStreams, run_seeds, run_stream
 from .world import World, make_protocol, node_labels, start_node

@@ -232,7 +232,9 @@ def walk_stays(
                      holders[keep], hops[keep]))  # fmt: skip
         source.keep(begins[:, -1] + lengths[:, -1] <= limit[:, 0])  # a stay still to come
     columns = int(last.max(initial=1))
-    run_rows, stay_starts, stay_holders, stay_hops = (np.concatenate(p) for p in zip(*kept))
+    run_rows, stay_starts, stay_holders, stay_hops = (
+        np.concatenate(p) for p in zip(*kept, strict=True)
+    )
     order = np.argsort(run_rows * (columns + 1) + stay_starts, kind="stable")
     walk = StaySlots(
         rows=run_rows[order],

@@ -21,8 +21,10 @@ import numpy as np
 class SlotTable(Protocol):
     """What a batch's walks give at (run row, 1-based slot) pairs, for slots within each run."""
 
-    #: the slots walked by the longest run of the batch
-    columns: int
+    @property
+    def columns(self) -> int:
+        """The slots walked by the longest run of the batch."""
+        ...
 
     def holder(self, rows: np.ndarray, slots: np.ndarray) -> np.ndarray: ...
 

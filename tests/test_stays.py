@@ -378,7 +378,11 @@ def run_cli(raw: dict[str, Any], tmp_path, capsys, *extra: str) -> tuple[int, st
 @pytest.mark.parametrize(
     ("change", "extra", "words"),
     [
-        ({"scheduler": {"stays": "sometimes"}}, (), "unknown value 'sometimes'; allowed: stepped, drawn"),
+        (
+            {"scheduler": {"stays": "sometimes"}},
+            (),
+            "unknown value 'sometimes'; allowed: stepped, drawn",
+        ),
         ({}, ("--engine", "event"), "--engine event steps every slot"),
         (
             {"protocol": {"architecture": "server"}},
