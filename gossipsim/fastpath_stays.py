@@ -98,10 +98,12 @@ class _JumpMoves:
         self.v = self.streams.block(2 * draw + UNIFORM_BLOCK, need)
 
     def chunk(self, moves: int) -> tuple[np.ndarray, ...]:
-        """The next ``moves`` stays of each run: holders, first slots, lengths, moves before.
+        """The next ``moves`` stays of each run (at most as many as slots remain): holders, first
+        slots, lengths, moves before.
 
         Only the destinations need a step per move; the stays' lengths follow from the holders
         and their uniforms at once, their first slots and the moves before them by sums."""
+        moves = min(moves, self.total - self.move)  # a stay lasts a slot at least
         shape = (self.rows.size, moves)
         holders = np.empty(shape, dtype=np.int64)
         u = np.empty(shape)
