@@ -476,6 +476,17 @@ def choose_engines(study: Study, worlds: list[World], engine: str) -> tuple[list
     chosen, notes = [], []
     for variant, world in zip(study.variants, worlds, strict=True):
         reason = unavailable(world) if engine != "event" else None
+        if variant.scenario.scheduler.stays == "drawn":  # only the vectorized engine draws stays
+            why = "--engine event steps every slot" if engine == "event" else reason
+            if why is not None:
+                raise ConfigError(
+                    "scheduler.stays",
+                    f"drawn stays need the vectorized engine, which cannot draw them for variant "
+                    f'{variant.label!r}: {why}; use stays = "stepped"',
+                )
+            chosen.append("vectorized")
+            notes.append("vectorized (drawn stays)")
+            continue
         if engine == "auto" and reason is None and variant.scenario.run.runs < MIN_VECTORIZED_RUNS:
             reason = (
                 f"fewer than {MIN_VECTORIZED_RUNS} runs: one run steps faster in the event engine"

@@ -610,12 +610,13 @@ def _graphs(study: Any) -> dict[str, Any]:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from .api import check, check_memory
+    from .api import check, check_memory, choose_engines
     from .scenario import load_scenario
 
     study = load_scenario(args.file)
     worlds = check(study)
     check_memory(study, worlds, "scenario.runs")  # what `run` refuses, refused here too
+    choose_engines(study, worlds, "auto")  # e.g. drawn stays the vectorised engine cannot draw
     runs = sum(v.scenario.run.runs for v in study.variants)
     print(f"{args.file}: valid ({len(study.variants)} variant(s), {runs} runs in all)")
     for variant, world in zip(study.variants, worlds, strict=True):
@@ -853,7 +854,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
     from .capabilities import EXACT_FACTORS, MEAN_GRADIENT
     from .models import MODEL_KINDS
     from .protocols import PROTOCOL_KINDS
-    from .scheduling import SCHEDULER_KINDS
+    from .scheduling import SCHEDULER_KINDS, scheduler_for
     from .topology import TOPOLOGY_KINDS
 
     print("topologies ([topology] kind, --topology):")
@@ -882,9 +883,10 @@ def _cmd_list(args: argparse.Namespace) -> int:
         extra = f"; estimators: {', '.join(estimators)}" if estimators and not exact else ""
         print(f"  {name:<22} {model.description}")
         print(f"  {'':<22} prior: {model.describe_prior()}; data: {data}; {how}{extra}")
-    print("schedulers ([scheduler] kind):")
+    print('schedulers ([scheduler] kind; stays = "stepped", or "drawn" where marked):')
     for name, text in SCHEDULER_KINDS.items():
-        print(f"  {name:<20} {text}")
+        drawn = "  [stays: drawn]" if scheduler_for(name).stay_kernel else ""
+        print(f"  {name:<20} {text}{drawn}")
     print("protocols ([protocol] kind):")
     for name, kind in PROTOCOL_KINDS.items():
         text = kind.describe()

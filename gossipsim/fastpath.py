@@ -31,6 +31,21 @@ a declaration runs on the event engine. Then
 
 The two engines therefore give byte-identical tables (tested); the vectorised one is about 12-15x
 faster on the paper's Fig. 3 scenario (``benchmarks/engines.py``).
+
+**Drawn stays** (``[scheduler] stays = "drawn"``; :func:`_drawn`). A walk that mostly waits (a
+Metropolis–Hastings leaf of a star keeps the token with probability 1 − 1/(K − 1)) is stepped slot
+by slot above. Where the protocol kind declares that a repeated visit changes nothing
+(:meth:`~gossipsim.protocols.ProtocolKind.idle_stays`) and the scheduler that its jump chain is its
+law (:attr:`~gossipsim.scheduling.Scheduler.stay_kernel`), :mod:`gossipsim.fastpath_stays` draws
+each stay's length at once (geometric) and the next holder from the jump chain, from each run's own
+walk stream, keeping first visits, first visits since each request, the slots each node held the
+token and the stays holding a recorded or requested slot: memory bounded by runs × moves, not runs
+× slots. The walks are read through a :class:`~gossipsim.slottables.SlotTable`, so states, traces
+and metrics are computed by the same code as for stepped walks (:func:`_batch_learning`,
+:func:`_batch_unlearning`, :func:`~gossipsim.measure.measure_batch`), with the same meaning of
+every number; the tables agree with the stepped walks' in distribution, not in value (tested
+against the exact cover and hitting times). ``scenarios/cover_time_vs_nodes.toml``: 275 s stepped,
+about 26 s drawn, as a whole command on two cores (``benchmarks/stays.py``).
 """
 
 from __future__ import annotations
@@ -44,6 +59,7 @@ import numpy as np
 from .capabilities import EXACT_FACTORS
 from .engine import Arrival, RunRecord
 from .families.exactsum import running_sums
+from .fastpath_stays import drawn_unavailable, walk_stays
 from .measure import (
     BatchOutput,
     BatchRecord,
@@ -58,10 +74,20 @@ from .measure import (
 from .metrics import recorded_slots
 from .protocols import WithRetrainBaseline, protocol_kind
 from .scheduling import UNIFORM_BLOCK, scheduler_for
+from .slottables import SlotTable, SteppedSlots
 from .streams import DATA, PROTOCOL, START, WALK, WalkStreams, run_seeds, run_stream
 from .world import World, make_protocol, node_labels, start_node
 
 ENGINES = ("auto", "event", "vectorized")
+#: how a batch's walks are made for the first-visit kernels: ``(world, seeds)`` → the walks and
+#: each node's first slot (runs × nodes)
+FirstVisitWalker = Callable[[World, np.ndarray], tuple[SlotTable, np.ndarray]]
+#: ``(world, seeds, restart slots, each node's first request slot, non-zero factors)`` → the
+#: walks, first visits and first visits at or after each restart slot
+UnlearningWalker = Callable[
+    [World, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    tuple[SlotTable, np.ndarray, np.ndarray],
+]
 #: the kernels this engine implements, by the name a protocol kind declares
 #: (:meth:`~gossipsim.protocols.ProtocolKind.kernel`): exact conjugate G-FVL changes the state only at
 #: first visits and first visits after a request
@@ -100,6 +126,8 @@ def unavailable(world: World) -> str | None:
     channel = getattr(world.links, "kernel", None)
     if channel not in CHANNEL_KERNELS:
         return f"the channel {type(world.links).__name__} declares no vectorised kernel"
+    if sc.scheduler.stays == "drawn":
+        return drawn_unavailable(world)
     return None
 
 
@@ -114,6 +142,8 @@ def simulate_runs(world: World, runs: Sequence[int]) -> list[BatchOutput]:
     each run's protocol and metrics are processed with the event engine's own code
     (:func:`_batch`).
     """
+    if world.scenario.scheduler.stays == "drawn":  # each stay drawn at once (fastpath_stays)
+        return _drawn(world, runs)
     if protocol_kind(world.scenario.protocol.kind).kernel(world.model) == "batched-steps":
         from .fastpath_steps import simulate_stepped  # it builds on this module's walks
 
@@ -148,6 +178,54 @@ def simulate_runs(world: World, runs: Sequence[int]) -> list[BatchOutput]:
     return out
 
 
+def _drawn(world: World, runs: Sequence[int]) -> list[BatchOutput]:
+    """``runs`` of ``world`` with their walks drawn stay by stay
+    (:func:`~gossipsim.fastpath_stays.walk_stays`), in batches whose runs × nodes arrays (first
+    visits, visits, first visits since each request, trace states) stay within
+    :data:`MAX_BATCH_SLOTS`."""
+    cells = _unlearning_cells(world) - 6 * world.scenario.run.iterations
+    size = max(1, min(LEARNING_BATCH, MAX_BATCH_SLOTS // cells))
+    out = []
+    for start in range(0, len(runs), size):
+        batch = list(runs[start : start + size])
+        if world.requests:
+            out.append(_batch_unlearning(world, batch, _drawn_unlearning))
+        else:
+            out.append(_batch_learning(world, batch, _drawn_first_visits))
+    return out
+
+
+def _drawn_first_visits(world: World, seeds: np.ndarray) -> tuple[SlotTable, np.ndarray]:
+    """:func:`_walk_first_visits` with the walks drawn stay by stay: a run stops at its cover
+    slot (``stop_when_done``) or at the slot budget."""
+    stop_when_done = world.scenario.run.stop_when_done
+
+    def stop_of(first: np.ndarray, since: np.ndarray) -> np.ndarray:
+        if not stop_when_done:
+            return np.full(first.shape[0], _NEVER, dtype=np.int64)
+        return first.max(axis=1)  # _NEVER until every node has held the token
+
+    no_restarts = np.empty(0, dtype=np.int64)
+    walk, first, _ = walk_stays(world, seeds, start_nodes(world, seeds), no_restarts, stop_of)
+    return walk, np.where(first < _NEVER, first - 1, _NEVER)  # columns, as stepped
+
+
+def _drawn_unlearning(
+    world: World,
+    seeds: np.ndarray,
+    restart_slots: np.ndarray,
+    first_request: np.ndarray,
+    nonzero: np.ndarray,
+) -> tuple[SlotTable, np.ndarray, np.ndarray]:
+    """:func:`_walk_unlearning` with the walks drawn stay by stay, each run up to its stop slot
+    (:func:`_stop_slots`)."""
+
+    def stop_of(first: np.ndarray, since: np.ndarray) -> np.ndarray:
+        return _stop_slots(world, first, since, restart_slots, first_request, nonzero)
+
+    return walk_stays(world, seeds, start_nodes(world, seeds), restart_slots, stop_of)
+
+
 def _unlearning_cells(world: World) -> int:
     """Array entries one run of an unlearning batch holds, about: its walk and clocks, first
     visits since each request slot, and the states of its two traces."""
@@ -180,75 +258,81 @@ def start_nodes(world: World, seeds: np.ndarray) -> np.ndarray:
     return starts
 
 
-def _batch_learning(world: World, runs: list[int]) -> BatchOutput:
+def _batch_learning(
+    world: World, runs: list[int], walk_first_visits: FirstVisitWalker | None = None
+) -> BatchOutput:
     """Learning only (no requests), exact conjugate updates: the state after slot i is the prior
     plus the factors of the nodes visited by slot i (eqs. 13-14), so every quantity of every run
-    follows from the first-visit slots, computed across the batch."""
+    follows from the first-visit slots, computed across the batch. The walks are stepped slot by
+    slot (:func:`_walk_first_visits`) or drawn by ``walk_first_visits``."""
     sc = world.scenario
     run_ids = np.asarray(runs, dtype=np.int64)
     seeds = run_seeds(sc.run.seed, run_ids)
     batch = run_ids.size
     rows = np.arange(batch)
-    holders, first_visit = _walk_first_visits(world, seeds)
-    columns = holders.shape[1]
+    walk, first_visit = (walk_first_visits or _walk_first_visits)(world, seeds)
+    columns = walk.columns
     visited = first_visit < _NEVER
     covered = visited.all(axis=1)
     cover = np.where(covered, np.where(visited, first_visit, 0).max(axis=1) + 1, 0)
     n_slots = np.where(covered & sc.run.stop_when_done, cover, sc.run.iterations)
     with np.errstate(all="ignore"):  # a non-finite KL fails its run (below), not warned
         kl, visit_slots, states, datas = _state_kl(world, seeds, first_visit)
-    # number of first visits up to each column: the index of the state that holds there
-    new_visit = np.zeros((batch, columns + 1), dtype=np.int64)
-    new_visit[np.broadcast_to(rows[:, None], visited.shape)[visited], first_visit[visited]] = 1
-    state_index = np.cumsum(new_visit[:, :columns], axis=1)
-    end_times, _, sent = _clock(world, holders)
 
     below = kl[:, 1:] <= sc.metrics.tolerance  # state j >= 1 holds from the j-th first visit
     converged = np.where(below.any(axis=1), visit_slots[rows, below.argmax(axis=1)], _NEVER)
     converged = np.where(converged <= n_slots, converged, 0)  # 0: not within the run
     labels = node_labels(world)
-    if sc.metrics.record_every == 1 and bool((n_slots == columns).all()):  # every slot of every run
+    every_slot = sc.metrics.record_every == 1 and bool((n_slots == columns).all())
+    if every_slot and isinstance(walk, SteppedSlots):  # every slot of every run, as stepped
+        # number of first visits up to each column: the index of the state that holds there
+        new_visit = np.zeros((batch, columns + 1), dtype=np.int64)
+        new_visit[np.broadcast_to(rows[:, None], visited.shape)[visited], first_visit[visited]] = 1
+        state_index = np.cumsum(new_visit[:, :columns], axis=1)
         slot_rows = np.repeat(rows, columns)
         metrics = {
             "iteration": np.tile(np.arange(1, columns + 1, dtype=np.int64), batch),
-            "time": end_times.ravel(),
-            "holder": labels[holders.ravel()],
+            "time": walk.end_times.ravel(),
+            "holder": labels[walk.holders.ravel()],
             "kl": np.take_along_axis(kl, state_index, axis=1).ravel(),
-            "bits": sent.ravel(),
+            "bits": walk.sent.ravel(),
         }
     else:
         slot_rows, slots = _recorded(n_slots, sc.metrics.record_every, converged)
-        idx = slots - 1
+        # the state that holds at a slot: the number of first visits up to it
+        span = columns + 2
+        flat = (rows[:, None] * span + np.minimum(visit_slots, span - 1)).ravel()
+        held = np.searchsorted(flat, slot_rows * span + slots, side="right")
+        held -= slot_rows * visit_slots.shape[1]
         metrics = {
             "iteration": slots,
-            "time": end_times[slot_rows, idx],
-            "holder": labels[holders[slot_rows, idx]],
-            "kl": kl[slot_rows, state_index[slot_rows, idx]],
-            "bits": sent[slot_rows, idx],
+            "time": walk.end_time(slot_rows, slots),
+            "holder": labels[walk.holder(slot_rows, slots)],
+            "kl": kl[slot_rows, held],
+            "bits": walk.bits(slot_rows, slots),
         }
-    last = n_slots - 1
     run_columns = {
         "seed": seeds.astype(np.int64),
         "cover_iteration": np.where(covered & (cover <= n_slots), cover, np.nan),
         "convergence_iteration": np.where(converged > 0, converged, np.nan),
-        "convergence_time": np.where(converged > 0, end_times[rows, converged - 1], np.nan),
+        "convergence_time": np.where(
+            converged > 0, walk.end_time(rows, np.maximum(converged, 1)), np.nan
+        ),
         "iterations": n_slots.astype(np.int64),
-        "time": end_times[rows, last],
-        "bits": sent[rows, last],
+        "time": walk.end_time(rows, n_slots),
+        "bits": walk.bits(rows, n_slots),
         "best_family_kl": np.full(batch, np.nan),
         "damped_steps": np.full(batch, np.nan),
         "domain_recoveries": np.full(batch, np.nan),
         "nonfinite_kl_slots": _nonfinite_slots(kl, visit_slots, n_slots),
     }
-    within = np.arange(columns) < n_slots[:, None]
-    visits = np.bincount(holders[within], minlength=world.nodes)
+    visits = walk.visits(n_slots)
     output = BatchOutput(tuple(runs), run_columns, run_ids[slot_rows], metrics, visits)
     failures = _learning_failures(world, run_ids, kl, visit_slots, n_slots, states, datas)
     if not failures:
         return output
     kept = ~np.isin(run_ids, list(failures))
-    visits = np.bincount(holders[kept][within[kept]], minlength=world.nodes)
-    return without_runs(output, failures, visits)
+    return without_runs(output, failures, walk.visits(n_slots, kept))
 
 
 def _learning_failures(
@@ -282,7 +366,9 @@ def _learning_failures(
 _NEVER = np.iinfo(np.int64).max  # the first-visit column of a node never visited
 
 
-def _batch_unlearning(world: World, runs: list[int]) -> BatchOutput:
+def _batch_unlearning(
+    world: World, runs: list[int], walk_unlearning: UnlearningWalker | None = None
+) -> BatchOutput:
     """Unlearning requests at iterations, exact conjugate updates: every state of the protocol and
     of its retrain baseline follows from first visits (eqs. 13-14 and 21), computed across the batch.
 
@@ -292,7 +378,8 @@ def _batch_unlearning(world: World, runs: list[int]) -> BatchOutput:
     baseline restarts from the prior at each request and adds the first visits since then of the
     nodes not forgotten. Trace states are the cumulative sums of the same signed factors in the same
     order as :class:`~gossipsim.protocols.gfvl.FactorTrace` sums them, so they are bit for bit the
-    event engine's; :func:`~gossipsim.measure.measure_batch` measures them."""
+    event engine's; :func:`~gossipsim.measure.measure_batch` measures them. The walks are stepped
+    slot by slot (:func:`_walk_unlearning`) or drawn by ``walk_unlearning``."""
     sc = world.scenario
     model = world.model
     run_ids = np.asarray(runs, dtype=np.int64)
@@ -310,11 +397,11 @@ def _batch_unlearning(world: World, runs: list[int]) -> BatchOutput:
     # the slot of the first request for each node (_NEVER: none)
     first_request = np.full(k_nodes, _NEVER, dtype=np.int64)
     np.minimum.at(first_request, nodes, at)
-    holders, first, since = _walk_unlearning(world, seeds, restart_slots, first_request, nonzero)
+    walk, first, since = (walk_unlearning or _walk_unlearning)(
+        world, seeds, restart_slots, first_request, nonzero
+    )
     stop = _stop_slots(world, first, since, restart_slots, first_request, nonzero)
     n_slots = np.minimum(stop, sc.run.iterations)  # a run that never stops runs every slot
-    columns = holders.shape[1]
-    within = np.arange(1, columns + 1)[None, :] <= n_slots[:, None]
 
     # the main protocol: + at first visits (unless forgotten before), - at the first visit since
     # the node's first request (if it had contributed a non-zero factor)
@@ -343,15 +430,11 @@ def _batch_unlearning(world: World, runs: list[int]) -> BatchOutput:
         retrain_slots, retrain_states = _retrain_trace(
             at, nodes, restart_slots, since, factors, prior, n_slots, add_up
         )
-    end_times, start_times, bits = _clock(world, holders)
     record = BatchRecord(
         runs=run_ids,
         seeds=seeds.astype(np.int64),
-        holders=holders,
+        walk=walk,
         slots=n_slots,
-        end_times=end_times,
-        start_times=start_times,
-        bits=bits,
         arrival_slots=at,
         arrival_requests=np.asarray(order, dtype=np.int64),
         arrival_nodes=nodes,
@@ -362,7 +445,7 @@ def _batch_unlearning(world: World, runs: list[int]) -> BatchOutput:
         retrain_states=retrain_states,
         removals=removed[:, nodes],
         datas=datas,
-        visits=np.bincount(holders[within], minlength=k_nodes),
+        visits=walk.visits(n_slots),
     )
     return measure_batch(world, record)
 
@@ -373,10 +456,10 @@ def _walk_unlearning(
     restart_slots: np.ndarray,
     first_request: np.ndarray,
     nonzero: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The holders of every run (runs × slots, as many slots as the last run to stop needs), each
-    node's first visit (runs × nodes, 1-based slot; ``_NEVER``: none) and its first visit at or
-    after each restart slot (restarts × runs × nodes)."""
+) -> tuple[SteppedSlots, np.ndarray, np.ndarray]:
+    """The walks of every run stepped slot by slot (runs × slots, as many slots as the last run to
+    stop needs), each node's first visit (runs × nodes, 1-based slot; ``_NEVER``: none) and its
+    first visit at or after each restart slot (restarts × runs × nodes)."""
     sc = world.scenario
     batch, k_nodes = seeds.size, world.nodes
     base = (np.arange(batch)[:, None] * k_nodes).astype(np.int64)
@@ -399,9 +482,8 @@ def _walk_unlearning(
             stop = _stop_slots(world, shaped, later, restart_slots, first_request, nonzero)
             if bool((stop <= slots[-1]).all()):
                 break
-    holders = np.concatenate(chunks, axis=1)
     return (
-        holders,
+        _stepped(world, np.concatenate(chunks, axis=1)),
         first.reshape(batch, k_nodes),
         since.reshape(restart_slots.size, batch, k_nodes),
     )
@@ -534,9 +616,10 @@ def _retrain_trace(
     )
 
 
-def _walk_first_visits(world: World, seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The holders of every run (runs × slots; fewer slots when every run stopped early) and the
-    column of each node's first visit (runs × nodes; ``_NEVER`` if not visited)."""
+def _walk_first_visits(world: World, seeds: np.ndarray) -> tuple[SteppedSlots, np.ndarray]:
+    """The walks of every run stepped slot by slot (runs × slots; fewer slots when every run
+    stopped early) and the column of each node's first visit (runs × nodes; ``_NEVER`` if not
+    visited)."""
     sc = world.scenario
     batch, k_nodes = seeds.size, world.nodes
     rows = np.arange(batch)
@@ -548,7 +631,13 @@ def _walk_first_visits(world: World, seeds: np.ndarray) -> tuple[np.ndarray, np.
         np.minimum.at(first, (rows[:, None] * k_nodes + chunk).ravel(), np.tile(columns, batch))
         if sc.run.stop_when_done and first.max() < _NEVER:
             break
-    return np.concatenate(chunks, axis=1), first.reshape(batch, k_nodes)
+    return _stepped(world, np.concatenate(chunks, axis=1)), first.reshape(batch, k_nodes)
+
+
+def _stepped(world: World, holders: np.ndarray) -> SteppedSlots:
+    """Stepped walks (runs × slots) with their clocks (:func:`_clock`)."""
+    end_times, start_times, sent = _clock(world, holders)
+    return SteppedSlots(holders, end_times, start_times, sent, world.nodes)
 
 
 def _nonfinite_slots(kl: np.ndarray, visit_slots: np.ndarray, n_slots: np.ndarray) -> np.ndarray:

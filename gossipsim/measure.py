@@ -21,6 +21,7 @@ from .cover.iteration import cover_iteration
 from .engine import Arrival, RunRecord
 from .metrics import Segments, kl_segments, recorded_slots
 from .representations import REPRESENTATIONS, Representation, Target, representation
+from .slottables import SlotTable
 from .world import World, node_labels
 
 
@@ -434,11 +435,8 @@ class BatchRecord:
 
     runs: np.ndarray  # run indices
     seeds: np.ndarray  # their integer seeds
-    holders: np.ndarray  # runs × slots walked (at least each run's own)
+    walk: SlotTable  # holder, end and start time, bits sent before each slot of each run
     slots: np.ndarray  # each run's number of slots n
-    end_times: np.ndarray  # runs × slots: end of each slot
-    start_times: np.ndarray  # runs × slots: start of each slot
-    bits: np.ndarray  # runs × slots: payload bits sent before each slot
     arrival_slots: np.ndarray  # the requests' slots, in the order they are processed
     arrival_requests: np.ndarray  # their indices in the scenario's list of requests
     arrival_nodes: np.ndarray  # their nodes (indices)
@@ -564,7 +562,8 @@ def measure_batch(world: World, record: BatchRecord) -> BatchOutput:
     n = record.slots
     batch = n.size
     rows = np.arange(batch)
-    limit = int(record.holders.shape[1]) + 1
+    walk = record.walk
+    limit = walk.columns + 1
     at = record.arrival_slots
     arrived = at[None, :] <= n[:, None]  # runs × requests, in processing order
     target_slots = np.concatenate([[0], at]).astype(np.int64)
@@ -581,11 +580,10 @@ def measure_batch(world: World, record: BatchRecord) -> BatchOutput:
                 record.retrain_slots, record.retrain_states, begin, target_slots, kl_of, n, limit
             )
     converged = main.first_at_or_below(tol, np.ones(batch, dtype=np.int64))
-    end_times = record.end_times
 
     def time_of(slot: np.ndarray) -> np.ndarray:  # end of each run's slot (NaN for none)
         ok = slot < _NEVER
-        return np.where(ok, end_times[rows, np.where(ok, slot - 1, 0)], np.nan)
+        return np.where(ok, walk.end_time(rows, np.where(ok, slot, 1)), np.nan)
 
     request_count = len(world.requests)
     columns: dict[str, list[np.ndarray]] = {}
@@ -604,8 +602,8 @@ def measure_batch(world: World, record: BatchRecord) -> BatchOutput:
             retrained = np.full(batch, _NEVER)
         removed = np.where(here, record.removals[:, p], _NEVER)
         extras += [done, retrained, removed]
-        column = min(a, record.start_times.shape[1]) - 1  # a request after the walk never arrives
-        arrival_time = np.where(here, record.start_times[:, column], np.nan)
+        column = min(a, walk.columns)  # a request after the walk never arrives
+        arrival_time = np.where(here, walk.start_time(rows, np.full(batch, column)), np.nan)
         if a >= 2 and here.any():
             settled = main.kl[rows, np.maximum(main.index(rows, np.full(batch, a - 1)), 0)] <= tol
         else:
@@ -650,13 +648,12 @@ def measure_batch(world: World, record: BatchRecord) -> BatchOutput:
     covered = np.all(visited, axis=1)
     cover = np.where(visited, record.first_visits, 0).max(axis=1)
     slot_rows, slots = _recorded_many(n, sc.metrics.record_every, np.stack(extras, axis=1))
-    idx = slots - 1
     metrics = {
         "iteration": slots,
-        "time": end_times[slot_rows, idx],
-        "holder": labels[record.holders[slot_rows, idx]],
+        "time": walk.end_time(slot_rows, slots),
+        "holder": labels[walk.holder(slot_rows, slots)],
         "kl": main.at(slot_rows, slots),
-        "bits": record.bits[slot_rows, idx],
+        "bits": walk.bits(slot_rows, slots),
     }
     if retrain is not None or (world.requests and sc.protocol.retrain_baseline):
         metrics["retrain_kl"] = (
@@ -670,8 +667,8 @@ def measure_batch(world: World, record: BatchRecord) -> BatchOutput:
         "convergence_iteration": np.where(never, np.nan, converged),
         "convergence_time": time_of(converged),
         "iterations": n.astype(np.int64),
-        "time": end_times[rows, n - 1],
-        "bits": record.bits[rows, n - 1],
+        "time": walk.end_time(rows, n),
+        "bits": walk.bits(rows, n),
         "best_family_kl": np.full(batch, np.nan),
         "damped_steps": np.full(batch, np.nan),
         "domain_recoveries": np.full(batch, np.nan),
@@ -688,9 +685,7 @@ def measure_batch(world: World, record: BatchRecord) -> BatchOutput:
     if not failures:
         return output
     kept = ~np.isin(record.runs, list(failures))
-    within = np.arange(1, record.holders.shape[1] + 1)[None, :] <= n[:, None]
-    visits = np.bincount(record.holders[kept][within[kept]], minlength=world.nodes)
-    return without_runs(output, failures, visits)
+    return without_runs(output, failures, walk.visits(n, kept))
 
 
 def without_runs(

@@ -633,7 +633,7 @@ def parse_scenario(
 
     sc = read_keys(SCHEMA["scheduler"], _table(raw, "scheduler"), "scheduler")
     scheduler = SchedulerSettings(
-        kind=check_scheduler(sc["kind"], "scheduler.kind"), start=sc["start"]
+        kind=check_scheduler(sc["kind"], "scheduler.kind"), start=sc["start"], stays=sc["stays"]
     )
     compute = read_keys(SCHEMA["compute"], _table(raw, "compute"), "compute")
     ln = read_keys(SCHEMA["links"], _table(raw, "links"), "links")

@@ -92,11 +92,20 @@ PROTOCOL_KEYS = (
 )  # fmt: skip
 #: besides these, ``[protocol]`` holds the kind's own keys (``ProtocolKind.keys``)
 
+#: the values of ``[scheduler] stays``: step every slot, or draw each stay's length at once
+STAYS = ("stepped", "drawn")
+
 SCHEDULER_KEYS = (
     Key("kind", "string", "metropolis-hastings", "the walk rule (below), or an import path "
         "`module:Class` to a Scheduler of your own"),
     Key("start", "node", "uniform", "the first holder: drawn uniformly, from the walk's stationary "
         "distribution, or a fixed node", words=("uniform", "stationary")),
+    Key("stays", "choice", "stepped", "`stepped`: every slot of the walk is a step drawn from the "
+        "run's walk stream (the same walks on either engine); `drawn`: the vectorised engine draws "
+        "each stay's length at once (geometric) and the next holder from the walk's jump chain, "
+        "for protocols whose repeated visits change nothing (exact conjugate G-FVL): the same law, "
+        "other random draws, far faster when the walk mostly waits "
+        "([Drawn stays](#drawn-stays-walks-that-mostly-wait))", choices=STAYS),
 )  # fmt: skip
 
 COMPUTE_KEYS = (
@@ -265,6 +274,7 @@ class ProtocolSettings:
 class SchedulerSettings:
     kind: str = default("scheduler", "kind")
     start: Any = default("scheduler", "start")
+    stays: str = default("scheduler", "stays")
 
 
 @dataclass(frozen=True)

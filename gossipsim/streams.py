@@ -67,6 +67,13 @@ class WalkStreams:
         self._generators = [np.random.Generator(bg) for bg in self._bit_generators]
         self._next = 0  # the stream output every generator draws next
 
+    def keep(self, mask: np.ndarray) -> None:
+        """Keep only the runs where ``mask`` is true (each with its generator where it is)."""
+        self.seeds = self.seeds[mask]
+        chosen = np.flatnonzero(mask).tolist()
+        self._bit_generators = [self._bit_generators[i] for i in chosen]
+        self._generators = [self._generators[i] for i in chosen]
+
     def block(self, first: int, need: int) -> np.ndarray:
         if first < self._next:
             self._rewind()

@@ -24,6 +24,7 @@ from a scenario's seeds (those come from the runs' own walk streams).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Hashable
 from dataclasses import dataclass
@@ -309,8 +310,8 @@ MAX_LINE_MOVES = 2_000_000_000
 
 
 @dataclass(frozen=True)
-class _Line:
-    """A walk on a cycle or a path seen as a ±1 walk on the integers (:func:`_line_of`): node
+class Line:
+    """A walk on a cycle or a path seen as a ±1 walk on the integers (:func:`line_of`): node
     ``v`` sits at the points ``rank[v] + k·period`` (a cycle: period K) or ``±rank[v] + k·period``
     (a path folded: period 2(K − 1), its ends at the multiples of K − 1)."""
 
@@ -331,8 +332,20 @@ class _Line:
         down = np.min([(x - t) % self.period for t in self.targets(target)], axis=0)
         return up, down
 
+    @functools.cached_property
+    def order(self) -> np.ndarray:
+        """The nodes in their order along the line (the inverse of :attr:`rank`)."""
+        return np.argsort(self.rank)
 
-def _line_of(chain: JumpChain) -> _Line | None:
+    def nodes_at(self, points: np.ndarray) -> np.ndarray:
+        """The node at each point of the line (folded on a path)."""
+        y = points % self.period
+        if self.path:
+            y = np.where(y < self.rank.size, y, self.period - y)
+        return self.order[y]
+
+
+def line_of(chain: JumpChain) -> Line | None:
     """The walk as a ±1 walk on a line, when ``chain`` jumps to either of two neighbours with
     probability 1/2 (its rows uniform) on a cycle (every node of degree 2, moving every slot) or
     a path (two ends of degree 1, the inner nodes moving every slot; the ends may hold, as
@@ -366,9 +379,9 @@ def _line_of(chain: JumpChain) -> _Line | None:
     rank = np.empty(n, dtype=np.int64)
     rank[order] = np.arange(n, dtype=np.int64)
     if not path:
-        return _Line(rank, n, False)
+        return Line(rank, n, False)
     leave = (float(chain.pmove[order[0]]), float(chain.pmove[order[-1]]))
-    return _Line(rank, 2 * (n - 1), True, leave if min(leave) < 1.0 else ())
+    return Line(rank, 2 * (n - 1), True, leave if min(leave) < 1.0 else ())
 
 
 def check_hitting_work(
@@ -376,11 +389,11 @@ def check_hitting_work(
 ) -> None:
     """Refuse, at once and in one line naming ``key``, walks to ``node`` that would take more
     than :data:`MAX_LINE_MOVES` moves in all, where that is known without simulating them: on a
-    cycle or a path (:func:`_line_of`) a walk from x takes up·down moves on average (the ±1 walk's
+    cycle or a path (:func:`line_of`) a walk from x takes up·down moves on average (the ±1 walk's
     exit time from the interval between the node's nearest points), here averaged over a uniform
     first holder ((K² − 1)/6 on a ring of K nodes)."""
     g, sched = prepare(graph, scheduler)
-    line = _line_of(sched.jump_chain(g))
+    line = line_of(sched.jump_chain(g))
     if line is None:
         return
     target = resolve_node(g, node, "node")
@@ -389,7 +402,7 @@ def check_hitting_work(
     _refuse_line_work(each * int(runs), each, g.size, line, key)
 
 
-def _refuse_line_work(moves: float, each: float, n: int, line: _Line, key: str) -> None:
+def _refuse_line_work(moves: float, each: float, n: int, line: Line, key: str) -> None:
     if moves > MAX_LINE_MOVES:
         what = "path" if line.path else "cycle"
         raise ConfigError(
@@ -416,7 +429,7 @@ def _moves_to(
     * The ``uniform`` scheduler: every slot's holder is uniform over the K nodes, so the slots are
       ``Geometric(1/K)`` (support 1, 2, …).
     * A walk on a cycle or a path that jumps to either neighbour with probability 1/2
-      (:func:`_line_of`: Metropolis-Hastings or the simple random walk on a ring or a path): its
+      (:func:`line_of`: Metropolis-Hastings or the simple random walk on a ring or a path): its
       position is a ±1 random walk on a line, simulated a block of steps at a time by cumulative
       sums (:func:`_line_walk`); each stay at an end of a path that holds (Metropolis-Hastings)
       lasts Geometric(p) slots, added as a negative binomial. A ring of K nodes takes about K²/6
@@ -425,7 +438,7 @@ def _moves_to(
     """
     if chain.mode == "uniform":
         return gen.geometric(1.0 / chain.n, size=pos.size).astype(float)
-    line = _line_of(chain)
+    line = line_of(chain)
     if line is None:
         return None
     up, down = line.exit_gaps(pos, target)
@@ -443,7 +456,7 @@ def _moves_to(
 
 
 def _line_walk(
-    up: int, down: int, start: int, line: _Line, gen: np.random.Generator, first_stay: bool
+    up: int, down: int, start: int, line: Line, gen: np.random.Generator, first_stay: bool
 ) -> tuple[int, tuple[int, int]]:
     """Steps of a ±1 random walk from 0 until it first reaches ``up`` or ``−down``, and (for a
     path whose ends hold) the stays at each end before that (the first point, ``start``, counted

@@ -194,6 +194,12 @@ class GFVL(ProtocolKind):
             model.in_domain_rows, rule,
         )  # fmt: skip
 
+    def idle_stays(self, model: Any) -> bool:
+        """Exact conjugate G-FVL adds a node's factor at its first visit and removes it at its
+        first visit after a request (eqs. 13-14, 21): the slots after the first of a stay change
+        nothing (a request arriving within a stay is handled by the engine)."""
+        return EXACT_FACTORS in model.capabilities
+
     def stochastic(self, settings: Any, model: type) -> bool:
         capabilities: frozenset[str] = getattr(model, "capabilities", frozenset())
         return EXACT_FACTORS not in capabilities and settings.estimator != "exact"

@@ -115,6 +115,13 @@ class ProtocolKind(ABC):
         (:class:`~gossipsim.protocols.natgrad_batch.NaturalGradientBatch`)."""
         raise NotImplementedError(f"protocol kind {self.name!r} declares no batched kernel")
 
+    def idle_stays(self, model: Any) -> bool:
+        """Whether, for ``model``, a slot whose holder also held the slot before changes nothing of
+        the protocol's state unless a request arrives before it (a stay of the token at one node
+        is one visit). The vectorised engine may then draw the length of each stay at once
+        instead of stepping its slots (``[scheduler] stays = "drawn"``). False by default."""
+        return False
+
     def message_entries(self, settings: Any, sizes: Any) -> int:
         """Numbers one message carries for a model of ``sizes``
         (:class:`gossipsim.budget.ModelSizes`): the model's ``message_entries`` by default."""

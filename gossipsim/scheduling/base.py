@@ -84,6 +84,11 @@ class Scheduler:
     #: ``"batched-step"`` promises that :meth:`step` moves a batch of walks exactly as
     #: :meth:`sampler` moves one, on the same uniforms, with no :class:`NodeView`
     kernel: ClassVar[str | None] = None
+    #: how the vectorised engine may draw this kind's walks stay by stay (``[scheduler] stays =
+    #: "drawn"``), or None: ``"jump-chain"`` promises that :meth:`jump_chain` is the walk's exact
+    #: law (holder k keeps the token for Geometric(p_move(k)) slots, then moves to j ≠ k with
+    #: probability P(k, j) / p_move(k)), with no :class:`NodeView`
+    stay_kernel: ClassVar[str | None] = None
 
     # ------------------------------------------------------------------ the rule as probabilities
 

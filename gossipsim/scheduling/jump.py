@@ -15,6 +15,8 @@ their seed, not equal to simulated walks.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from .graph import IndexedGraph
@@ -104,7 +106,16 @@ class JumpChain:
             e = uniform_ints(rng, r, pos.size)
             e += pos * r
             return self.indices[e]
-        u = rng.random(pos.size)
+        return self.dest_at(pos, rng.random(pos.size))
+
+    def dest_at(self, pos: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """The next distinct holder of walks at ``pos`` given one uniform ``u`` in [0, 1) each
+        (the same law as :meth:`dest`, by inversion: the neighbour ``int(u·deg)`` of a uniform
+        row, the first cumulative weight above ``u`` of a general one)."""
+        if self.mode == "uniform":
+            return np.minimum((u * self.n).astype(np.int64), self.n - 1)
+        if self.mode == "cyclic":
+            return (pos + 1) % self.n
         if self.mode == "rows":
             d = self.deg[pos]
             off = np.minimum((u * d).astype(np.int64), d - 1)
@@ -112,3 +123,28 @@ class JumpChain:
         e = np.searchsorted(self.key, pos + u, side="right")
         np.minimum(e, self.last[pos], out=e)
         return self.indices[e]
+
+    def dest_step(self, u: np.ndarray) -> Callable[[np.ndarray, int], np.ndarray]:
+        """:meth:`dest_at` for a block of uniforms ``u`` (walks × moves), as ``step(pos, j)`` for
+        move j: on a regular graph the neighbour's offset is computed for the block at once."""
+        if self.mode == "rows" and self.regular:
+            r = self.regular
+            offsets = np.minimum((u * r).astype(np.int64), r - 1)
+            indices = self.indices
+
+            def regular_step(pos: np.ndarray, j: int) -> np.ndarray:
+                return indices[pos * r + offsets[:, j]]
+
+            return regular_step
+        return lambda pos, j: self.dest_at(pos, u[:, j])
+
+    def stay_lengths(self, pos: np.ndarray, u: np.ndarray, cap: int) -> np.ndarray:
+        """The slots each walk at ``pos`` keeps the token (its stay, at least 1), given one uniform
+        ``u`` in [0, 1) each: ``Geometric(p_move)`` by inversion,
+        ``1 + floor(log(1 − u) / log(1 − p_move))`` (P(length > n) = (1 − p_move)^n), capped at
+        ``cap`` (a stay past the run's last slot needs no exact length)."""
+        if self.all_move:
+            return np.ones(pos.shape, dtype=np.int64)
+        with np.errstate(divide="ignore"):  # p_move = 1: log(0) = −inf, a stay of one slot
+            tail = np.log1p(-u) / np.log1p(-self.pmove[pos])
+        return 1 + np.minimum(np.floor(tail), cap).astype(np.int64)

@@ -39,6 +39,7 @@ from .jump import JumpChain
 class MetropolisHastings(Scheduler):
     kind = "metropolis-hastings"
     kernel = "batched-step"
+    stay_kernel = "jump-chain"
     description = (
         "propose a uniform neighbour j, accept with min(1, deg(k)/deg(j)), else stay (eq. 5)"
     )
@@ -89,6 +90,7 @@ class MetropolisHastings(Scheduler):
 class SimpleRandomWalk(Scheduler):
     kind = "simple-random-walk"
     kernel = "batched-step"
+    stay_kernel = "jump-chain"
     description = "move to a uniformly chosen neighbour"
     may_stay = False
 
@@ -135,6 +137,7 @@ class SimpleRandomWalk(Scheduler):
 class Uniform(Scheduler):
     kind = "uniform"
     kernel = "batched-step"
+    stay_kernel = "jump-chain"
     description = "any node uniformly at random, ignoring the graph (parameter-server baseline)"
     reads_v = False
     ignores_graph = True
@@ -182,6 +185,7 @@ class Uniform(Scheduler):
 class RoundRobin(Scheduler):
     kind = "round-robin"
     kernel = "batched-step"
+    stay_kernel = "jump-chain"
     description = (
         "node k+1 after node k in the graph's node order, the first after the last, ignoring the "
         "graph (a parameter server's round robin)"
