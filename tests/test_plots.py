@@ -1,5 +1,6 @@
-"""The figures: what each draws (no pixels). Helpers against closed forms; the figures on small
-synthetic tables, their artists inspected before the figure is closed."""
+"""The figures: what each draws (no pixels, but for one PNG compared with savefig's own). Helpers
+against closed forms; the figures on small synthetic tables, their artists inspected before the
+figure is closed."""
 
 from __future__ import annotations
 
@@ -698,25 +699,32 @@ def test_request_names_never_overlap_and_read_the_same_in_every_panel(drawn, tmp
     assert [t for t, _ in panels[0]][0] == "nodes 0, 17"
 
 
-def _draws(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """Every Figure.draw from now on: True for a draw that laid the figure out (a layout engine
-    set), False for one that did not."""
-    calls: list[bool] = []
-    draw = Figure.draw
+def _passes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """From now on, each layout of a figure ("layout": constrained layout executed) and each draw
+    ("draw"; a draw with a layout engine lays the figure out first, and both are listed)."""
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
 
-    def counted(self: Figure, renderer: Any) -> None:
-        calls.append(self.get_layout_engine() is not None)
+    calls: list[str] = []
+    draw, execute = Figure.draw, ConstrainedLayoutEngine.execute
+
+    def drawn(self: Figure, renderer: Any) -> None:
+        calls.append("draw")
         draw(self, renderer)
 
-    monkeypatch.setattr(Figure, "draw", counted)
+    def laid_out(self: ConstrainedLayoutEngine, fig: Any) -> Any:
+        calls.append("layout")
+        return execute(self, fig)
+
+    monkeypatch.setattr(Figure, "draw", drawn)
+    monkeypatch.setattr(ConstrainedLayoutEngine, "execute", laid_out)
     return calls
 
 
 def test_a_png_is_laid_out_once_and_is_the_image_savefig_makes(tmp_path, monkeypatch):
-    """A figure written to a PNG is laid out once at the resolution it is written at and rendered
-    once (savefig laid it out again, and the request names a third time at the screen's
-    resolution): the same pixels as savefig's own tight box, and the figure keeps its layout
-    engine."""
+    """A figure written to a PNG is laid out once at the resolution it is written at and drawn
+    once, to render it (savefig drew it twice, laying it out in the first draw; the request names
+    drew it a third time): the same pixels as savefig's own, tight box included, and the figure
+    keeps its layout engine."""
     from PIL import Image
 
     from gossipsim.plotting.style import RC
@@ -729,9 +737,9 @@ def test_a_png_is_laid_out_once_and_is_the_image_savefig_makes(tmp_path, monkeyp
     assert isinstance(before, Figure)
     with plt.rc_context(RC):
         before.savefig(tmp_path / "savefig.png")  # laid out and cropped by savefig itself
-    draws = _draws(monkeypatch)
+    passes = _passes(monkeypatch)
     plots.plot_latency(requests, ["v"], tmp_path / "once.png", summary)
-    assert draws == [True, False]  # one layout, one render
+    assert passes == ["layout", "draw"]  # laid out once, drawn once (rendered)
     pixels = [np.asarray(Image.open(tmp_path / f"{n}.png")) for n in ("savefig", "once")]
     assert pixels[0].shape == pixels[1].shape
     np.testing.assert_array_equal(pixels[0], pixels[1])
@@ -749,16 +757,16 @@ def test_request_names_are_laid_out_with_the_figure_and_again_only_when_merged(
     names merged ("nodes 0, 17") lay it out once more."""
     summary = _sweep_summary()
     variants = list(summary["variants"])
-    draws = _draws(monkeypatch)
+    passes = _passes(monkeypatch)
     plots.plot_kl_vs_iteration(_metrics(variants, slots=3600, runs=2), variants,
                                tmp_path / "one.png", summary=summary,
                                requests=_requests(variants, runs=2, slot=1000))  # fmt: skip
-    assert draws == [True, False]
-    draws.clear()
+    assert passes == ["layout", "draw"]
+    passes.clear()
     plots.plot_kl_vs_iteration(_metrics(variants, slots=3600, runs=2), variants,
                                tmp_path / "merged.png", summary=summary,
                                requests=_many_requests(variants, runs=2))  # fmt: skip
-    assert draws == [True, True, False]
+    assert passes == ["layout", "layout", "draw"]
 
 
 def test_a_column_figure_stays_a_column_wide(drawn, tmp_path):
