@@ -7,7 +7,9 @@ that made the tables, ratio < 1.
 The first ``gossipsim plot`` of a folder written with ``--no-plots`` is the one timed: it also
 lays out the graphs of the visit map (saved in ``graphs/`` for later plots). With ``--repeat``
 the pair runs again in a fresh folder and the best of each counts (this machine's timings vary by
-tens of percent: other work shares its two cores, and the load average is printed).
+tens of percent: other work shares its two cores, and the load average is printed). Beside the
+wall times, each command's processor time (user + system): on a busy machine the steadier
+measure of what a command costs.
 ``--per-figure`` adds one more process per scenario that times each figure on its own (the tables
 read once; the same functions ``gossipsim plot`` calls), to show which figures cost what.
 
@@ -26,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -81,13 +84,17 @@ def env_for(checkout: Path) -> dict[str, str]:
     return env
 
 
-def timed(args: list[str], env: dict[str, str]) -> float:
-    """Wall time of one whole gossipsim command in a fresh process."""
+def timed(args: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall time and processor time (user + system, the process and its children) of one whole
+    gossipsim command in a fresh process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(
         [sys.executable, "-c", ENTRY, *args], check=True, env=env, stdout=subprocess.DEVNULL
     )
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def per_figure(folder: Path, out: Path, env: dict[str, str]) -> dict[str, float]:
@@ -115,21 +122,26 @@ def main() -> None:
     env = env_for(checkout)
     print(f"gossipsim of {checkout}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} "
           f"cores", flush=True)  # fmt: skip
-    print(f"{'scenario':<34}{'run (s)':>9}{'plot (s)':>10}{'plot/run':>10}", flush=True)
+    print(f"{'scenario':<34}{'run (s)':>9}{'plot (s)':>10}{'plot/run':>10}"
+          f"{'run cpu':>10}{'plot cpu':>10}{'ratio':>7}", flush=True)  # fmt: skip
     rows = []
     with tempfile.TemporaryDirectory(prefix="gossipsim-figures-") as tmp:
         for name in names:
             scenario = ROOT / "scenarios" / f"{name}.toml"
-            run_s = plot_s = float("inf")
+            run_s = plot_s = run_cpu = plot_cpu = float("inf")
             for k in range(max(1, args.repeat)):
                 folder = Path(tmp) / f"{name}-{k}"
-                run_s = min(run_s, timed(["run", str(scenario), "--out", str(folder), "--no-plots",
-                                          "--progress", "off"], env))  # fmt: skip
+                wall, cpu = timed(["run", str(scenario), "--out", str(folder), "--no-plots",
+                                   "--progress", "off"], env)  # fmt: skip
+                run_s, run_cpu = min(run_s, wall), min(run_cpu, cpu)
                 if args.per_figure and k == 0:  # the folder as the run left it (no graph layout)
                     shutil.copytree(folder, Path(tmp) / f"{name}-figures")
-                plot_s = min(plot_s, timed(["plot", str(folder)], env))
+                wall, cpu = timed(["plot", str(folder)], env)
+                plot_s, plot_cpu = min(plot_s, wall), min(plot_cpu, cpu)
             rows.append((name, run_s, plot_s))
-            print(f"{name:<34}{run_s:9.2f}{plot_s:10.2f}{plot_s / run_s:10.2f}", flush=True)
+            print(f"{name:<34}{run_s:9.2f}{plot_s:10.2f}{plot_s / run_s:10.2f}"
+                  f"{run_cpu:10.2f}{plot_cpu:10.2f}{plot_cpu / run_cpu:7.2f}",
+                  flush=True)  # fmt: skip
             if args.per_figure:
                 times = per_figure(Path(tmp) / f"{name}-figures", Path(tmp) / f"{name}-png", env)
                 print("    " + ", ".join(f"{k} {v:.2f}" for k, v in times.items()), flush=True)
