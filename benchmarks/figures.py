@@ -17,8 +17,9 @@ read once; the same functions ``gossipsim plot`` calls), to show which figures c
                                  [--checkout DIR]
 
 ``--checkout DIR`` measures the gossipsim of another checkout (its ``gossipsim/`` package on the
-path of the child processes, for a before/after comparison); by default the checkout this file
-belongs to. The default scenarios are those that run in seconds to a minute; ``--all`` adds the
+path of the child processes, which start in a scratch folder so that the current folder's
+``gossipsim/`` does not come first; for a before/after comparison); by default the checkout this
+file belongs to. The default scenarios are those that run in seconds to a minute; ``--all`` adds the
 slow ones (``cover_time_vs_nodes``, ``fig4_beta_exponential``, ``fig5_beta_exponential_unlearning``
 and the DSVGD ones: minutes each on the event engine).
 """
@@ -84,13 +85,17 @@ def env_for(checkout: Path) -> dict[str, str]:
     return env
 
 
-def timed(args: list[str], env: dict[str, str]) -> tuple[float, float]:
+def timed(args: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
     """Wall time and processor time (user + system, the process and its children) of one whole
     gossipsim command in a fresh process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-c", ENTRY, *args], check=True, env=env, stdout=subprocess.DEVNULL
+        [sys.executable, "-c", ENTRY, *args],
+        check=True,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        cwd=cwd,
     )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -100,7 +105,7 @@ def timed(args: list[str], env: dict[str, str]) -> tuple[float, float]:
 def per_figure(folder: Path, out: Path, env: dict[str, str]) -> dict[str, float]:
     done = subprocess.run(
         [sys.executable, "-c", PER_FIGURE, str(folder), str(out)],
-        check=True, env=env, capture_output=True, text=True,
+        check=True, env=env, capture_output=True, text=True, cwd=out.parent,
     )  # fmt: skip
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
@@ -132,11 +137,11 @@ def main() -> None:
             for k in range(max(1, args.repeat)):
                 folder = Path(tmp) / f"{name}-{k}"
                 wall, cpu = timed(["run", str(scenario), "--out", str(folder), "--no-plots",
-                                   "--progress", "off"], env)  # fmt: skip
+                                   "--progress", "off"], env, Path(tmp))  # fmt: skip
                 run_s, run_cpu = min(run_s, wall), min(run_cpu, cpu)
                 if args.per_figure and k == 0:  # the folder as the run left it (no graph layout)
                     shutil.copytree(folder, Path(tmp) / f"{name}-figures")
-                wall, cpu = timed(["plot", str(folder)], env)
+                wall, cpu = timed(["plot", str(folder)], env, Path(tmp))
                 plot_s, plot_cpu = min(plot_s, wall), min(plot_cpu, cpu)
             rows.append((name, run_s, plot_s))
             print(f"{name:<34}{run_s:9.2f}{plot_s:10.2f}{plot_s / run_s:10.2f}"

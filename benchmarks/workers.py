@@ -209,11 +209,21 @@ def main() -> None:
                       f"g = {share:.3f}; serial part s = (T_n/T_1 - g)/(1 - g) = {s:.3f} "
                       f"({s * best[1]:.2f} s of T_1)")  # fmt: skip
             share16 = busiest_share(CORES_PREDICTED, units)
-            print(f"  predicted on {CORES_PREDICTED} cores: {predicted_speedup(s, share16):.2f}x "
-                  f"(units of work: {units if units else 'unknown'}; g = {share16:.3f}; "
-                  f"at most 1/s = {1 / s if s > 0 else float('inf'):.2f}x on any number)",
-                  flush=True)  # fmt: skip
+            if 0.0 <= s <= 1.0:
+                print(f"  predicted on {CORES_PREDICTED} cores: {predicted_speedup(s, share16):.2f}x"
+                      f" (units of work: {units if units else 'unknown'}; g = {share16:.3f}; "
+                      f"at most 1/s = {1 / s if s > 0 else float('inf'):.2f}x on any number)",
+                      flush=True)  # fmt: skip
+            else:  # more workers took longer than the parts can explain: other load on the cores
+                print(f"  s outside [0, 1]: the timings measure this machine's other load, not "
+                      f"the sweep (load average {os.getloadavg()[0]:.1f}); no prediction")  # fmt: skip
             if parts:
+                # the serial part as timed in the parent (what it does outside the runs): Amdahl's
+                # s without the noise of comparing two commands
+                serial = parts["serial: all but the runs"] / best[1]
+                if serial < 1.0:
+                    print(f"  serial part timed in the parent: {serial:.3f} of T_1, predicting "
+                          f"{predicted_speedup(serial, share16):.2f}x on {CORES_PREDICTED} cores")  # fmt: skip
                 print(f"  the parent process at --workers {counts[-1]} (one timed command, "
                       f"{parts['wall']:.2f} s):")  # fmt: skip
                 for phase, seconds in parts.items():
