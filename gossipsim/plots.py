@@ -60,11 +60,13 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure, SubFigure
 from matplotlib.patches import Patch
 from matplotlib.patheffects import withStroke
 from matplotlib.ticker import MaxNLocator, NullLocator
+from matplotlib.transforms import Bbox
 
 from .censoring import Estimates, estimates, kaplan_meier
 from .divergences import KL, Divergence, distinct, divergences, joined_names
@@ -146,18 +148,61 @@ KL_LABEL = KL.axis
 Where = Path | str | None
 
 
-def _finish(area: Figure | SubFigure, path: Where) -> Path | Figure:
+def _finish(
+    area: Figure | SubFigure, path: Where, names: Sequence[RequestNames | None] = ()
+) -> Path | Figure:
     """Write the figure of ``area`` to ``path`` and return the path, or without a path return the
-    figure (the caller's own when it gave ``ax`` or ``fig``)."""
+    figure (the caller's own when it gave ``ax`` or ``fig``); the request names of ``names`` are
+    separated (:func:`separate_request_names`) first."""
     fig = root(area)
-    if path is None:
-        return fig
-    return _save(fig, Path(path))
+    agg = isinstance(fig.canvas, FigureCanvasAgg)  # gossipsim's own figures; not every caller's
+    if path is None or Path(path).suffix.lower() != ".png" or not agg:
+        separate_request_names(area, names)
+        return fig if path is None else _save(fig, Path(path))
+    return _save(fig, Path(path), _lay_out(fig, names))
 
 
-def _save(fig: Figure, path: Path) -> Path:
+def _lay_out(fig: Figure, names: Sequence[RequestNames | None] = ()) -> Bbox:
+    """Lay ``fig`` out once, at the resolution it is saved at, separating its request names on
+    that layout (laid out again only if names were merged), and return the tight box (inches)
+    that ``savefig(bbox_inches="tight")`` would crop it to. ``savefig`` finds that box by drawing
+    the figure without output (the draw lays it out) before the draw that renders it, and the
+    request names took one more such draw at the figure's own resolution; the layout alone gives
+    the same box and the same pixels (compared on every shipped scenario's figures)."""
     with mpl.rc_context(S.RC):
-        fig.savefig(path)
+        dpi, pad = mpl.rcParams["savefig.dpi"], mpl.rcParams["savefig.pad_inches"]
+        shown = fig.dpi
+        try:
+            fig.dpi = dpi
+            engine = fig.get_layout_engine()
+            if engine is not None:
+                engine.execute(fig)  # constrained layout, as savefig's first draw does
+                if separate_request_names(fig, names, drawn=True):
+                    engine.execute(fig)  # names merged: their new width may move a margin
+            else:
+                separate_request_names(fig, names)
+            # the renderer the layout measured with (the Agg canvas keeps it for the figure's size)
+            canvas = fig.canvas
+            assert isinstance(canvas, FigureCanvasAgg)
+            box = fig.get_tightbbox(canvas.get_renderer())
+        finally:
+            fig.dpi = shown
+    return box.padded(pad)
+
+
+def _save(fig: Figure, path: Path, box: Bbox | None = None) -> Path:
+    """Write ``fig`` to ``path``; ``box`` (from :func:`_lay_out`, the figure laid out already) is
+    the area written, and the figure is rendered without laying it out again."""
+    with mpl.rc_context(S.RC):
+        if box is None:
+            fig.savefig(path)
+            return path
+        engine = fig.get_layout_engine()
+        fig.set_layout_engine(None)  # none at all: savefig would lay a placeholder engine out again
+        try:
+            fig.savefig(path, bbox_inches=box)
+        finally:
+            fig.set_layout_engine(engine)
     return path
 
 
@@ -351,8 +396,7 @@ def _kl_figure(
         key = legend.place(area, ncols=2 if width <= COLUMN_WIDTH_IN else 4,
                            title=f"{head}{description} ({runs})")  # fmt: skip
         _fit_height(area, ax is None and fig is None, PANEL_HEIGHT_IN * rows, heading, key)
-        separate_request_names(area, names)
-        return _finish(area, path)
+        return _finish(area, path, names)
 
 
 #: a tolerance this far below every value of a particle divergence is not drawn (it says so)
@@ -783,8 +827,7 @@ def plot_unlearning_kl(
         key = legend.place(area, ncols=2 if width <= COLUMN_WIDTH_IN else 4,
                            title=f"{description} ({_runs_text(runs)})")  # fmt: skip
         _fit_height(area, ax is None and fig is None, PANEL_HEIGHT_IN * cells.rows, heading, key)
-        separate_request_names(area, names)
-        return _finish(area, path)
+        return _finish(area, path, names)
 
 
 LATENCY_NAMES = {
@@ -1424,11 +1467,8 @@ def plot_visits(
                 xy[:, 0], xy[:, 1], s=size(deg), c=100 * dev, cmap="RdBu_r", vmin=-limit,
                 vmax=limit, edgecolors="0.3", linewidths=0.3, zorder=2,
             )  # fmt: skip
-            asked = [
-                node
-                for node in graph.nodes
-                if str(node) in _requested_nodes(summary, requests, variant)
-            ]
+            requested = set(_requested_nodes(summary, requests, variant))
+            asked = [node for node in graph.nodes if str(node) in requested]
             if asked:
                 ring = [index[a] for a in asked]
                 gax.scatter(xy[ring, 0], xy[ring, 1], s=size(deg[ring]) + 60, facecolors="none",
@@ -1451,6 +1491,9 @@ def plot_visits(
             )
             gax.margins(0.08)
             gax.set_axis_off()
+            # no axis is drawn: hidden, their ticks are not laid out for the title's position
+            gax.xaxis.set_visible(False)
+            gax.yaxis.set_visible(False)
         for d in sorted({dmin, round((dmin + dmax) / 2), dmax}):
             legend.add(f"degree {d:g}", line_handle(linestyle="none", marker="o", color="0.75", mec="0.3",
                                                   mew=0.3, ms=math.sqrt(float(size(np.array([d]))[0]))))  # fmt: skip
@@ -1648,8 +1691,7 @@ def plot_evaluation(
         key = legend.place(area, ncols=2 if width <= COLUMN_WIDTH_IN else 4,
                            title=f"{head}{description} ({_runs_text(counts)})")  # fmt: skip
         _fit_height(area, ax is None and fig is None, 1.45 * len(names), heading, key)
-        separate_request_names(area, names_drawn)
-        return _finish(area, path)
+        return _finish(area, path, names_drawn)
 
 
 RETRAIN_BESIDE = "dashed: retrain from scratch on the same walk (centre line)"
@@ -1802,8 +1844,7 @@ def plot_unlearning_accuracy(
         key = legend.place(area, ncols=2 if width <= COLUMN_WIDTH_IN else 4,
                            title=f"{description} ({_runs_text(runs)})")  # fmt: skip
         _fit_height(area, ax is None and fig is None, cell_in * cells.rows, heading, key)
-        separate_request_names(area, names)
-        return _finish(area, path)
+        return _finish(area, path, names)
 
 
 # ---------------------------------------------------------------------------------------------------

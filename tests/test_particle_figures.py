@@ -31,7 +31,7 @@ def drawn(monkeypatch: pytest.MonkeyPatch) -> list[Figure]:
     """The figures the plot functions draw, kept open for inspection instead of saved."""
     figures: list[Figure] = []
 
-    def keep(fig: Figure, path: Path) -> Path:
+    def keep(fig: Figure, path: Path, box: Any = None) -> Path:
         figures.append(fig)
         return path
 

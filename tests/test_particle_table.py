@@ -266,7 +266,7 @@ def test_a_sweep_beside_g_fvl_keeps_the_particle_variants_sets():
 def drawn(monkeypatch: pytest.MonkeyPatch) -> list[Figure]:
     figures: list[Figure] = []
 
-    def keep(fig: Figure, path: Path) -> Path:
+    def keep(fig: Figure, path: Path, box: Any = None) -> Path:
         figures.append(fig)
         return path
 

@@ -1,5 +1,6 @@
-"""The figures: what each draws (no pixels). Helpers against closed forms; the figures on small
-synthetic tables, their artists inspected before the figure is closed."""
+"""The figures: what each draws (no pixels, but for one PNG compared with savefig's own). Helpers
+against closed forms; the figures on small synthetic tables, their artists inspected before the
+figure is closed."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def drawn(monkeypatch: pytest.MonkeyPatch) -> list[Figure]:
     """The figures the plot functions draw, kept open for inspection instead of saved."""
     figures: list[Figure] = []
 
-    def keep(fig: Figure, path: Path) -> Path:
+    def keep(fig: Figure, path: Path, box: Any = None) -> Path:
         figures.append(fig)
         return path
 
@@ -619,6 +620,49 @@ def test_step_values_on_grid_equal_a_per_run_searchsorted():
     assert np.isnan(got[3, 0]) and not np.isnan(got[3, -1])
 
 
+def _pivot_band_matrix(
+    table: pd.DataFrame, variant: str, column: str, x: str = "iteration"
+) -> tuple[np.ndarray, np.ndarray]:
+    """band_matrix as it was written in pandas (a pivot table, then forward filling)."""
+    part = table.loc[table["variant"] == variant, ["run", x, column]]
+    grid_ = np.unique(part[x].to_numpy())
+    wide = part.pivot_table(index=x, columns="run", values=column, aggfunc="last", dropna=False)
+    return grid_, wide.reindex(grid_).ffill().to_numpy(dtype=float).T
+
+
+def test_band_matrix_equals_the_pandas_pivot_it_replaced():
+    """The runs × slots matrix of every figure equals the pivot table it replaced, bit for bit:
+    rows out of order, runs that stop early (carried forward), slots some runs did not record,
+    NaN in the middle of a run (carried over) and at its start (kept), a run with no value at all,
+    two rows of one run at one slot (the later non-NaN one wins), and a float x (time)."""
+    from gossipsim.plotting.stats import band_matrix
+
+    rng = np.random.default_rng(7)
+    rows = []
+    for variant in ("a", "b"):
+        for run in range(12):
+            slots = np.sort(
+                rng.choice(np.arange(1, 60), size=int(rng.integers(3, 40)), replace=False)
+            )
+            for s in slots:
+                rows.append((variant, run, int(s), float(s) / 3.0, rng.normal()))
+    table = pd.DataFrame(rows, columns=["variant", "run", "iteration", "time", "kl"])
+    table.loc[rng.random(len(table)) < 0.15, "kl"] = np.nan
+    table.loc[(table["variant"] == "a") & (table["run"] == 5), "kl"] = np.nan  # never a value
+    twice = table.sample(20, random_state=1).assign(kl=lambda t: t["kl"] + 100.0)
+    table = pd.concat([table, twice], ignore_index=True).sample(frac=1.0, random_state=2)
+    table["variant"] = table["variant"].astype(pd.CategoricalDtype(["b", "a"]))
+    for variant in ("a", "b"):
+        for x in ("iteration", "time"):
+            want_grid, want = _pivot_band_matrix(table, variant, "kl", x)
+            got_grid, got = band_matrix(table, variant, "kl", x)
+            np.testing.assert_array_equal(got_grid, want_grid)
+            np.testing.assert_array_equal(got, want)
+    _, got = band_matrix(table, "a", "kl")
+    assert got.shape[0] == 12 and np.isnan(got[5]).all()
+    assert np.isnan(got).any() and not np.isnan(got[:, -1]).all()
+
+
 # ---------------------------------------------------------------------------------------------------
 # what a reviewer sent back (issue 20, items 7, 9, 10): each checked on the drawn figure
 
@@ -653,6 +697,76 @@ def test_request_names_never_overlap_and_read_the_same_in_every_panel(drawn, tmp
         assert " ".join(text for text, _ in names).count("17") == 1  # each node named once
     assert [t for t, _ in panels[0]] == [t for t, _ in panels[1]]
     assert [t for t, _ in panels[0]][0] == "nodes 0, 17"
+
+
+def _passes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """From now on, each layout of a figure ("layout": constrained layout executed) and each draw
+    ("draw"; a draw with a layout engine lays the figure out first, and both are listed)."""
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
+
+    calls: list[str] = []
+    draw, execute = Figure.draw, ConstrainedLayoutEngine.execute
+
+    def drawn(self: Figure, renderer: Any) -> None:
+        calls.append("draw")
+        draw(self, renderer)
+
+    def laid_out(self: ConstrainedLayoutEngine, fig: Any) -> Any:
+        calls.append("layout")
+        return execute(self, fig)
+
+    monkeypatch.setattr(Figure, "draw", drawn)
+    monkeypatch.setattr(ConstrainedLayoutEngine, "execute", laid_out)
+    return calls
+
+
+def test_a_png_is_laid_out_once_and_is_the_image_savefig_makes(tmp_path, monkeypatch):
+    """A figure written to a PNG is laid out once at the resolution it is written at and drawn
+    once, to render it (savefig drew it twice, laying it out in the first draw; the request names
+    drew it a third time): the same pixels as savefig's own, tight box included, and the figure
+    keeps its layout engine."""
+    from PIL import Image
+
+    from gossipsim.plotting.style import RC
+
+    removal = [1.0, 2.0, 4.0, np.nan, 8.0]
+    requests = _requests(["v"], removal_latency=removal, latency=removal,
+                         retrain_latency=[np.nan] * 5)  # fmt: skip
+    summary = {"variants": {"v": {"theory": {"expected_unlearning_latency": {"3": 3.5}}}}}
+    before = plots.plot_latency(requests, ["v"], None, summary)
+    assert isinstance(before, Figure)
+    with plt.rc_context(RC):
+        before.savefig(tmp_path / "savefig.png")  # laid out and cropped by savefig itself
+    passes = _passes(monkeypatch)
+    plots.plot_latency(requests, ["v"], tmp_path / "once.png", summary)
+    assert passes == ["layout", "draw"]  # laid out once, drawn once (rendered)
+    pixels = [np.asarray(Image.open(tmp_path / f"{n}.png")) for n in ("savefig", "once")]
+    assert pixels[0].shape == pixels[1].shape
+    np.testing.assert_array_equal(pixels[0], pixels[1])
+    engine = before.get_layout_engine()
+    fig = plots.plot_latency(requests, ["v"], None, summary)
+    assert isinstance(fig, Figure)
+    plots._save(fig, tmp_path / "again.png", plots._lay_out(fig))
+    assert type(fig.get_layout_engine()) is type(engine) and engine is not None
+
+
+def test_request_names_are_laid_out_with_the_figure_and_again_only_when_merged(
+    tmp_path, monkeypatch
+):
+    """Named requests cost no layout of their own: the figure's one layout places them, and only
+    names merged ("nodes 0, 17") lay it out once more."""
+    summary = _sweep_summary()
+    variants = list(summary["variants"])
+    passes = _passes(monkeypatch)
+    plots.plot_kl_vs_iteration(_metrics(variants, slots=3600, runs=2), variants,
+                               tmp_path / "one.png", summary=summary,
+                               requests=_requests(variants, runs=2, slot=1000))  # fmt: skip
+    assert passes == ["layout", "draw"]
+    passes.clear()
+    plots.plot_kl_vs_iteration(_metrics(variants, slots=3600, runs=2), variants,
+                               tmp_path / "merged.png", summary=summary,
+                               requests=_many_requests(variants, runs=2))  # fmt: skip
+    assert passes == ["layout", "layout", "draw"]
 
 
 def test_a_column_figure_stays_a_column_wide(drawn, tmp_path):

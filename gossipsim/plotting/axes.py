@@ -289,17 +289,21 @@ def _set_names(names: RequestNames, groups: list[list[RequestMark]]) -> None:
     )
 
 
-def separate_request_names(fig: Figure | SubFigure, panels: Sequence[RequestNames | None]) -> None:
+def separate_request_names(
+    fig: Figure | SubFigure, panels: Sequence[RequestNames | None], *, drawn: bool = False
+) -> bool:
     """Merge the names of neighbouring requests whose labels would overlap at the figure's final
     layout into one label at their mean position ("nodes 0, 17" for requests 3 slots apart on an
     axis of thousands), until no two labels of a panel overlap; panels with the same requests get
-    the same labels (merged as in the narrowest of them)."""
+    the same labels (merged as in the narrowest of them). The figure is drawn (laid out) first,
+    unless ``drawn`` says the caller just did. Returns whether any names were merged."""
     named = [p for p in panels if p is not None]
     if not named:
-        return
+        return False
     root = fig.get_figure(root=True)
     assert root is not None
-    root.draw_without_rendering()
+    if not drawn:
+        root.draw_without_rendering()
     gap = REQUEST_NAME_SIZE / 72.0  # about two characters between labels, in inches
 
     def width_px(group: Sequence[RequestMark]) -> float:
@@ -323,6 +327,7 @@ def separate_request_names(fig: Figure | SubFigure, panels: Sequence[RequestName
                     break
         kept = {g[-1] for g in groups[:-1]}
         cuts[marks] = cuts[marks] & kept if marks in cuts else kept
+    merged_any = False
     for names in named:
         marks = tuple(_sorted_marks(names.marks))
         labelled: list[list[RequestMark]] = [[]]
@@ -330,7 +335,10 @@ def separate_request_names(fig: Figure | SubFigure, panels: Sequence[RequestName
             labelled[-1].append(m)
             if i in cuts[marks]:
                 labelled.append([])
-        _set_names(names, labelled)
+        if len(labelled) < len(marks):  # some merged (draw_request_marks named each alone)
+            _set_names(names, labelled)
+            merged_any = True
+    return merged_any
 
 
 def request_handle() -> Line2D:

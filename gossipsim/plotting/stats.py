@@ -37,12 +37,47 @@ def band_matrix(
     table: pd.DataFrame, variant: str, column: str, x: str = "iteration"
 ) -> tuple[np.ndarray, np.ndarray]:
     """Runs × recorded-slot matrix of ``column`` for one variant, each run carried forward past its end
-    (a run stopped once done keeps its final state)."""
-    part = table.loc[table["variant"] == variant, ["run", x, column]]
-    grid = np.unique(part[x].to_numpy())
-    wide = part.pivot_table(index=x, columns="run", values=column, aggfunc="last", dropna=False)
-    wide = wide.reindex(grid).ffill()
-    return grid, wide.to_numpy(dtype=float).T
+    (a run stopped once done keeps its final state): rows are the variant's runs in ascending
+    order, columns the slots ``x`` any of its runs recorded (the grid, returned first). An entry
+    holds the run's last non-NaN value recorded at that slot, else (no row there, or only NaN) the
+    run's value at its latest slot before it, NaN before its first value.
+
+    What ``pivot_table(index=x, columns="run", aggfunc="last", dropna=False).ffill()`` gives, in
+    NumPy: a pivot table sorts and groups every row in pandas, the larger part of drawing a figure
+    of thousands of runs."""
+    mask = (table["variant"] == variant).to_numpy(dtype=bool, na_value=False)
+    runs = table["run"].to_numpy()[mask]
+    xs = table[x].to_numpy()[mask]
+    values = table[column].to_numpy(dtype=float, na_value=np.nan)[mask]
+    grid, col = _sorted_codes(xs)
+    run_ids, row = _sorted_codes(runs)
+    cell = row * grid.size + col
+    known = ~np.isnan(values)
+    cell, values = cell[known], values[known]
+    if cell.size > 1 and not (np.diff(cell) > 0).all():  # not one row per cell in order
+        last = cell.size - 1 - np.unique(cell[::-1], return_index=True)[1]  # the latest row
+        cell, values = cell[last], values[last]
+    wide = np.full((run_ids.size, grid.size), np.nan)
+    wide.flat[cell] = values
+    # carry each run's latest value forward: the index of the latest filled slot so far
+    latest = np.where(np.isnan(wide), 0, np.arange(grid.size))
+    np.maximum.accumulate(latest, axis=1, out=latest)
+    return grid, np.take_along_axis(wide, latest, axis=1)
+
+
+def _sorted_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values in ascending order and each value's position among them
+    (``np.unique(values, return_inverse=True)``); for non-negative integers (slots, runs) by a
+    table of the values present, without sorting."""
+    if values.dtype.kind in "iu" and values.size and values.min() >= 0:
+        top = int(values.max())
+        if top <= 4 * values.size + 1_000_000:  # a table no larger than a few times the values
+            present = np.zeros(top + 1, dtype=bool)
+            present[values] = True
+            distinct = np.flatnonzero(present).astype(values.dtype)
+            return distinct, (np.cumsum(present) - 1)[values]
+    distinct = np.unique(values)
+    return distinct, np.searchsorted(distinct, values)
 
 
 def step_values_on_grid(
@@ -52,20 +87,25 @@ def step_values_on_grid(
     last row with time ≤ g (NaN before its first row); rows are in ascending run order, and each
     run's times are non-decreasing in table order.
 
-    All runs at once, with exact comparisons: times and grid points are replaced by their ranks on
-    one sorted scale (equal floats, equal ranks), and run r's ranks offset by r·R, so one
-    ``searchsorted`` over integers finds each run's ``searchsorted(t_r, grid, "right") − 1``."""
+    All runs at once, with exact comparisons: a row covers the grid points from the first one at or
+    after its time (``searchsorted(grid, t, "left")``, an exact float comparison), and run r's
+    rows are offset by r·(G + 1), so one ``searchsorted`` over integers finds each run's
+    ``searchsorted(t_r, grid, "right") − 1``. (Ranking the times and the grid together sorted
+    every row again: most of a KL-vs-time figure of thousands of runs.)"""
     runs = np.asarray(runs)
     order = np.argsort(runs, kind="stable")  # each run's rows together, in table order
     times = np.asarray(times, dtype=float)[order]
     values = np.asarray(values, dtype=float)[order]
+    grid = np.asarray(grid, dtype=float)
     _, first = np.unique(runs[order], return_index=True)
     counts = np.diff(np.append(first, times.size))
-    _, rank = np.unique(np.concatenate([times, grid]), return_inverse=True)
-    scale = np.int64(rank.size + 1)
+    scale = np.int64(grid.size + 1)
     run_of_row = np.repeat(np.arange(first.size, dtype=np.int64), counts)
-    keys = run_of_row * scale + rank[: times.size]
-    queries = np.arange(first.size, dtype=np.int64)[:, None] * scale + rank[times.size :][None, :]
+    keys = run_of_row * scale + np.searchsorted(grid, times, side="left")
+    queries = (
+        np.arange(first.size, dtype=np.int64)[:, None] * scale
+        + np.arange(grid.size, dtype=np.int64)[None, :]
+    )
     last = np.searchsorted(keys, queries, side="right") - 1  # a row of this run or an earlier one
     started = last >= first[:, None]
     return np.where(started, values[np.clip(last, 0, None)], np.nan)
