@@ -47,8 +47,8 @@ def beta_reinforce(
 ) -> np.ndarray:
     """F(η_b)⁻¹ · scale · Σ_s w_bs (s(θ_bs) − μ_b) for each row b (eqs. 18-20), shape (B, 2):
     :meth:`~.expfam.Beta.reinforce_mean_gradient` row by row, with its arithmetic (each row's two
-    sums are the same dot products of its first ``counts[b]`` draws, the rest elementwise), so a
-    run's steps are the event engine's bit for bit. ``log_theta``, ``log_one_minus`` and
+    sums are the same dot products of its first ``counts[b]`` draws, stacked by count; the rest
+    elementwise), so a run's steps are the event engine's bit for bit. ``log_theta``, ``log_one_minus`` and
     ``weights`` are (B, N); a row without draws gets a zero gradient."""
     a, b = eta[:, 0] + 1.0, eta[:, 1] + 1.0
     args = np.stack([a, b, a + b])
@@ -56,11 +56,14 @@ def beta_reinforce(
     pa, pb, pab = digamma(args)
     first, second = log_theta - (pa - pab)[:, None], log_one_minus - (pb - pab)[:, None]
     s1, s2 = np.zeros(eta.shape[0]), np.zeros(eta.shape[0])
-    for row, count in enumerate(counts):
-        if count:
-            w = weights[row, :count]
-            s1[row] = scale * float(w @ first[row, :count])
-            s2[row] = scale * float(w @ second[row, :count])
+    sizes = np.asarray(counts, dtype=np.int64)
+    for count in np.unique(sizes[sizes > 0]).tolist():
+        # rows with this many draws: a stack of dot products, each the BLAS dot of its row (the
+        # one-run ``w @ x``, the same bits: a padded or longer row would round differently)
+        rows = np.flatnonzero(sizes == count)
+        w = weights[rows, None, :count]
+        s1[rows] = scale * (w @ first[rows, :count, None])[:, 0, 0]
+        s2[rows] = scale * (w @ second[rows, :count, None])[:, 0, 0]
     f11, f22, f12 = ta - tab, tb - tab, -tab
     det = f11 * f22 - f12 * f12
     return np.stack([(f22 * s1 - f12 * s2) / det, (f11 * s2 - f12 * s1) / det], axis=1)
