@@ -57,7 +57,7 @@ def batch_size(world: World) -> int:
     slot), streamed segments (about 40 bytes a slot a world) and kept states (one per slot
     written to metrics.csv, both worlds)."""
     sc = world.scenario
-    dim = int(np.size(world.model.prior))
+    dim = protocol_kind(sc.protocol.kind).state_entries(sc.protocol.options, world.model)
     slots = sc.run.iterations
     kept = slots // sc.metrics.record_every + 4 * len(world.requests) + 4
     per_run = 2 * 8 * dim * (world.nodes + 1 + kept) + 8 * slots + 2 * 40 * slots
@@ -100,9 +100,10 @@ def _batch(world: World, runs: list[int]) -> list[BatchOutput]:
         rngs = tuple(np.random.default_rng(pair[index]) for pair in spawned)
         return kind.build_batch(
             BatchBuildRequest(
-                model=model, data=data, rngs=rngs, settings=sc.protocol.options, nodes=world.nodes
+                model=model, data=data, rngs=rngs, settings=sc.protocol.options,
+                nodes=world.nodes, record_every=sc.metrics.record_every, iterations=total,
             )
-        )
+        )  # fmt: skip
 
     every = np.arange(batch)
     order = sorted(range(len(world.requests)), key=lambda r: (world.requests[r].at_iteration, r))
@@ -115,12 +116,15 @@ def _batch(world: World, runs: list[int]) -> list[BatchOutput]:
     target_slots, targets = _targets(world, data, order)
     request_slots = np.asarray(sorted(arrive), dtype=np.int64)
     grid = np.arange(sc.metrics.record_every, total + 1, sc.metrics.record_every)
+    # particles.csv (``[metrics] particles = "recorded"``) writes every record, the prior's at slot 0
+    # too; every other record of a particle protocol is at a slot kept anyway
+    first = [0] if representation(kind.representation_name).particle_sets else []
     streams = StreamedWorlds(
-        batch, int(np.size(model.prior)),
+        batch, main.eta.shape[1:],
         {"main": 1, "retrain": int(request_slots.min())} if retrain is not None else {"main": 1},
         targets, target_slots, representation(kind.representation_name).divergence,
         excess=sc.metrics.excess, tolerance=sc.metrics.tolerance,
-        keep_slots=np.concatenate([[1, total], grid, request_slots, request_slots - 1]),
+        keep_slots=np.concatenate([first, [1, total], grid, request_slots, request_slots - 1]),
     )  # fmt: skip
     main.new_slot()
     main.start(every, 0)

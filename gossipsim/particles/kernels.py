@@ -79,7 +79,9 @@ def median_bandwidth(squared_distances: FloatArray, rule: BandwidthRule = "media
         upper_rows, upper_cols = np.triu_indices(count, k=1)
         distances = np.sqrt(squared_distances[..., upper_rows, upper_cols])
         median = np.median(distances, axis=-1)
-        bandwidth = median**2 / np.log(count)
+        # squared by a product: a NumPy scalar's ``**2`` is C's pow, which can differ from the
+        # array's square in the last bit, and a set must get one h however many are batched
+        bandwidth = np.square(median) / np.log(count)
     elif rule == "median-svgd-code":
         flat = squared_distances.reshape(*batch_shape, count * count)
         bandwidth = np.median(flat, axis=-1) / np.log(count + 1)
