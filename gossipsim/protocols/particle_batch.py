@@ -129,10 +129,10 @@ class ParticleBatch:
             if batch is not None and batch < size:
                 for i in chosen.tolist():
                     picked = np.sort(self.rngs[rows[i]].choice(size, batch, replace=False))
-                    score = model.log_likelihood(data, node, theta[i], picked)[1]
+                    score = model.log_likelihood_score(data, node, theta[i], picked)
                     out[i] = np.asarray(score) / self.temperature
             else:
-                score = model.log_likelihood(data, node, theta[chosen])[1]
+                score = model.log_likelihood_score(data, node, theta[chosen])
                 out[chosen] = np.asarray(score) / self.temperature
         return out
 
