@@ -1,5 +1,5 @@
 """The vectorised engine's ``batched-steps`` kernel: protocols whose state changes at every visit
-(natural-gradient G-FVL), stepped for a batch of runs at once.
+(natural-gradient G-FVL, the particle protocols), stepped for a batch of runs at once.
 
 Each run keeps everything it has on the event engine: its seed, start node, walk stream (the walks
 of the batch advance together, :func:`~gossipsim.fastpath._walks`, exactly as each run's own

@@ -16,6 +16,7 @@ from gossipsim.protocol_api import StateTrace
 from gossipsim.protocols import protocol_kind
 from tests.test_nonconjugate import beta_exponential, logistic
 
+
 def assert_same_tables(event: gs.Results, vectorized: gs.Results) -> None:
     """The two engines' runs, requests and metrics tables are identical, bit for bit."""
     for name in ("runs", "requests", "metrics"):
