@@ -915,6 +915,7 @@ def run_output(
         stopped_early=stopped and n < sc.run.iterations,
         requests=world.requests,
         removals=removals,
+        representation=protocol_kind(sc.protocol.kind).representation_name,
     )
     return measure(world, data, record, stats, run, seed, segments)
 

@@ -1,5 +1,5 @@
 """The vectorised engine's ``batched-steps`` kernel: protocols whose state changes at every visit
-(natural-gradient G-FVL), stepped for a batch of runs at once.
+(natural-gradient G-FVL, the particle protocols), stepped for a batch of runs at once.
 
 Each run keeps everything it has on the event engine: its seed, start node, walk stream (the walks
 of the batch advance together, :func:`~gossipsim.fastpath._walks`, exactly as each run's own
@@ -17,9 +17,11 @@ the retrain baseline's, spawned from its PROTOCOL stream as
 
 Each run is then measured by the event engine's own code (:func:`~gossipsim.fastpath.run_output`)
 from its streamed segments.
-The estimators draw each run's samples from its own generators with the one-run calls, so a run's
-states equal the event engine's up to rounding in the order of sums; the tables agree to that
-rounding (tested), not byte for byte.
+The estimators draw each run's samples from its own generators with the one-run calls, and every
+operation gives a run the same bits whatever the other runs of its batch (no matrix-vector product
+across runs, whose rounding depends on a row's position; no padding that lengthens a run's sums),
+so the tables are the event engine's byte for byte (tests/test_batched_steps.py,
+tests/test_particle_batches.py).
 
 Runs of a batch share one data set (``[data] draw = "once"``). The states are streamed out as they
 are made (:mod:`gossipsim.fastpath_trace`: divergences computed batched, only the states the
@@ -57,7 +59,7 @@ def batch_size(world: World) -> int:
     slot), streamed segments (about 40 bytes a slot a world) and kept states (one per slot
     written to metrics.csv, both worlds), the last two twice (copied once when assembled)."""
     sc = world.scenario
-    dim = int(np.size(world.model.prior))
+    dim = protocol_kind(sc.protocol.kind).state_entries(sc.protocol.options, world.model)
     slots = sc.run.iterations
     kept = slots // sc.metrics.record_every + 4 * len(world.requests) + 4
     # kept states are copied once when the batch's traces are assembled: counted twice
@@ -101,9 +103,10 @@ def _batch(world: World, runs: list[int]) -> list[BatchOutput]:
         rngs = tuple(np.random.default_rng(pair[index]) for pair in spawned)
         return kind.build_batch(
             BatchBuildRequest(
-                model=model, data=data, rngs=rngs, settings=sc.protocol.options, nodes=world.nodes
+                model=model, data=data, rngs=rngs, settings=sc.protocol.options,
+                nodes=world.nodes, record_every=sc.metrics.record_every, iterations=total,
             )
-        )
+        )  # fmt: skip
 
     every = np.arange(batch)
     order = sorted(range(len(world.requests)), key=lambda r: (world.requests[r].at_iteration, r))
@@ -116,12 +119,15 @@ def _batch(world: World, runs: list[int]) -> list[BatchOutput]:
     target_slots, targets = _targets(world, data, order)
     request_slots = np.asarray(sorted(arrive), dtype=np.int64)
     grid = np.arange(sc.metrics.record_every, total + 1, sc.metrics.record_every)
+    # particles.csv (``[metrics] particles = "recorded"``) writes every record, the prior's at slot 0
+    # too; every other record of a particle protocol is at a slot kept anyway
+    first = [0] if representation(kind.representation_name).particle_sets else []
     streams = StreamedWorlds(
-        batch, int(np.size(model.prior)),
+        batch, main.eta.shape[1:],
         {"main": 1, "retrain": int(request_slots.min())} if retrain is not None else {"main": 1},
         targets, target_slots, representation(kind.representation_name).divergence,
         excess=sc.metrics.excess, tolerance=sc.metrics.tolerance,
-        keep_slots=np.concatenate([[1, total], grid, request_slots, request_slots - 1]),
+        keep_slots=np.concatenate([first, [1, total], grid, request_slots, request_slots - 1]),
     )  # fmt: skip
     main.new_slot()
     main.start(every, 0)

@@ -41,7 +41,7 @@ class _World:
     """One world's buffer and what has been streamed out of it."""
 
     begin: int  # the first slot of its first segment (1 for the protocol, the first request's for the retrain baseline)
-    buffer: np.ndarray  # (B, columns, D): the state in force after each buffered slot
+    buffer: np.ndarray  # (B, columns, *shape): the state in force after each buffered slot
     recorded: np.ndarray  # (B, columns): a record at that slot
     in_force: np.ndarray  # (B,): slot of the record in force (-1: none yet)
     good: np.ndarray  # (B,): the value at the last segment start is within the tolerance
@@ -61,7 +61,7 @@ class StreamedWorlds:
     def __init__(
         self,
         batch: int,
-        dim: int,
+        shape: int | tuple[int, ...],
         worlds: dict[str, int],
         targets: Sequence[Target],
         target_slots: np.ndarray,
@@ -71,11 +71,13 @@ class StreamedWorlds:
         tolerance: float,
         keep_slots: np.ndarray,
     ) -> None:
-        columns = max(1, min(256, BUFFER_BYTES // max(1, len(worlds) * batch * dim * 8)))
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        entries = int(np.prod(shape))
+        columns = max(1, min(256, BUFFER_BYTES // max(1, len(worlds) * batch * entries * 8)))
         self.worlds = {
             name: _World(
                 begin=begin,
-                buffer=np.zeros((batch, columns, dim)),
+                buffer=np.zeros((batch, columns, *shape)),
                 recorded=np.zeros((batch, columns), dtype=bool),
                 in_force=np.full(batch, -1, dtype=np.int64),
                 good=np.zeros(batch, dtype=bool),
@@ -105,7 +107,8 @@ class StreamedWorlds:
         active: np.ndarray,
         keep: np.ndarray | None = None,
     ) -> None:
-        """After slot ``slot``: each world's states (B, D) and whether each run recorded one
+        """After slot ``slot``: each world's states (B, *shape: (B, D) natural parameters, (B, N, d)
+        particle sets) and whether each run recorded one
         (B,), the runs ``active`` in that slot, and runs whose state in force must be kept
         (a removal, the run's last slot)."""
         column = len(self.slots)

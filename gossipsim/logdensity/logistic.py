@@ -39,12 +39,30 @@ def logistic_log_likelihood(
     particles = np.asarray(particles, dtype=np.float64)
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
-    weights = particles[..., :-1]
-    logits = weights @ X.T
+    logits = particles[..., :-1] @ X.T
     log_density = scale * np.sum(y * log_expit(logits) + (1.0 - y) * log_expit(-logits), axis=-1)
+    return log_density, _gradient(particles, logits, X, y, scale)
+
+
+def logistic_log_likelihood_score(
+    particles: FloatArray, X: FloatArray, y: FloatArray, *, scale: float = 1.0
+) -> FloatArray:
+    """The gradient of :func:`logistic_log_likelihood` alone (its arithmetic, without the
+    log-density's two log-sigmoids per row and particle): ``(..., N, p + 1)``."""
+    particles = np.asarray(particles, dtype=np.float64)
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    return _gradient(particles, particles[..., :-1] @ X.T, X, y, scale)
+
+
+def _gradient(
+    particles: FloatArray, logits: FloatArray, X: FloatArray, y: FloatArray, scale: float
+) -> FloatArray:
+    """scale·Σ_i (y_i − σ(x_iᵀw))·x_i, and 0 for log ξ."""
     gradient = np.zeros_like(particles)
-    gradient[..., :-1] = scale * ((y - expit(logits)) @ X)
-    return log_density, gradient
+    weighted = (y - expit(logits)) @ X
+    gradient[..., :-1] = weighted if scale == 1.0 else scale * weighted  # 1.0·x is x
+    return gradient
 
 
 def logistic_log_prior(

@@ -8,7 +8,8 @@ A model with the capability :data:`~gossipsim.capabilities.LOGLIK_GRADIENT` offe
 - ``log_prior(θ)`` and ``log_likelihood(data, node, θ, rows=None)``: values ``(..., N)`` and
   gradients ``(..., N, d)`` for particle sets ``(..., N, d)`` (leading batch axes allowed), the
   likelihood summed over the node's rows (over ``rows`` only, scaled to the node's size, for a
-  mini-batch);
+  mini-batch); ``log_likelihood_score``, the gradient alone (by default taken from
+  ``log_likelihood``), is what the protocols and the targets' scores call;
 - ``exact_density(data, forgotten)``, optional: the posterior's normalised log-density where the
   model knows it (the contours of the ``particles`` figure);
 - ``particle_target(data, forgotten)``: the posterior of all data but the forgotten nodes', known up
@@ -71,6 +72,13 @@ class ParticleCapable:
         """Σ_i log p(x_i | θ) over node ``node``'s rows (``rows`` only, scaled by n_node/|rows|)
         and its gradient in θ: ``(..., N)`` and ``(..., N, d)``."""
 
+    def log_likelihood_score(
+        self, data: Any, node: int, particles: FloatArray, rows: NDArray[np.intp] | None = None
+    ) -> FloatArray:
+        """The gradient of :meth:`log_likelihood` alone (what the particle protocols step on): a
+        model may skip computing the values."""
+        return np.asarray(self.log_likelihood(data, node, particles, rows)[1])
+
     @abstractmethod
     def node_rows(self, data: Any, node: int) -> int:
         """How many rows node ``node`` holds (the mini-batch draws from them)."""
@@ -81,7 +89,7 @@ class ParticleCapable:
         """(1/α)·Σ over ``nodes`` of ∇θ log p(D_k | θ): the tempered likelihood score."""
         total = np.zeros_like(np.asarray(particles, dtype=np.float64))
         for node in nodes:
-            total += self.log_likelihood(data, node, particles)[1]
+            total += self.log_likelihood_score(data, node, particles)
         return total / self.temperature
 
     def particle_target(self, data: Any, forgotten: frozenset[int]) -> ParticleTarget:

@@ -57,6 +57,7 @@ from ..logdensity.hierarchical import GammaPrior
 from ..logdensity.logistic import (
     LOGISTIC_PRECISION_PRIOR,
     logistic_log_likelihood,
+    logistic_log_likelihood_score,
     logistic_log_prior,
     logistic_predictive_probability,
     sample_logistic_prior,
@@ -486,6 +487,14 @@ class LogisticRegression(ParticleClassifier, GaussianRegression):
         if rows is None:
             return logistic_log_likelihood(particles, X, y)
         return logistic_log_likelihood(particles, X[rows], y[rows], scale=y.size / len(rows))
+
+    def log_likelihood_score(
+        self, data: Any, node: int, particles: np.ndarray, rows: np.ndarray | None = None
+    ) -> np.ndarray:
+        X, y = data.X[node], data.y[node]
+        if rows is None:
+            return logistic_log_likelihood_score(particles, X, y)
+        return logistic_log_likelihood_score(particles, X[rows], y[rows], scale=y.size / len(rows))
 
     def node_rows(self, data: Any, node: int) -> int:
         return int(data.y[node].size)

@@ -6,6 +6,7 @@ pair of particles: the cost is one ``(N, d) × (d, M)`` product per batch elemen
 
 from __future__ import annotations
 
+import functools
 from typing import Final, Literal
 
 import numpy as np
@@ -76,16 +77,27 @@ def median_bandwidth(squared_distances: FloatArray, rule: BandwidthRule = "media
     if rule == "median":
         if count < 2:
             return np.full(batch_shape, DEGENERATE_BANDWIDTH)
-        upper_rows, upper_cols = np.triu_indices(count, k=1)
+        upper_rows, upper_cols = _upper_triangle(count)
         distances = np.sqrt(squared_distances[..., upper_rows, upper_cols])
         median = np.median(distances, axis=-1)
-        bandwidth = median**2 / np.log(count)
+        # squared by a product: a NumPy scalar's ``**2`` is C's pow, which can differ from the
+        # array's square in the last bit, and a set must get one h however many are batched
+        bandwidth = np.square(median) / np.log(count)
     elif rule == "median-svgd-code":
         flat = squared_distances.reshape(*batch_shape, count * count)
         bandwidth = np.median(flat, axis=-1) / np.log(count + 1)
     else:
         raise ValueError(f"rule must be one of {sorted(BANDWIDTH_RULES)}, got {rule!r}")
     return np.where(bandwidth > 0.0, bandwidth, DEGENERATE_BANDWIDTH)
+
+
+@functools.lru_cache(maxsize=64)
+def _upper_triangle(count: int) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """The indices of the pairs i < j of ``count`` particles (cached: every SVGD step asks)."""
+    rows, columns = np.triu_indices(count, k=1)
+    rows.setflags(write=False)
+    columns.setflags(write=False)
+    return rows, columns
 
 
 def rbf_gram(squared_distances: FloatArray, bandwidth: FloatArray | float) -> FloatArray:

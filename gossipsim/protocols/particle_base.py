@@ -57,7 +57,7 @@ class ParticleProtocol(Protocol):
             size = model.node_rows(data, node)
             if batch is not None and batch < size:
                 rows = np.sort(self.rng.choice(size, batch, replace=False))
-            return np.asarray(model.log_likelihood(data, node, theta, rows)[1]) / temperature
+            return np.asarray(model.log_likelihood_score(data, node, theta, rows)) / temperature
 
         return score
 

@@ -21,7 +21,7 @@ from ..particles.adagrad import AdaGradSettings
 from ..particles.dsvgd import PAPER_KDE_BANDWIDTH, PAPER_KDE_FLOOR, PaperSettings
 from ..schema import Key, read_keys
 from .base import Protocol
-from .registry import COMMON_KEYS, BuildRequest, ProtocolKind
+from .registry import COMMON_KEYS, BatchBuildRequest, BuildRequest, ProtocolKind
 
 BANDWIDTH_WORDS = ("median", "median-svgd-code")
 
@@ -129,6 +129,22 @@ class _ParticleKind(ProtocolKind):
     def stochastic(self, settings: Any, model: type) -> bool:
         return settings.batch_size is not None
 
+    def kernel(self, model: Any) -> str | None:
+        """Many runs stepped at once (``batched-steps``) on any model with log-likelihood
+        gradients at points: the particle functions take leading batch axes."""
+        capabilities: frozenset[str] = getattr(model, "capabilities", frozenset())
+        return "batched-steps" if LOGLIK_GRADIENT in capabilities else None
+
+    def state_entries(self, settings: Any, model: Any) -> int:
+        """A particle set: N × d numbers."""
+        return int(settings.particles) * int(model.particle_dimension)
+
+    def _batch_args(self, request: BatchBuildRequest) -> tuple[Any, ...]:
+        return (
+            request.model, request.data, request.settings, request.rngs, request.nodes,
+            request.record_every, request.iterations,
+        )  # fmt: skip
+
 
 class SVGD(_ParticleKind):
     """Centralised SVGD on the pooled data (the reference for the distributed runs)."""
@@ -149,6 +165,12 @@ class SVGD(_ParticleKind):
         from .svgd import CentralisedSVGD
 
         return CentralisedSVGD(request)
+
+    def build_batch(self, request: BatchBuildRequest) -> Any:
+        """Centralised SVGD for a batch of runs (:class:`~.particle_batch.SVGDBatch`)."""
+        from .particle_batch import SVGDBatch
+
+        return SVGDBatch(*self._batch_args(request))
 
 
 class DSVGD(_ParticleKind):
@@ -180,6 +202,13 @@ class DSVGD(_ParticleKind):
         from .dsvgd import DistributedSVGD
 
         return DistributedSVGD(request)
+
+    def build_batch(self, request: BatchBuildRequest) -> Any:
+        """DSVGD of either variant for a batch of runs on the walk (:mod:`~.dsvgd_batch`)."""
+        from .dsvgd_batch import PaperDSVGDBatch, SoundDSVGDBatch
+
+        variant = SoundDSVGDBatch if request.settings.variant == "sound" else PaperDSVGDBatch
+        return variant(*self._batch_args(request))
 
     def message_entries(self, settings: Any, sizes: Any) -> int:
         """N particles; the sound variant's token also carries the aggregate of the nodes' scores

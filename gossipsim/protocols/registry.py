@@ -69,6 +69,10 @@ class BatchBuildRequest:
     rngs: tuple[np.random.Generator, ...]
     settings: Any
     nodes: int
+    #: as in :class:`BuildRequest`: a protocol whose states are large records them only at the
+    #: slots metrics.csv writes
+    record_every: int = 1
+    iterations: int | None = None
 
 
 class ProtocolKind(ABC):
@@ -110,9 +114,11 @@ class ProtocolKind(ABC):
         """The protocols of a batch of runs at once (one row per run), for a kind whose
         :meth:`kernel` is ``batched-steps``: an object with ``new_slot()``,
         ``start(rows, slot, forgotten)``, ``step(holders, slot, active)``,
-        ``request(node, slot, rows)``, ``done()``, the state ``eta`` (B, D), ``recorded_now`` and
-        ``removed_now`` (B,), ``removed`` and ``stats(row)``
-        (:class:`~gossipsim.protocols.natgrad_batch.NaturalGradientBatch`)."""
+        ``request(node, slot, rows)``, ``done()``, the state in force ``eta`` (B, ...) (what the
+        run's trace would read after the slot: (B, D) natural parameters, (B, N, d) particle
+        sets), ``recorded_now`` and ``removed_now`` (B,), ``removed`` and ``stats(row)``
+        (:class:`~gossipsim.protocols.natgrad_batch.NaturalGradientBatch`,
+        :mod:`~gossipsim.protocols.particle_batch`)."""
         raise NotImplementedError(f"protocol kind {self.name!r} declares no batched kernel")
 
     def idle_stays(self, model: Any) -> bool:
@@ -121,6 +127,11 @@ class ProtocolKind(ABC):
         is one visit). The vectorised engine may then draw the length of each stay at once
         instead of stepping its slots (``[scheduler] stays = "drawn"``). False by default."""
         return False
+
+    def state_entries(self, settings: Any, model: Any) -> int:
+        """Numbers in one recorded state (the vectorised engine sizes its batches by it): the
+        model's prior's by default."""
+        return int(np.size(model.prior))
 
     def message_entries(self, settings: Any, sizes: Any) -> int:
         """Numbers one message carries for a model of ``sizes``
