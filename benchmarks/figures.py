@@ -67,7 +67,7 @@ out.mkdir(parents=True, exist_ok=True)
 start = time.perf_counter()
 res = load_results(folder)
 times = {"(reading the folder)": time.perf_counter() - start}
-jobs = plots._figure_jobs(res.metrics, res.runs, res.requests, res.visits, res.summary(),
+jobs = plots._figure_jobs(res.metrics, res.runs, res.requests, res.visits, res.figure_summary(),
                           "median", res.graphs, res.particles)
 for name, job in jobs.items():
     start = time.perf_counter()

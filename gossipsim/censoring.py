@@ -5,7 +5,8 @@ Times are integer slot counts T ≥ 0 (a cover iteration, a latency); a censored
 T > c. The Kaplan–Meier estimate of the survival function S(t) = P(T > t) is the product over event
 times t_j ≤ t of (1 − d_j / n_j), with d_j events at t_j and n_j observations at risk (events at
 t ≥ t_j, censorings at c ≥ t_j); it is computed by SciPy (``scipy.stats.ecdf`` of
-``CensoredData.right_censored``). From it:
+``CensoredData.right_censored``); where nothing is censored it is the empirical survival function
+(:func:`empirical_survival`, which the latency figure draws without importing SciPy). From it:
 
 - the median: the smallest t with S(t) ≤ 1/2 (undefined when more than half of the mass lies
   beyond the last censoring: then only "> c" can be said), with the Brookmeyer–Crowley confidence
@@ -33,7 +34,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy import special, stats
+
+# SciPy (``scipy.stats``: about a second of imports) is imported by the functions that use it
 
 CONFIDENCE = 0.95
 
@@ -103,6 +105,8 @@ def kaplan_meier(times: npt.ArrayLike, censored_at: npt.ArrayLike) -> Survival:
     """Kaplan–Meier estimate from observations: ``times[i]`` where observed (finite), NaN where
     censored, with ``censored_at[i]`` the time it exceeds (used only where ``times`` is NaN);
     ``scipy.stats.ecdf`` on ``CensoredData.right_censored``, kept at the event times."""
+    from scipy import stats
+
     follow, observed = _observations(times, censored_at)
     if not observed.any():
         empty = np.zeros(0)
@@ -117,6 +121,20 @@ def kaplan_meier(times: npt.ArrayLike, censored_at: npt.ArrayLike) -> Survival:
         events.astype(float),
         sf,
     )
+
+
+def empirical_survival(times: npt.ArrayLike) -> Survival:
+    """The Kaplan–Meier estimate of times none of which is censored (every one finite): the
+    empirical survival function, S(t_j) = #{i: T_i > t_j} / n at each distinct time t_j, with
+    the numbers at risk and the events; what :func:`kaplan_meier` gives for them (up to
+    rounding), without SciPy, and without the confidence band (``ecdf`` None)."""
+    t = np.asarray(times, dtype=float)
+    if not np.isfinite(t).all():
+        raise ValueError("empirical_survival: a time is censored (not finite); use kaplan_meier")
+    event_times, events = np.unique(t, return_counts=True)
+    beyond = t.size - np.cumsum(events)  # observations past each event time
+    at_risk = beyond + events
+    return Survival(event_times, beyond / t.size, at_risk.astype(float), events.astype(float))
 
 
 def _first_at_or_below(s: Survival, curve: np.ndarray, level: float = 0.5) -> float:
@@ -182,6 +200,8 @@ def restricted_mean_ci(
     se = restricted_mean_se(times, censored_at, tau)
     if mu <= 0:
         return mu, mu
+    from scipy import special
+
     z = float(special.ndtri(0.5 + level / 2))
     factor = math.exp(z * se / mu)
     return mu / factor, mu * factor
@@ -257,3 +277,50 @@ def censored_summary(times: npt.ArrayLike, censored_at: npt.ArrayLike) -> dict[s
         "restricted_mean_hi": found.restricted_mean_ci[1],
         "restricted_to": found.tau,
     }
+
+
+def _number(value: Any) -> float:
+    """A number of a summary as JSON holds it (NaN as None, infinities as "inf" / "-inf")."""
+    if value is None:
+        return float("nan")
+    if isinstance(value, str):
+        return float(value)  # "inf", "-inf"
+    return float(value)
+
+
+def summary_estimates(
+    entry: Any, times: npt.ArrayLike, censored_at: npt.ArrayLike
+) -> Estimates | None:
+    """The :class:`Estimates` of a :func:`censored_summary` (as summary.json holds it) of
+    ``times`` none of which is censored, where it is theirs: the same count, all observed, the
+    same mean and the same τ (the largest time + 1); None otherwise (``entry`` not such a
+    summary, a time censored, or other times), then :func:`estimates` computes them."""
+    t = np.asarray(times, dtype=float)
+    keys = ("observed", "total", "km_median", "km_median_lo", "km_median_hi", "restricted_mean",
+            "restricted_mean_lo", "restricted_mean_hi", "restricted_to", "mean_of_observed")  # fmt: skip
+    if not isinstance(entry, dict) or not all(k in entry for k in keys):
+        return None
+    if not t.size or not np.isfinite(t).all():
+        return None
+    try:
+        got = {k: _number(entry[k]) for k in keys}
+    except (TypeError, ValueError):
+        return None
+    tau = _tau(t, np.asarray(censored_at, dtype=float))
+    if (
+        got["observed"] != t.size
+        or got["total"] != t.size
+        or got["restricted_to"] != tau
+        or not math.isclose(got["mean_of_observed"], float(t.mean()), rel_tol=1e-12)
+    ):
+        return None
+    return Estimates(
+        t.size,
+        t.size,
+        got["km_median"],
+        (got["km_median_lo"], got["km_median_hi"]),
+        got["restricted_mean"],
+        (got["restricted_mean_lo"], got["restricted_mean_hi"]),
+        tau,
+        CONFIDENCE,
+    )

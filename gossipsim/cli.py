@@ -568,9 +568,9 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
+    from .folderfiles import check_output_folder
     from .plots import FORMATS, plot_comparison
     from .results import load_results
-    from .store import check_output_folder
 
     out = Path(args.out)
     if not args.out.strip() or out.suffix.lstrip(".").lower() not in FORMATS:
@@ -817,8 +817,8 @@ def _cmd_hitting(args: argparse.Namespace) -> int:
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
+    from .folderfiles import check_output_folder
     from .results import load_results
-    from .store import check_output_folder
 
     folder = Path(args.dir)
     if args.figure:

@@ -68,7 +68,13 @@ from matplotlib.patheffects import withStroke
 from matplotlib.ticker import MaxNLocator, NullLocator
 from matplotlib.transforms import Bbox
 
-from .censoring import Estimates, estimates, kaplan_meier
+from .censoring import (
+    Estimates,
+    empirical_survival,
+    estimates,
+    kaplan_meier,
+    summary_estimates,
+)
 from .divergences import KL, Divergence, distinct, divergences, joined_names
 from .divergences import title as divergence_title
 from .graphfiles import layout
@@ -99,6 +105,7 @@ from .plotting.requests import (
     expected_removal,
     expected_within_run,
     latency_window,
+    request_entry,
     request_panels,
 )
 from .plotting.stats import (
@@ -1005,6 +1012,7 @@ def plot_latency(
                     ax_, p, columns, values, expected[p.variant, p.request], x_end, legend,
                     within[p.variant, p.request], latency_window(summary, p.variant),
                     latency_names(kinds[p.variant]),
+                    request_entry(summary, p.variant, p.request, p.node),
                 )  # fmt: skip
             else:
                 never = f"arrived in none of the {p.late:,} runs\n(every run ended before it)"
@@ -1051,9 +1059,14 @@ def _latency_panel(
     within: tuple[float, float] | None = None,
     settled_slots: int = 1,
     names: Mapping[str, str] = LATENCY_NAMES,
+    stored: Mapping[str, Any] | None = None,
 ) -> tuple[list[Any], list[str]]:
     """One request's curves, medians, window and expectation; its legend entries (``names``: what
-    each latency is called)."""
+    each latency is called). Where no run leaves a latency censored, its estimates are those of
+    ``stored`` (the request's entry of summary.json's ``per_request``) when they are of the same
+    latencies (:func:`gossipsim.censoring.summary_estimates`), and its curve the empirical
+    distribution (the Kaplan–Meier estimate without censoring): no SciPy import."""
+    stored = stored or {}
     handles: list[Any] = []
     labels: list[str] = []
     unserved = np.zeros(len(panel.censored_at), dtype=bool)
@@ -1063,8 +1076,12 @@ def _latency_panel(
         # a KL latency needs W settled slots: a run sees it W − 1 slots short of the removal's
         bound = panel.censored_at - (settled_slots - 1 if column != "removal_latency" else 0)
         style = LATENCY_STYLES[column]
-        est = estimates(x, bound)
-        km = kaplan_meier(x, bound)
+        if np.isfinite(x).all():  # nothing censored: summary.json's estimates, if theirs
+            est = summary_estimates(stored.get(column), x, bound) or estimates(x, bound)
+            km = empirical_survival(x)  # = the Kaplan–Meier estimate (SciPy's) up to rounding
+        else:
+            est = estimates(x, bound)
+            km = kaplan_meier(x, bound)
         if km.times.size:
             cdf = 1.0 - km.survival
             end = x_end
@@ -1915,7 +1932,8 @@ def draw_figures(
     """The standard figures of ``results`` (:meth:`gossipsim.results.Results.plot`): written to
     ``out_dir`` (name -> file), or, without a folder, returned as :class:`Figures` (matplotlib
     Figures by name, made without pyplot, which a notebook shows)."""
-    args = (results.metrics, results.runs, results.requests, results.visits, results.summary())
+    summary = results.figure_summary()  # without estimating what summary.json holds
+    args = (results.metrics, results.runs, results.requests, results.visits, summary)
     if out_dir is not None:
         written = plot_results(*args, out_dir, fmt=fmt, statistic=statistic,
                                graphs=results.graphs, which=which,

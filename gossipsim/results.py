@@ -28,22 +28,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from .censoring import censored_summary
 from .columns import METRIC_COLUMNS, RUN_COLUMNS
 from .divergences import Divergence, divergences
 from .errors import ConfigError
-from .executors import RunFailure
 from .fastcsv import write_csv
-from .graphfiles import LAYOUT_KEYS, MAX_SAVED_NODES, graph_files, read_graph, write_graphs
-from .manifest import check_file, check_rows, check_summary, recorded, sealed
-from .measure import BatchOutput, RunOutput, joined_particles
-from .metrics import quantile_summary
-from .scenario import Study, parse_study
-from .store import (  # stale staging folders are removed by the next run on the folder
+from .folderfiles import (  # stale staging folders are removed by the next run on the folder
     PROGRESS_KEYS,
     STAGING_PREFIX,
     read_meta,
 )
+from .graphfiles import LAYOUT_KEYS, MAX_SAVED_NODES, graph_files, read_graph, write_graphs
+from .manifest import check_file, check_rows, check_summary, recorded, sealed
+from .metrics import quantile_summary
+from .scenario import Study, parse_study
 from .sweeps import GRAPH_SWEEP_KEY, is_graph_description
 from .textfiles import checked_path
 from .tidy import tidy, variant_dtype
@@ -51,6 +48,9 @@ from .tidy import tidy, variant_dtype
 if TYPE_CHECKING:
     import networkx as nx
     from matplotlib.figure import Figure
+
+    from .executors import RunFailure
+    from .measure import BatchOutput, RunOutput
 
 REQUEST_COLUMNS = [
     "variant", "run", "request", "node", "request_iteration", "request_time", "settled_at_request",
@@ -93,6 +93,29 @@ class Results:
     #: content hashes of its inputs when they ran: :func:`gossipsim.store.study_record`), written
     #: with the tables so that ``status`` and ``--resume`` know the folder; None: from the study
     run_record: dict[str, Any] | None = field(default=None, repr=False)
+    #: summary.json as :func:`load_results` read it (None for the Results of a run): the figures
+    #: take the latency estimates they print from it (:meth:`figure_summary`)
+    read_summary: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+
+    def figure_summary(self) -> dict[str, Any]:
+        """What the figures read of the summary: :meth:`summary` without the censored estimates
+        (``cover``, and each latency of ``per_request``: Kaplan–Meier estimates, which import
+        SciPy's statistics), with the latency estimates of summary.json where this Results was
+        read from a folder (:attr:`read_summary`; the latency figure checks them against the
+        tables, and estimates what is missing or does not agree)."""
+        out = self.summary(estimates=False)
+        read = (self.read_summary or {}).get("variants")
+        if not isinstance(read, dict):
+            return out
+        for label, entry in out["variants"].items():
+            stored = read.get(label)
+            items = stored.get("per_request") if isinstance(stored, dict) else None
+            for item in entry["per_request"]:
+                old = next(
+                    (o for o in items or [] if isinstance(o, dict) and _same_request(o, item)), {}
+                )
+                item.update({k: old[k] for k in LATENCIES if isinstance(old.get(k), dict)})
+        return out
 
     @property
     def variants(self) -> list[str]:
@@ -107,9 +130,10 @@ class Results:
         on it. Read from the metrics table (:func:`gossipsim.divergences.divergences`)."""
         return divergences(self.metrics, self.variants)
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self, *, estimates: bool = True) -> dict[str, Any]:
         """Resolved scenario and, per variant, mean / median / 12.5th / 87.5th percentile of every
-        numeric column of runs.csv and requests.csv."""
+        numeric column of runs.csv and requests.csv. ``estimates=False`` leaves out the censored
+        estimates (``cover`` and the latencies of ``per_request``)."""
         out: dict[str, Any] = {
             "name": self.study.name,
             "scenario_file": self.study.path,
@@ -132,8 +156,9 @@ class Results:
                 ),
             }
             runs = self.runs[self.runs["variant"] == label]
-            entry["cover"] = {"unit": COVER_UNIT, **_jsonable(cover_summary(runs))}
-            entry["per_request"] = _jsonable(self.request_entries(label))
+            if estimates:
+                entry["cover"] = {"unit": COVER_UNIT, **_jsonable(cover_summary(runs))}
+            entry["per_request"] = _jsonable(self.request_entries(label, estimates=estimates))
             entry["failed_runs"] = int((self.failures["variant"] == label).sum())
             entry["runs_with_nonfinite_kl"] = self.nonfinite_runs(label)
             shares = self.visits.loc[self.visits["variant"] == label, "share"]
@@ -160,7 +185,7 @@ class Results:
         }
         return out
 
-    def request_entries(self, label: str) -> list[dict[str, Any]]:
+    def request_entries(self, label: str, *, estimates: bool = True) -> list[dict[str, Any]]:
         """The requests of variant ``label``, one entry each (:func:`request_summaries`): what
         summary.json's ``per_request`` holds and ``gossipsim run`` prints."""
         scenario = self.study.variants[self.variants.index(label)].scenario
@@ -170,6 +195,7 @@ class Results:
             self.theory.get(label, {}),
             window=scenario.metrics.latency_window,
             retrain_baseline=scenario.protocol.retrain_baseline,
+            estimates=estimates,
         )
 
     def request_summary(self) -> pd.DataFrame:
@@ -484,6 +510,9 @@ def collect(
 ) -> Results:
     """Assemble the tables from run outputs (single runs, or batches of runs from the vectorised
     engine), sorted by (variant, run); failed runs go to the failures table."""
+    from .executors import RunFailure  # the engines: imported by runs, not by readers of a folder
+    from .measure import BatchOutput, joined_particles
+
     labels = [v.label for v in study.variants]
     run_rows: list[dict[str, Any]] = []
     run_pieces: list[pd.DataFrame] = []
@@ -859,6 +888,7 @@ def _load(d: Path) -> Results:
     record = read_meta(d)
     if record is not None and record.get("complete"):
         results.run_record = {k: v for k, v in record.items() if k not in PROGRESS_KEYS}
+    results.read_summary = summary
     return results
 
 
@@ -1131,6 +1161,8 @@ COVER_UNIT = "cover_iteration (slots; cover_moves = cover_iteration - 1)"
 def cover_summary(runs: pd.DataFrame) -> dict[str, Any]:
     """A variant's cover iterations with their censoring: a run that ended uncovered says only that
     its cover iteration exceeds its length (:func:`gossipsim.censoring.censored_summary`)."""
+    from .censoring import censored_summary  # SciPy's statistics: imported where estimated
+
     cover = runs["cover_iteration"].to_numpy(dtype=float, na_value=np.nan)
     length = runs["iterations"].to_numpy(dtype=float, na_value=np.nan)
     return censored_summary(cover, length)
@@ -1143,13 +1175,15 @@ def request_summaries(
     *,
     window: int = 1,
     retrain_baseline: bool = True,
+    estimates: bool = True,
 ) -> list[dict[str, Any]]:
     """One entry per request of a variant (never pooled across nodes): the node, when it arrived,
     in how many runs, and for each latency the served count, the naive mean of the served runs, the
     Kaplan–Meier median and the restricted mean (:func:`gossipsim.censoring.censored_summary`; a
     removal latency not reached by the end of a run of n slots, for a request at slot r, exceeds
     n − r + 1, a divergence-based latency judged over ``window`` slots exceeds n − window + 2 − r).
-    ``retrain_latency`` is left out without a retrain baseline (``retrain_baseline``).
+    ``retrain_latency`` is left out without a retrain baseline (``retrain_baseline``), and every
+    latency with ``estimates=False``.
 
     From ``theory`` (the variant's theory block): ``expected_removal_latency``, the exact
     expectation of what the runs measure at this request's slot (``value``, None when it could not
@@ -1164,7 +1198,7 @@ def request_summaries(
     }
     next_visit = theory.get("next_visit_latency") or {}
     length = runs.set_index("run")["iterations"]
-    latencies = [c for c in LATENCIES if c != "retrain_latency" or retrain_baseline]
+    latencies = [c for c in LATENCIES if estimates and (c != "retrain_latency" or retrain_baseline)]
     for _, rows in requests.groupby("request", sort=True):
         node = rows["node"].iloc[0]
         request = int(rows["request"].iloc[0])
@@ -1186,6 +1220,8 @@ def request_summaries(
             seen = window if column != "removal_latency" else 1  # slots a settled stretch needs
             censored_at = ends - seen + 2 - slot
             values = rows[column].to_numpy(dtype=float, na_value=np.nan)[arrived]
+            from .censoring import censored_summary  # SciPy's statistics: where estimated
+
             entry[column] = censored_summary(values, censored_at[arrived])
         if request in exact:
             e = exact[request]
@@ -1202,6 +1238,11 @@ def request_summaries(
             entry["next_visit_latency"] = next_visit[str(node)]
         out.append(entry)
     return out
+
+
+def _same_request(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two ``per_request`` entries are of the same request (its number and node)."""
+    return a.get("request") == b.get("request") and str(a.get("node")) == str(b.get("node"))
 
 
 def expected_label(entry: dict[str, Any]) -> str:

@@ -64,6 +64,10 @@ import numpy as np
 
 from .errors import ConfigError
 from .executors import Outcome, RunFailure, Task
+from .folderfiles import PROGRESS_KEYS as PROGRESS_KEYS  # re-exported: the folder's names
+from .folderfiles import STAGING_PREFIX as STAGING_PREFIX
+from .folderfiles import check_output_folder as check_output_folder
+from .folderfiles import read_meta as read_meta
 from .folderlock import LOCK_NAME, META, FolderLock, holder
 from .measure import BatchOutput
 from .partformat import PART_MAGIC as PART_MAGIC  # re-exported: the part format's names
@@ -74,7 +78,6 @@ from .partformat import read_header as read_header
 from .provenance import code_changes, code_fingerprint
 from .scenario import Study
 
-STAGING_PREFIX = ".staging-"  # results.Results stages the tables and figures in DIR/.staging-*
 PART_SUFFIX = ".part"
 DAMAGED_SUFFIX = ".damaged"  # a damaged part set aside by --resume (its runs are run again)
 #: runs of the event engine held back before a commit, at most (one part per variant and commit)
@@ -172,27 +175,6 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         with contextlib.suppress(OSError):  # e.g. a full disk: give back the partial copy's space
             tmp.unlink()
         raise
-
-
-def check_output_folder(folder: str | os.PathLike[str], key: str) -> None:
-    """Raise a ConfigError for ``key`` unless a folder can be written at ``folder``: it is a
-    writable folder, or it does not exist and its nearest existing ancestor is a writable folder.
-    Nothing is created."""
-    if not os.fspath(folder):  # Path("") would silently mean the current folder
-        raise ConfigError(key, "must name a folder (got '')")
-    path = Path(folder)
-    if os.path.lexists(path) and not os.path.isdir(path):
-        raise ConfigError(key, f"{str(path)!r} exists and is not a folder; choose another")
-    probe = path
-    while not os.path.lexists(probe) and probe != probe.parent:
-        probe = probe.parent
-    if not os.path.isdir(probe):
-        raise ConfigError(
-            key,
-            f"{str(probe)!r} is a file, so {str(path)!r} cannot be made below it; choose another",
-        )
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise ConfigError(key, f"no permission to write in {str(probe)!r}; choose another folder")
 
 
 def check_writable(folder: Path, key: str) -> None:
@@ -597,10 +579,6 @@ def study_record(
     }
 
 
-#: the keys of a record that say how far its sweep got (not what the sweep is)
-PROGRESS_KEYS = ("complete", "done", "failed")
-
-
 def write_record(out_dir: Path, record: dict[str, Any]) -> None:
     """``DIR/.gossipsim/study.json``, written atomically."""
     meta = Path(out_dir) / META
@@ -640,15 +618,6 @@ def refuse_pickled_parts(out_dir: Path, key: str) -> None:
 
 
 # ---------------------------------------------------------------------------------- folder upkeep
-
-
-def read_meta(out_dir: Path) -> dict[str, Any] | None:
-    path = Path(out_dir) / META / "study.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def clean_stale(out_dir: Path) -> None:

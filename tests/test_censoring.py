@@ -7,12 +7,14 @@ import pytest
 
 from gossipsim.censoring import (
     censored_summary,
+    empirical_survival,
     estimates,
     kaplan_meier,
     km_median,
     km_median_ci,
     restricted_mean,
     restricted_mean_se,
+    summary_estimates,
 )
 
 
@@ -252,3 +254,58 @@ def test_the_intervals_cover_the_truth(case, n, cens):
     cov_median, cov_mean = _coverage(draw, median, rm, n, cens, reps, seed=n + int(min(cens, 1e3)))
     _assert_covers(cov_median, reps)
     _assert_covers(cov_mean, reps)
+
+
+def test_without_censoring_the_empirical_survival_is_scipy_s_kaplan_meier():
+    """What the latency figure draws where no run is censored (without importing SciPy) is SciPy's
+    Kaplan–Meier estimate: the same event times, survival (to rounding), numbers at risk and
+    events; a censored time is refused."""
+    rng = np.random.default_rng(3)
+    for t in (rng.geometric(0.1, size=500).astype(float), np.array([4.0]), np.full(7, 2.0)):
+        km, empirical = kaplan_meier(t, np.full(t.size, np.nan)), empirical_survival(t)
+        np.testing.assert_array_equal(empirical.times, km.times)
+        np.testing.assert_allclose(empirical.survival, km.survival, rtol=0, atol=1e-14)
+        np.testing.assert_array_equal(empirical.at_risk, km.at_risk)
+        np.testing.assert_array_equal(empirical.events, km.events)
+    with pytest.raises(ValueError, match="censored"):
+        empirical_survival([1.0, np.nan])
+
+
+def _as_json(entry: dict) -> dict:
+    """A summary entry as summary.json holds it (NaN as None, infinities as text)."""
+    import json
+    import math
+
+    def cell(v):
+        if isinstance(v, float) and math.isnan(v):
+            return None
+        if isinstance(v, float) and math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        return v
+
+    return json.loads(json.dumps({k: cell(v) for k, v in entry.items()}))
+
+
+def test_summary_estimates_are_those_of_the_same_uncensored_times_only():
+    """The estimates a figure takes from summary.json are :func:`estimates` of its times, NaN and
+    unbounded intervals included; for other times (another mean, count or largest time), a
+    censored time or an entry that is not a censored summary there are none."""
+    rng = np.random.default_rng(5)
+    t = rng.geometric(0.05, size=40).astype(float)
+    bound = np.full(t.size, 500.0)
+    entry = _as_json(censored_summary(t, bound))
+    assert summary_estimates(entry, t, bound) == estimates(t, bound)
+    few = np.array([3.0, 9.0])  # an interval unbounded above: "inf" in the JSON
+    got = summary_estimates(_as_json(censored_summary(few, few)), few, few)
+    assert got == estimates(few, few) and got is not None and got.median_ci[1] == np.inf
+    other = t.copy()
+    other[0] += 1  # another mean
+    assert summary_estimates(entry, other, bound) is None
+    assert summary_estimates(entry, t[:-1], bound[:-1]) is None
+    assert summary_estimates(entry, np.append(t, t.max() + 5), np.append(bound, 500)) is None
+    censored = t.copy()
+    censored[3] = np.nan
+    assert summary_estimates(_as_json(censored_summary(censored, bound)), censored, bound) is None
+    assert summary_estimates({"observed": 40}, t, bound) is None
+    assert summary_estimates(None, t, bound) is None
+    assert summary_estimates({**entry, "km_median": "many"}, t, bound) is None

@@ -1069,3 +1069,66 @@ def test_a_request_that_arrived_in_no_run_keeps_its_place_and_says_so(drawn, tmp
     assert notes == ["arrived in none of the 5 runs\n(every run ended before it)"]
     titles = sorted(ax.get_title() for ax in fig.axes if ax.get_title())
     assert "node 7, request (arrived in no run)" in titles and len(titles) == 4
+
+
+@pytest.fixture(scope="module")
+def served_folder(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path]:
+    """A small study with a request that every run serves (K = 10, the request at slot 30 of
+    200), run in memory, and its results folder."""
+    import gossipsim as gs
+    from tests.helpers import base_scenario
+
+    raw = base_scenario(
+        scenario={"name": "served", "seed": 3, "runs": 12, "iterations": 200},
+        unlearning=[{"node": 4, "at_iteration": 30}],
+    )
+    out = tmp_path_factory.mktemp("served") / "out"
+    res = gs.run(raw, out=out, progress=False, make_plots=lambda *_: None)
+    for column in ("removal_latency", "latency"):
+        assert res.requests[column].notna().all()  # served in every run: nothing censored
+    return res, out
+
+
+def test_figures_of_a_folder_import_neither_scipy_statistics_nor_the_engines(served_folder):
+    """``gossipsim plot`` (a folder read, its figures drawn) imports neither ``scipy.stats`` (the
+    latency estimates of requests served in every run come from summary.json, the curves are
+    their empirical distributions) nor the simulation engines."""
+    import subprocess
+    import sys
+
+    _, out = served_folder
+    code = (
+        "import sys; from gossipsim.results import load_results; "
+        "written = load_results(sys.argv[1]).plot(sys.argv[2]); "
+        "assert 'latency' in written, written; "
+        "print(sorted(m for m in ('scipy.stats', 'gossipsim.runner', 'gossipsim.executors', "
+        "'gossipsim.engine', 'gossipsim.store') if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(out), str(out / "figures")],
+        capture_output=True, text=True, check=True, cwd=out,
+    )  # fmt: skip
+    assert done.stdout.strip() == "[]"
+
+
+def test_latency_figure_from_summary_json_is_the_one_estimated_again(served_folder, tmp_path):
+    """The latency figure of a folder (its estimates read from summary.json) is, pixel for pixel,
+    the figure of the run's own Results (which has no summary.json: its estimates are computed
+    again, with SciPy)."""
+    from PIL import Image
+
+    from gossipsim.results import load_results
+
+    res, out = served_folder
+    assert res.read_summary is None
+    loaded = load_results(out)
+    assert loaded.read_summary is not None
+    stored = loaded.figure_summary()["variants"]["served"]["per_request"][0]
+    read = loaded.read_summary["variants"]["served"]["per_request"][0]
+    assert stored["removal_latency"] == read["removal_latency"]
+    assert "removal_latency" not in res.figure_summary()["variants"]["served"]["per_request"][0]
+    a = res.plot(tmp_path / "estimated", which="latency")["latency"]
+    b = loaded.plot(tmp_path / "read", which="latency")["latency"]
+    pixels = [np.asarray(Image.open(p)) for p in (a, b)]
+    assert pixels[0].shape == pixels[1].shape
+    np.testing.assert_array_equal(pixels[0], pixels[1])

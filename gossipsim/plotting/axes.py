@@ -3,6 +3,7 @@ unlearning requests, and a legend that names every line and band."""
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -351,7 +352,15 @@ def request_handle() -> Line2D:
 
 def text_width_in(text: str, fontsize: float) -> float:
     """Width in inches of one line of ``text`` at ``fontsize`` points in the default font."""
-    width, _, _ = _TEXT.get_text_width_height_descent(text, FontProperties(size=fontsize), False)
+    return _width_in(text, FontProperties(size=fontsize))
+
+
+@functools.lru_cache(maxsize=4096)
+def _width_in(text: str, font: FontProperties) -> float:
+    """:func:`text_width_in`, measured once per text and font (the font's properties are the key:
+    a change of the default font measures again); :func:`wrap` measures the same words and
+    lines again and again."""
+    width, _, _ = _TEXT.get_text_width_height_descent(text, font, False)
     return float(width) / 72.0
 
 

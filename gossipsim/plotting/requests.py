@@ -66,6 +66,19 @@ def expected_removal(
     return None if value is None else (float(value), STATIONARY_LABEL)
 
 
+def request_entry(
+    summary: dict[str, Any] | None, variant: str, request: int, node: Any
+) -> dict[str, Any]:
+    """The request's entry of summary.json's ``per_request`` (its latency estimates, its
+    expectation), empty where there is none."""
+    entry = (summary or {}).get("variants", {}).get(variant, {}) or {}
+    for item in entry.get("per_request") or []:
+        same = isinstance(item, dict) and item.get("request") == request
+        if same and str(item.get("node")) == str(node):
+            return item
+    return {}
+
+
 def expected_within_run(
     summary: dict[str, Any] | None, variant: str, request: int
 ) -> tuple[float, float] | None:

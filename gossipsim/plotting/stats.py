@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import special
 
 STATISTICS = ("median", "mean")
 PERCENTILES = (12.5, 87.5)  # the paper's 75% band
@@ -141,6 +140,8 @@ def mean_ci(
     """Mean of each column of a runs × points matrix and its two-sided ``level`` confidence interval,
     mean ± t(level, n − 1) · s / √n over the n finite values of the column (NaN where n < 2 for the
     interval, where n = 0 for the mean)."""
+    from scipy import special  # imported by the figures that draw a mean's interval
+
     values = np.asarray(values, dtype=float)
     if values.ndim == 1:
         values = values[:, None]
