@@ -34,8 +34,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-ENTRY = "import sys; from gossipsim.cli import main; sys.exit(main())"
+from whole_command import ENTRY, ROOT  # the console script's entry, this checkout
+
 TABLES = ("metrics.csv", "runs.csv", "requests.csv")
 
 #: the node each workload's request is for: ``--iterations`` moves it to the middle of the run

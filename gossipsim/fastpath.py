@@ -65,7 +65,7 @@ from .measure import (
     BatchRecord,
     NonFiniteKL,
     RunOutput,
-    batches_of,
+    batches_with_failures,
     measure,
     measure_batch,
     nonfinite_kl,
@@ -775,14 +775,7 @@ def _batch(world: World, runs: list[int]) -> list[BatchOutput]:
             outputs.append(_finish(world, state))
         except NonFiniteKL as exc:
             failures[state.run] = exc
-    batches = batches_of(outputs) if outputs else []
-    if failures:
-        if not batches:  # every run failed: a batch of none
-            batches = [
-                BatchOutput((), {}, np.empty(0, dtype=np.int64), {}, np.zeros(world.nodes, int))
-            ]
-        batches[0].failures.update(failures)
-    return batches
+    return batches_with_failures(outputs, failures, world.nodes)
 
 
 def _walks(

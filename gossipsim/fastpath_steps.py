@@ -39,7 +39,7 @@ import numpy as np
 from .engine import Arrival
 from .fastpath import _walks, run_output, start_nodes
 from .fastpath_trace import StreamedWorlds
-from .measure import BatchOutput, NonFiniteKL, RunOutput, batches_of
+from .measure import BatchOutput, NonFiniteKL, RunOutput, batches_with_failures, target_trace
 from .protocols import protocol_kind
 from .protocols.registry import BatchBuildRequest
 from .representations import representation
@@ -76,20 +76,6 @@ def simulate_stepped(world: World, runs: Sequence[int]) -> list[BatchOutput]:
     return out
 
 
-def _targets(world: World, data: Any, order: list[int]) -> tuple[np.ndarray, list[Any]]:
-    """The target slots and targets of a run that receives every request (in processing order),
-    as :func:`~gossipsim.measure.measure` builds them."""
-    kind = protocol_kind(world.scenario.protocol.kind)
-    state = representation(kind.representation_name)
-    forgotten: frozenset[int] = frozenset()
-    slots, targets = [0], [state.target(world.model, data, forgotten)]
-    for r in order:
-        forgotten = forgotten | {world.requests[r].node}
-        slots.append(int(world.requests[r].at_iteration or 0))
-        targets.append(state.target(world.model, data, forgotten))
-    return np.asarray(slots, dtype=np.int64), targets
-
-
 def _batch(world: World, runs: list[int]) -> list[BatchOutput]:
     sc = world.scenario
     model = world.model
@@ -116,16 +102,18 @@ def _batch(world: World, runs: list[int]) -> list[BatchOutput]:
     baseline = bool(world.requests) and sc.protocol.retrain_baseline
     main = build(0)
     retrain = build(1) if baseline else None
-    target_slots, targets = _targets(world, data, order)
+    state = representation(kind.representation_name)
+    arrived = [(int(world.requests[r].at_iteration or 0), r, world.requests[r].node) for r in order]
+    target_slots, targets = target_trace(world, data, arrived, state)
     request_slots = np.asarray(sorted(arrive), dtype=np.int64)
     grid = np.arange(sc.metrics.record_every, total + 1, sc.metrics.record_every)
     # particles.csv (``[metrics] particles = "recorded"``) writes every record, the prior's at slot 0
     # too; every other record of a particle protocol is at a slot kept anyway
-    first = [0] if representation(kind.representation_name).particle_sets else []
+    first = [0] if state.particle_sets else []
     streams = StreamedWorlds(
         batch, main.eta.shape[1:],
         {"main": 1, "retrain": int(request_slots.min())} if retrain is not None else {"main": 1},
-        targets, target_slots, representation(kind.representation_name).divergence,
+        targets, target_slots, state.divergence,
         excess=sc.metrics.excess, tolerance=sc.metrics.tolerance,
         keep_slots=np.concatenate([first, [1, total], grid, request_slots, request_slots - 1]),
     )  # fmt: skip
@@ -195,14 +183,7 @@ def _batch(world: World, runs: list[int]) -> list[BatchOutput]:
             )
         except NonFiniteKL as exc:
             failures[run] = exc
-    batches = batches_of(outputs) if outputs else []
-    if failures:
-        if not batches:  # every run failed: a batch of none
-            batches = [
-                BatchOutput((), {}, np.empty(0, dtype=np.int64), {}, np.zeros(world.nodes, int))
-            ]
-        batches[0].failures.update(failures)
-    return batches
+    return batches_with_failures(outputs, failures, world.nodes)
 
 
 def _states(main: Any, retrain: Any) -> dict[str, tuple[np.ndarray, np.ndarray]]:

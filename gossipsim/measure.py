@@ -220,18 +220,32 @@ def batches_of(outputs: list[RunOutput]) -> list[BatchOutput]:
     return [BatchOutput.from_runs(group) for group in groups.values()]
 
 
-def _target_trace(
-    world: World, data: Any, record: RunRecord, state: Representation
+def target_trace(
+    world: World, data: Any, arrivals: list[tuple[int, int, int]], state: Representation
 ) -> tuple[np.ndarray, list[Target]]:
-    """Slots at which the target changes and the exact targets from then on."""
+    """Slots at which the target changes and the exact targets from then on, for the requests
+    ``arrivals`` that reached the run, as (slot, request index, node)."""
     forgotten: frozenset[int] = frozenset()
     slots = [0]
     targets = [state.target(world.model, data, forgotten)]
-    for arrival in sorted(record.arrivals, key=lambda a: (a.slot, a.request)):
-        forgotten = forgotten | {arrival.node}
+    for slot, _, node in sorted(arrivals):
+        forgotten = forgotten | {node}
         targets.append(state.target(world.model, data, forgotten))
-        slots.append(arrival.slot)
+        slots.append(slot)
     return np.asarray(slots, dtype=np.int64), targets
+
+
+def batches_with_failures(
+    outputs: list[RunOutput], failures: dict[int, NonFiniteKL], nodes: int
+) -> list[BatchOutput]:
+    """Runs measured one by one (:func:`batches_of`) with the runs that failed attached to the
+    first batch (a batch of none when every run failed)."""
+    batches = batches_of(outputs) if outputs else []
+    if failures:
+        if not batches:  # every run failed: a batch of none
+            batches = [BatchOutput((), {}, np.empty(0, dtype=np.int64), {}, np.zeros(nodes, int))]
+        batches[0].failures.update(failures)
+    return batches
 
 
 def measure(
@@ -251,7 +265,8 @@ def measure(
     tol = sc.metrics.tolerance
     n = record.slots
     state = representation(record.representation)  # what the traces hold, and how to judge it
-    target_slots, targets = _target_trace(world, data, record, state)
+    arrivals = [(a.slot, a.request, a.node) for a in record.arrivals]
+    target_slots, targets = target_trace(world, data, arrivals, state)
     divergence = state.divergence_name
     traces = record.traces
     excess = sc.metrics.excess

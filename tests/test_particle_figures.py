@@ -11,7 +11,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
@@ -24,21 +23,6 @@ from gossipsim.divergences import KL, KSD, divergence, divergences, joined_names
 from gossipsim.plotting.axes import REQUEST_LABEL
 
 REQUEST_SLOT = 12
-
-
-@pytest.fixture
-def drawn(monkeypatch: pytest.MonkeyPatch) -> list[Figure]:
-    """The figures the plot functions draw, kept open for inspection instead of saved."""
-    figures: list[Figure] = []
-
-    def keep(fig: Figure, path: Path, box: Any = None) -> Path:
-        figures.append(fig)
-        return path
-
-    monkeypatch.setattr(plots, "_save", keep)
-    yield figures
-    for fig in figures:
-        plt.close(fig)
 
 
 def _particle_metrics(

@@ -7,7 +7,6 @@ points are the table's, its contours the recorded density's)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -260,20 +259,6 @@ def test_a_sweep_beside_g_fvl_keeps_the_particle_variants_sets():
 
 
 # ----------------------------------------------------------------------------------- the figure
-
-
-@pytest.fixture
-def drawn(monkeypatch: pytest.MonkeyPatch) -> list[Figure]:
-    figures: list[Figure] = []
-
-    def keep(fig: Figure, path: Path, box: Any = None) -> Path:
-        figures.append(fig)
-        return path
-
-    monkeypatch.setattr(plots, "_save", keep)
-    yield figures
-    for fig in figures:
-        plt.close(fig)
 
 
 def test_the_figure_draws_the_table_s_sets_over_the_recorded_density(recorded, drawn, tmp_path):

@@ -23,22 +23,6 @@ from gossipsim.plotting.axes import LogPanel, request_marks
 from gossipsim.plotting.layout import facets, grid
 from gossipsim.plotting.stats import across_runs, mean_and_half_width, mean_ci
 
-
-@pytest.fixture
-def drawn(monkeypatch: pytest.MonkeyPatch) -> list[Figure]:
-    """The figures the plot functions draw, kept open for inspection instead of saved."""
-    figures: list[Figure] = []
-
-    def keep(fig: Figure, path: Path, box: Any = None) -> Path:
-        figures.append(fig)
-        return path
-
-    monkeypatch.setattr(plots, "_save", keep)
-    yield figures
-    for fig in figures:
-        plt.close(fig)
-
-
 # ---------------------------------------------------------------------------------------------------
 # statistics
 

@@ -134,25 +134,22 @@ def variant_panels(
         return None
     kind = divergences(metrics, [variant])[variant].column if metrics is not None else "ksd"
     panels: list[ParticlePanel] = []
-    if not len(mine):
-        slot = int(main[-1])
+
+    def learned(slot: int) -> ParticlePanel:
         note = _metric_note(metrics, variant, run, slot, (kind, "mmd"))
-        panels.append(
-            ParticlePanel(f"after learning (slot {slot:,})", "main", slot,
-                          _points(rows, "main", slot), (), note)
-        )  # fmt: skip
+        return ParticlePanel(
+            f"after learning (slot {slot:,})", "main", slot, _points(rows, "main", slot), (), note
+        )
+
+    if not len(mine):
+        panels.append(learned(int(main[-1])))
         return run, dimension, panels
     first = int(mine["request_iteration"].iloc[0])
     forgotten = tuple(dict.fromkeys(str(n) for n in mine["node"]))
     nodes = ", ".join(forgotten)
     before = main[main <= first - 1]
     if before.size:
-        slot = int(before[-1])
-        note = _metric_note(metrics, variant, run, slot, (kind, "mmd"))
-        panels.append(
-            ParticlePanel(f"after learning (slot {slot:,})", "main", slot,
-                          _points(rows, "main", slot), (), note)
-        )  # fmt: skip
+        panels.append(learned(int(before[-1])))
     if main[-1] >= first:
         slot = int(main[-1])
         note = _metric_note(metrics, variant, run, slot, (kind, "mmd_unlearned"))

@@ -189,7 +189,7 @@ class GFVL(ProtocolKind):
             temperature=model.temperature, refine_after_unlearning=settings.refine_after_unlearning,
         )  # fmt: skip
         return NaturalGradientBatch(
-            model.prior, request.nodes, len(request.rngs),
+            model.prior, request.nodes,
             model.batched_mean_gradient(request.data, settings.estimation), request.rngs,
             model.in_domain_rows, rule,
         )  # fmt: skip

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..capabilities import BatchedMeanGradient
 from .natgrad import MAX_HALVINGS
+from .run_batch import RunBatch
 
 
 @dataclass(frozen=True)
@@ -49,8 +50,8 @@ class StepRule:
         return np.full(steps.shape, self.rho)
 
 
-class NaturalGradientBatch:
-    """The natural-gradient G-FVL state of ``batch`` runs (one row each).
+class NaturalGradientBatch(RunBatch):
+    """The natural-gradient G-FVL state of a batch of runs, one row per generator in ``rngs``.
 
     After each slot, :attr:`recorded_now` says which runs recorded their state :attr:`eta` (a
     later record of a slot replaces an earlier one, as
@@ -61,36 +62,25 @@ class NaturalGradientBatch:
         self,
         prior: np.ndarray,
         nodes: int,
-        batch: int,
         gradient: BatchedMeanGradient,
         rngs: Sequence[np.random.Generator],
         in_domain: Callable[[np.ndarray], np.ndarray],
         rule: StepRule,
     ) -> None:
+        super().__init__(rngs, nodes)  # one run (row) per generator
+        batch = len(self.rngs)
         self.prior = np.asarray(prior, dtype=float)
-        dim = self.prior.size
         self.eta = np.tile(self.prior, (batch, 1))
-        self.local = np.zeros((batch, nodes, dim))
+        self.local = np.zeros((batch, nodes, self.prior.size))
         self.gradient = gradient
-        self.rngs = list(rngs)
         self.in_domain = in_domain
         self.rule = rule
-        self.forgotten = np.zeros((batch, nodes), dtype=bool)
         self.frozen = np.zeros(batch, dtype=bool)
         self.origin = np.zeros(batch, dtype=np.int64)
         self.damped_steps = np.zeros(batch, dtype=np.int64)
         self.domain_recoveries = np.zeros(batch, dtype=np.int64)
-        self.removed: list[dict[int, int]] = [{} for _ in range(batch)]
-        #: the runs that recorded a state in the current slot, and those that removed a factor
-        self.recorded_now = np.zeros(batch, dtype=bool)
-        self.removed_now = np.zeros(batch, dtype=bool)
 
     # ----------------------------------------------------------------------------------- records
-    def new_slot(self) -> None:
-        """A new slot begins: nothing recorded or removed in it yet."""
-        self.recorded_now[:] = False
-        self.removed_now[:] = False
-
     def _record(self, rows: np.ndarray, slot: int) -> None:
         """``rows`` record their state (:attr:`eta`) at the end of ``slot``: the runner streams
         it out (:class:`~gossipsim.fastpath_trace.StreamedWorlds`)."""

@@ -27,12 +27,13 @@ from numpy.typing import NDArray
 
 from ..particles.adagrad import AdaGradSettings, adagrad_step
 from ..particles.svgd import svgd_direction
+from .run_batch import RunBatch
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
 
-class ParticleBatch:
+class ParticleBatch(RunBatch):
     """The global particles of ``batch`` runs (one row each), their records and requests."""
 
     def __init__(
@@ -48,7 +49,7 @@ class ParticleBatch:
         self.model = model
         self.data = data
         self.settings = settings
-        self.rngs = list(rngs)
+        super().__init__(rngs, nodes)
         self.nodes = nodes
         self.every = max(int(record_every), 1)
         self.last = iterations
@@ -57,18 +58,8 @@ class ParticleBatch:
         self.particles: FloatArray = np.zeros((batch, count, dimension))
         #: the set in force: the last one recorded (what the run's trace reads after the slot)
         self.eta: FloatArray = np.zeros((batch, count, dimension))
-        self.forgotten = np.zeros((batch, nodes), dtype=bool)
-        self.removed: list[dict[int, int]] = [{} for _ in range(batch)]
-        #: the runs that recorded a set in the current slot, and those that removed a node's data
-        self.recorded_now = np.zeros(batch, dtype=bool)
-        self.removed_now = np.zeros(batch, dtype=bool)
 
     # ----------------------------------------------------------------------------------- records
-    def new_slot(self) -> None:
-        """A new slot begins: nothing recorded or removed in it yet."""
-        self.recorded_now[:] = False
-        self.removed_now[:] = False
-
     def _record(self, rows: IntArray, slot: int, forced: IntArray | None = None) -> None:
         """``rows`` end ``slot``: they record their particles where metrics.csv writes the slot
         (``ParticleProtocol.record``), the ``forced`` rows whatever the slot."""
