@@ -158,44 +158,92 @@ def logistic_projection_expectations(
       ∫₀^∞ log(1 + e^{−u}) [φ_s(u − m) + φ_s(u + m)] du, by composite Gauss–Legendre. Gauss–Hermite
       alone would need thousands of nodes for a wide projection (softplus bends on the scale of 1,
       the Gaussian spreads over many units: 32 nodes err by 1e-4 at s = 12).
+
+    The elements are integrated in chunks whose temporaries stay in the cache (each element's
+    numbers are the same bits whatever the chunk: the rule sums row by row).
     """
+    soft, sig, slope = _projection_expectations(loc, scale, points, loss=True)
+    assert soft is not None
+    return soft, sig, slope
+
+
+def logistic_projection_derivatives(
+    loc: np.ndarray, scale: np.ndarray, points: int = 32
+) -> tuple[np.ndarray, np.ndarray]:
+    """E[σ(a)] and E[σ'(a)] of :func:`logistic_projection_expectations` (the same numbers),
+    without the expected loss: what a gradient and a Hessian need."""
+    _, sig, slope = _projection_expectations(loc, scale, points, loss=False)
+    return sig, slope
+
+
+#: numbers per temporary array of a chunk (128 KiB): elements are integrated in chunks of
+#: ``_CHUNK_VALUES // nodes`` (512 on the 32 Gauss–Hermite nodes, 146 on the 112 tail nodes).
+#: Measured on 2,400 elements: 0.72 ms (narrow) and 3.0 ms (wide) in such chunks, against 2.2 and
+#: 14.6 ms at once; larger chunks fall off a cliff just above 128 KiB a temporary (glibc serves
+#: such allocations by mmap, paying page faults on every one)
+_CHUNK_VALUES = 16_384
+
+
+def _projection_expectations(
+    loc: np.ndarray, scale: np.ndarray, points: int, loss: bool
+) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
     loc = np.asarray(loc, dtype=float)
     scale = np.asarray(scale, dtype=float)
     loc, scale = np.broadcast_arrays(loc, scale)
-    e_soft = np.empty(loc.shape)
+    shape = loc.shape
+    loc, scale = loc.reshape(-1), scale.reshape(-1)
+    e_soft = np.empty(loc.shape) if loss else None
     e_sig = np.empty(loc.shape)
     e_slope = np.empty(loc.shape)
     narrow = scale <= _HERMITE_MAX_SCALE
-    if np.any(narrow):
-        m, s = loc[narrow], scale[narrow]
-        t, w = _hermite_rule(points)
-        nodes = m[:, None] + np.sqrt(2.0) * s[:, None] * t
-        p = expit(nodes)
-        e_soft[narrow] = _rule(_softplus(nodes), w)
-        e_sig[narrow] = _rule(p, w)
-        safe = np.where(s > _STEIN_MIN_SCALE, s, 1.0)
-        stein = _rule(p, w * np.sqrt(2.0) * t) / safe
-        e_slope[narrow] = np.where(s > _STEIN_MIN_SCALE, stein, _rule(p * (1.0 - p), w))
-    wide = ~narrow
-    if np.any(wide):
-        m, s = loc[wide], scale[wide]
-        z = m / s
-        cdf, pdf = ndtr(z), np.exp(-0.5 * z * z) / _SQRT_2PI
-        u = _TAIL_U
-        gw = _TAIL_G * _TAIL_W
-        minus = (u - m[:, None]) / s[:, None]  # φ_s(u − m): a = u > 0
-        plus = (u + m[:, None]) / s[:, None]  # φ_s(u + m): a = −u < 0
-        phi_minus = np.exp(-0.5 * minus * minus) / (_SQRT_2PI * s[:, None])
-        phi_plus = np.exp(-0.5 * plus * plus) / (_SQRT_2PI * s[:, None])
-        e_soft[wide] = m * cdf + s * pdf + _rule(phi_minus + phi_plus, gw)
-        # ∂/∂m: Φ(m/s) + ∫ g [φ_s(u − m)(u − m) − φ_s(u + m)(u + m)] / s²
-        e_sig[wide] = cdf + _rule(phi_minus * minus - phi_plus * plus, gw) / s
-        # ∂/∂s: φ(m/s) + ∫ g [φ_s(u − m)((u − m)²/s² − 1) + φ_s(u + m)((u + m)²/s² − 1)] / s
-        d_scale = (
-            pdf + _rule(phi_minus * (minus * minus - 1) + phi_plus * (plus * plus - 1), gw) / s
-        )
-        e_slope[wide] = d_scale / s
-    return e_soft, e_sig, e_slope
+    rules = ((narrow, _narrow_rule, points), (~narrow, _wide_rule, _TAIL_U.size))
+    for chosen, integrate, nodes in rules:
+        where = np.flatnonzero(chosen)
+        chunk = max(_CHUNK_VALUES // nodes, 1)
+        for begin in range(0, where.size, chunk):
+            part = where[begin : begin + chunk]
+            soft, e_sig[part], e_slope[part] = integrate(loc[part], scale[part], points, loss)
+            if e_soft is not None:
+                e_soft[part] = soft
+    return (
+        None if e_soft is None else e_soft.reshape(shape),
+        e_sig.reshape(shape),
+        e_slope.reshape(shape),
+    )
+
+
+def _narrow_rule(
+    m: np.ndarray, s: np.ndarray, points: int, loss: bool
+) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+    """Gauss–Hermite quadrature of :func:`logistic_projection_expectations` (scale ≤ 1)."""
+    t, w = _hermite_rule(points)
+    nodes = m[:, None] + np.sqrt(2.0) * s[:, None] * t
+    p = expit(nodes)
+    soft = _rule(_softplus(nodes), w) if loss else None
+    safe = np.where(s > _STEIN_MIN_SCALE, s, 1.0)
+    stein = _rule(p, w * np.sqrt(2.0) * t) / safe
+    slope = np.where(s > _STEIN_MIN_SCALE, stein, _rule(p * (1.0 - p), w))
+    return soft, _rule(p, w), slope
+
+
+def _wide_rule(
+    m: np.ndarray, s: np.ndarray, points: int, loss: bool
+) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+    """The split of :func:`logistic_projection_expectations` (scale > 1)."""
+    z = m / s
+    cdf, pdf = ndtr(z), np.exp(-0.5 * z * z) / _SQRT_2PI
+    u = _TAIL_U
+    gw = _TAIL_G * _TAIL_W
+    minus = (u - m[:, None]) / s[:, None]  # φ_s(u − m): a = u > 0
+    plus = (u + m[:, None]) / s[:, None]  # φ_s(u + m): a = −u < 0
+    phi_minus = np.exp(-0.5 * minus * minus) / (_SQRT_2PI * s[:, None])
+    phi_plus = np.exp(-0.5 * plus * plus) / (_SQRT_2PI * s[:, None])
+    soft = m * cdf + s * pdf + _rule(phi_minus + phi_plus, gw) if loss else None
+    # ∂/∂m: Φ(m/s) + ∫ g [φ_s(u − m)(u − m) − φ_s(u + m)(u + m)] / s²
+    sig = cdf + _rule(phi_minus * minus - phi_plus * plus, gw) / s
+    # ∂/∂s: φ(m/s) + ∫ g [φ_s(u − m)((u − m)²/s² − 1) + φ_s(u + m)((u + m)²/s² − 1)] / s
+    d_scale = pdf + _rule(phi_minus * (minus * minus - 1) + phi_plus * (plus * plus - 1), gw) / s
+    return soft, sig, d_scale / s
 
 
 class LogisticExpectations:
@@ -317,7 +365,7 @@ def predictive_probability(
 ) -> np.ndarray:
     """p(y = 1 | x_n) = E_q[σ(x_nᵀθ)] for each posterior: means (P, d), covs (P, d, d) → (P, N)
     (any leading axes), by :func:`logistic_projection_expectations` on the projection."""
-    return logistic_projection_expectations(*_projections(means, covs, X), points)[1]
+    return logistic_projection_derivatives(*_projections(means, covs, X), points)[0]
 
 
 def _predictions(p: np.ndarray) -> np.ndarray:

@@ -463,3 +463,23 @@ def test_the_kept_moments_are_those_of_the_eta_asked_for():
     stack = np.stack([first, second])
     np.testing.assert_array_equal(family._moments(stack)[0][1], fresh(second)[0])
     assert pickle.loads(pickle.dumps(family))._last is None
+
+
+def test_lower_inverse_is_the_inverse_of_each_factor_wherever_it_sits():
+    """The triangular inverse of the moments (LAPACK's dtrtri) against NumPy's general inverse and
+    against L L⁻¹ = I, lower-triangular, and each factor's bits the same alone and in a stack."""
+    from gossipsim.families.gaussian import _lower_inverse
+
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((2, 3, 7, 9))
+    chol = np.linalg.cholesky(a @ np.swapaxes(a, -1, -2) + 0.1 * np.eye(7))
+    inverse = _lower_inverse(chol)
+    assert inverse.shape == chol.shape
+    np.testing.assert_allclose(inverse, np.linalg.inv(chol), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(chol @ inverse, np.broadcast_to(np.eye(7), chol.shape), atol=1e-12)
+    assert np.all(np.triu(inverse, 1) == 0.0)
+    np.testing.assert_array_equal(_lower_inverse(chol[1, 2]), inverse[1, 2])
+    singular = chol[0, 0].copy()
+    singular[3, 3] = 0.0
+    with pytest.raises(np.linalg.LinAlgError, match="singular"):
+        _lower_inverse(singular)

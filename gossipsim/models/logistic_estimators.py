@@ -7,7 +7,7 @@ Every estimator forms E_q[∇L] and E_q[∇²L] (or its diagonal, for a mean-fie
 REINFORCE, which weighs the score of q (eqs. 18-20):
 
 - ``exact``: each projection a_n ~ N(x_nᵀm, x_nᵀΣx_n) integrated by the rule of
-  :func:`~gossipsim.glm.logistic_projection_expectations` (deterministic);
+  :func:`~gossipsim.glm.logistic_projection_derivatives` (deterministic);
 - ``reparameterization`` with S draws per point: point n's derivatives depend on its own draws
   θ_ns only through a_ns = x_nᵀθ_ns, and the θ_ns are independent, so a_ns is drawn directly,
   a_ns = x_nᵀm + ‖L⁻¹x_n‖ z_ns (z_ns ~ N(0, 1); ‖√v ⊙ x_n‖ for the diagonal family): the same
@@ -133,7 +133,11 @@ def logistic_batched_gradient(
         held = points.held(holders)
         mean, spread = moments(eta)
         loc, scale = projections(held, mean, spread)
-        _, sigmoid, slope = glm.logistic_projection_expectations(loc, scale, QUADRATURE_POINTS)
+        r, w = held.run, held.position  # the real points only, not the padding
+        sigmoid, slope = np.zeros(loc.shape), np.zeros(loc.shape)
+        sigmoid[r, w], slope[r, w] = glm.logistic_projection_derivatives(
+            loc[r, w], scale[r, w], QUADRATURE_POINTS
+        )
         return to_mean_gradient(held, sigmoid - held.y, slope, mean)
 
     def reparameterization(
