@@ -1,18 +1,19 @@
 """Particle protocols on the vectorized engine (issue 23, item 2): whole ``gossipsim run ...
 --no-plots`` commands on the DSVGD breast-cancer scenario (``scenarios/dsvgd_breast_cancer.toml``),
-event engine against vectorized engine, in one run of this script:
+``--engine event`` against ``--engine vectorized``, in one run of this script:
 
-- ``whole``: the scenario as shipped, ``--engine event`` against ``--engine auto`` (its server case,
-  ``architecture = "server"``, runs on the event engine either way; auto picks the vectorized
-  engine for the other cases from 16 runs on, hence ``--runs 16`` by default);
-- ``walk``: the same scenario without its server case (SVGD, DSVGD on three graphs, G-FVL),
-  ``--engine event`` against ``--engine vectorized``.
+- ``whole``: the scenario as shipped, every case (centralised SVGD, DSVGD on three graphs and with
+  the parameter server scheduling round-robin, Gaussian G-FVL), 16 runs by default (the shipped
+  file has 10; from 16 on ``--engine auto`` picks the vectorized engine for every case);
+- ``server``: its server case alone (``architecture = "server"``);
+- ``walk`` (with ``--rows``): the scenario without its server case.
 
 Each command runs in a fresh process on this checkout; the best of ``--repeat`` wall times counts
 (this machine's timings vary by tens of percent). The two engines' tables (runs, requests, metrics)
 are compared byte for byte.
 
     python benchmarks/particle_batches.py [--runs 16] [--iterations 2000] [--repeat 1]
+                                          [--rows whole,server]
 
 Target (issue 23): the vectorized engine at least 5x the event engine on this scenario.
 """
@@ -33,11 +34,23 @@ TABLES = ("runs.csv", "requests.csv", "metrics.csv")
 SERVER_CASE = '[[sweep.cases]]\nlabel = "DSVGD, server'
 
 
+def _server_case(text: str) -> tuple[int, int]:
+    """Where the ``[[sweep.cases]]`` entry of the parameter server begins and ends in ``text``."""
+    begin = text.index(SERVER_CASE)
+    end = text.find("[[sweep.cases]]", begin + len(SERVER_CASE))
+    return begin, len(text) if end < 0 else end
+
+
 def without_server_case(text: str) -> str:
     """The scenario's TOML without its ``[[sweep.cases]]`` entry of the parameter server."""
-    begin = text.index(SERVER_CASE)
-    end = text.index("[[sweep.cases]]", begin + len(SERVER_CASE))
+    begin, end = _server_case(text)
     return text[:begin] + text[end:]
+
+
+def only_server_case(text: str) -> str:
+    """The scenario's TOML with its server case as its only ``[[sweep.cases]]`` entry."""
+    begin, end = _server_case(text)
+    return text[: text.index("\n[[sweep.cases]]") + 1] + text[begin:end]
 
 
 def timed(scenario: Path, engine: str, out: Path, args: argparse.Namespace) -> float:
@@ -64,18 +77,24 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=16)
     parser.add_argument("--iterations", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--rows", default="whole,server", help="of whole, server, walk")
     args = parser.parse_args()
+    rows = args.rows.split(",")
+    if not set(rows) <= {"whole", "server", "walk"}:
+        parser.error(f"--rows: {args.rows!r}; allowed: whole, server, walk, comma-separated")
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
-        walk = work / "dsvgd_breast_cancer_walk.toml"
-        walk.write_text(without_server_case(SCENARIO.read_text()))
+        scenarios = {"whole": SCENARIO}
+        for name, edit in (("server", only_server_case), ("walk", without_server_case)):
+            scenarios[name] = work / f"dsvgd_breast_cancer_{name}.toml"
+            scenarios[name].write_text(edit(SCENARIO.read_text()))
         print(f"{args.runs} runs x {args.iterations} slots per case")
-        for name, scenario, fast in (("whole", SCENARIO, "auto"), ("walk", walk, "vectorized")):
-            event = timed(scenario, "event", work / f"{name}-event", args)
-            vectorized = timed(scenario, fast, work / f"{name}-{fast}", args)
-            same = same_tables(work / f"{name}-event", work / f"{name}-{fast}")
+        for name in rows:
+            event = timed(scenarios[name], "event", work / f"{name}-event", args)
+            vectorized = timed(scenarios[name], "vectorized", work / f"{name}-vectorized", args)
+            same = same_tables(work / f"{name}-event", work / f"{name}-vectorized")
             print(
-                f"{name:6s} event {event:7.1f} s   {fast} {vectorized:7.1f} s   "
+                f"{name:6s} event {event:7.1f} s   vectorized {vectorized:7.1f} s   "
                 f"ratio {event / vectorized:5.2f}x   tables identical: {same}"
             )
 

@@ -273,10 +273,17 @@ def _round(
             delays.append(links.delay(transfer.sender, transfer.receiver, transfer.message.bits))
             delivered.append(True)
         total_bits += transfer.message.bits
-    spent = sum(delays) if round_.sequential else max(delays, default=0.0)
+    spent = round_seconds(delays, round_.sequential)
     protocol.on_round(slot, delivered)
     events.append(Event(slot, t + spent, "round", holder, -1, len(delivered), sum(delivered)))
     return t + spent, total_bits
+
+
+def round_seconds(delays: Sequence[float], sequential: bool) -> float:
+    """How long a round whose transfers take ``delays`` seconds lasts: one after another
+    (``sequential``), their sum in order; at once, the slowest. The vectorised engine times the
+    server's rounds with it too."""
+    return sum(delays) if sequential else max(delays, default=0.0)
 
 
 def _timed_request(

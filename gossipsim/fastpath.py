@@ -3,13 +3,20 @@
 It runs a variant only by declaration (``engine="auto"`` checks them, :func:`unavailable`): the
 protocol kind declares a kernel this engine has (exact conjugate G-FVL: ``conjugate-first-visits``,
 the state changes only at a node's first visit, or at its first visit after an unlearning request;
-natural-gradient G-FVL: ``batched-steps``, every run's holder stepped at once, in
-:mod:`gossipsim.fastpath_steps`),
-the scheduler kind declares ``batched-step`` (its batched sampler moves walks exactly as its one-step
-sampler does), the channel declares ``homogeneous-delay`` (a hop's delay does not depend on the link
-and nothing is lost), and requests arrive at iterations (not at simulated times); the architecture is the walk (the
-parameter server, ``protocol.architecture = "server"``, runs on the event engine). Anything without
-a declaration runs on the event engine. Then
+natural-gradient G-FVL and the particle protocols: ``batched-steps``, every run's holder stepped at
+once, in :mod:`gossipsim.fastpath_steps`), the scheduler kind declares ``batched-step`` (its batched
+sampler moves walks exactly as its one-step sampler does), the channel declares
+``homogeneous-delay`` on the walk (a hop's delay does not depend on the link and nothing is lost)
+or ``homogeneous-server-links`` with the parameter server (every agent's downlink alike, every
+uplink alike, nothing lost), and requests arrive at iterations (not at simulated times). Anything
+without a declaration runs on the event engine.
+
+Both architectures run here. With ``protocol.architecture = "server"`` the scheduler picks the agent
+of each slot exactly as it picks the walk's next holder, and the agent's work is the walk holder's
+(:class:`~gossipsim.protocols.server.ServerRounds` calls the wrapped protocol's ``on_token``), so the
+kernels step the scheduled agents as they step holders; only what a slot costs differs
+(:func:`~gossipsim.world.slot_costs`): the walk pays a hop when the token moves, the server a round
+every slot, a download of the state then an upload of the message, both counted. Then
 
 1. each run's seed, start node and walk stream are NumPy's own SeedSequence / PCG64 objects, built
    run by run as the event engine builds them (:mod:`gossipsim.streams`);
@@ -26,8 +33,9 @@ a declaration runs on the event engine. Then
    visits after each request, request slots), which is all the event engine's calls amount to,
    and each run is measured by the event engine's own code. Either way a batch gives one
    :class:`~gossipsim.measure.BatchOutput`, committed to a results folder as one part;
-4. slot times are cumulative sums of the same increments in the same order, payload bits the same
-   whole numbers.
+4. slot times are cumulative sums of the same increments in the same order (compute, the server's
+   round, the hop: :func:`~gossipsim.slottables.stepped_clock`), payload bits the same whole
+   numbers.
 
 The two engines therefore give byte-identical tables (tested); the vectorised one is about 12-15x
 faster on the paper's Fig. 3 scenario (``benchmarks/engines.py``).
@@ -72,11 +80,11 @@ from .measure import (
     without_runs,
 )
 from .metrics import recorded_slots
-from .protocols import WithRetrainBaseline, protocol_kind
+from .protocols import ServerRounds, WithRetrainBaseline, protocol_kind
 from .scheduling import UNIFORM_BLOCK, scheduler_for
-from .slottables import SlotTable, SteppedSlots
+from .slottables import SlotTable, SteppedSlots, stepped_clock
 from .streams import DATA, PROTOCOL, START, WALK, WalkStreams, run_seeds, run_stream
-from .world import World, make_protocol, node_labels, start_node
+from .world import World, make_protocol, node_labels, slot_costs, start_node
 
 ENGINES = ("auto", "event", "vectorized")
 #: how a batch's walks are made for the first-visit kernels: ``(world, seeds)`` → the walks and
@@ -94,9 +102,10 @@ UnlearningWalker = Callable[
 KERNELS = ("conjugate-first-visits", "batched-steps")
 #: the scheduler kernels it implements (:attr:`~gossipsim.scheduling.Scheduler.kernel`)
 SCHEDULER_KERNELS = ("batched-step",)
-#: the channel kernels it implements (:attr:`~gossipsim.channels.Channel.kernel`): every hop costs
-#: the same delay
-CHANNEL_KERNELS = ("homogeneous-delay",)
+#: the channel kernels it implements (:attr:`~gossipsim.channels.Channel.kernel`): on the walk
+#: every hop costs the same delay, with the server every agent's downlink and uplink are alike;
+#: nothing is lost (:func:`~gossipsim.world.slot_costs`)
+CHANNEL_KERNELS = ("homogeneous-delay", "homogeneous-server-links")
 #: ``auto`` vectorises a variant only with at least this many runs: below about 16 runs the event
 #: engine is as fast (measured on the Fig. 3 and karate unlearning scenarios)
 MIN_VECTORIZED_RUNS = 16
@@ -111,8 +120,6 @@ def unavailable(world: World) -> str | None:
     sc = world.scenario
     if sc.topology.draw == "per-run":
         return "the graph is drawn per run (topology.draw = per-run)"
-    if sc.protocol.architecture != "walk":  # every slot a round: the event engine's
-        return f"protocol.architecture = {sc.protocol.architecture} runs on the event engine"
     kernel = protocol_kind(sc.protocol.kind).kernel(world.model)
     if kernel not in KERNELS:  # only what declares a kernel this engine has is vectorised
         return f"protocol {sc.protocol.kind!r} declares no vectorised kernel for model {sc.model.kind!r}"
@@ -635,8 +642,10 @@ def _walk_first_visits(world: World, seeds: np.ndarray) -> tuple[SteppedSlots, n
 
 
 def _stepped(world: World, holders: np.ndarray) -> SteppedSlots:
-    """Stepped walks (runs × slots) with their clocks (:func:`_clock`)."""
-    end_times, start_times, sent = _clock(world, holders)
+    """Stepped walks (runs × slots) with their clocks: end and start time of each slot and payload
+    bits sent by its end, with the event engine's arithmetic
+    (:func:`~gossipsim.slottables.stepped_clock` of the world's :func:`~gossipsim.world.slot_costs`)."""
+    end_times, start_times, sent = stepped_clock(slot_costs(world), holders)
     return SteppedSlots(holders, end_times, start_times, sent, world.nodes)
 
 
@@ -675,30 +684,6 @@ def _state_kl(
     # targets depend on the run's data when it is drawn per run
     kl = np.stack([model.target(datas[b], frozenset()).kl(states[b]) for b in range(batch)])
     return kl, visit_slots, states, datas
-
-
-def _clock(world: World, holders: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """End and start time of each slot and payload bits sent before it starts (runs × slots), with
-    the event engine's arithmetic: times are cumulative sums of compute and hop times in slot
-    order, bits whole."""
-    sc = world.scenario
-    batch, columns = holders.shape
-    bits = world.message_bits
-    hop = world.links.delay(0, 0, bits)
-    moved = holders[:, 1:] != holders[:, :-1]
-    increments = np.empty((batch, 2 * columns - 1))
-    increments[:, 0::2] = sc.compute_seconds
-    increments[:, 1::2] = np.where(moved, hop, 0.0)
-    cumulative = np.cumsum(increments, axis=1)
-    starts = np.zeros((batch, columns))
-    starts[:, 1:] = cumulative[:, 1::2]
-    if bits * columns < 2**53:  # whole numbers: bits × moves is exactly the running sum of bits
-        hops = np.zeros((batch, columns), dtype=np.int64)
-        np.cumsum(moved, axis=1, out=hops[:, 1:])
-        return cumulative[:, 0::2], starts, bits * hops
-    sent = np.zeros((batch, columns))
-    np.cumsum(np.where(moved, bits, 0.0), axis=1, out=sent[:, 1:])
-    return cumulative[:, 0::2], starts, sent
 
 
 def _run_data(world: World, seeds: np.ndarray) -> list[Any]:
@@ -887,18 +872,12 @@ def run_output(
     holders (one per slot it ran), its constant message size, request arrivals (their times are
     filled in here), the protocol's traces, whether it stopped early, its removal slots and its
     counters (and the traces' divergences when they were streamed, ``segments``); slot times and
-    bits with the event engine's arithmetic."""
+    bits with the event engine's arithmetic (:func:`~gossipsim.slottables.stepped_clock`)."""
     sc = world.scenario
     n = holders.size
-    moved = holders[1:] != holders[:-1]
-    hop = world.links.delay(0, 0, bits)
-    increments = np.empty(2 * n - 1)
-    increments[0::2] = sc.compute_seconds
-    increments[1::2] = np.where(moved, hop, 0.0)
-    cumulative = np.cumsum(increments)
-    end_times = cumulative[0::2]
-    starts = np.concatenate([[0.0], cumulative[1::2]])
-    bits_sent = np.concatenate([[0.0], np.cumsum(np.where(moved, bits, 0.0))])
+    end_times, starts, bits_sent = (
+        a[0] for a in stepped_clock(slot_costs(world, bits), holders[None, :])
+    )
     record = RunRecord(
         holders=holders,
         end_times=end_times,
@@ -914,5 +893,8 @@ def run_output(
 
 
 def _payload(protocol: object) -> float:
-    main = protocol.main if isinstance(protocol, WithRetrainBaseline) else protocol
+    """The bits of the run's messages (of constant size), from the protocol inside the server's
+    rounds and the retrain baseline."""
+    inner = protocol.protocol if isinstance(protocol, ServerRounds) else protocol
+    main = inner.main if isinstance(inner, WithRetrainBaseline) else inner
     return float(main.bits)  # type: ignore[attr-defined]

@@ -37,7 +37,7 @@ from .protocols import protocol_kind
 from .scheduling import UNIFORM_BLOCK, JumpChain, scheduler_for
 from .slottables import StaySlots
 from .streams import WALK, WalkStreams
-from .world import World
+from .world import World, slot_costs
 
 #: the scheduler stay kernels this engine implements (:attr:`~gossipsim.scheduling.Scheduler.stay_kernel`)
 STAY_KERNELS = ("jump-chain",)
@@ -244,9 +244,7 @@ def walk_stays(
         holders=stay_holders[order],
         hops=stay_hops[order],
         columns=columns,
-        seconds_per_slot=sc.compute_seconds,
-        hop_seconds=world.links.delay(0, 0, world.message_bits),
-        message_bits=world.message_bits,
+        costs=slot_costs(world),
         per_run_visits=visits.reshape(batch, k_nodes),
     )
     return walk, first.reshape(batch, k_nodes), since.reshape(-1, batch, k_nodes)

@@ -16,7 +16,9 @@ the retrain baseline's, spawned from its PROTOCOL stream as
    no request is still to arrive.
 
 Each run is then measured by the event engine's own code (:func:`~gossipsim.fastpath.run_output`)
-from its streamed segments.
+from its streamed segments. With the parameter server (``architecture = "server"``) the holder is the
+agent the scheduler picks and its step is the same; only the clock differs (each slot a download and
+an upload: :func:`~gossipsim.world.slot_costs`).
 The estimators draw each run's samples from its own generators with the one-run calls, and every
 operation gives a run the same bits whatever the other runs of its batch (no matrix-vector product
 across runs, whose rounding depends on a row's position; no padding that lengthens a run's sums),

@@ -77,9 +77,12 @@ class ServerLinks(Channel):
     """The parameter server's links: a transfer from the server (:data:`~gossipsim.messages.SERVER`)
     to an agent goes over the agent's ``downlink``, one from an agent to the server over its
     ``uplink`` (each ``bits / rate_bps + latency_s``, the same for every agent); nothing is lost.
-    Declares no fast-path kernel (the server architecture runs on the event engine). ``keys``: the
+    Declares the fast path's ``homogeneous-server-links`` kernel (every agent's downlink alike,
+    every uplink alike). ``keys``: the
     settings each value came from (:data:`SERVER_LINK_KEYS` order; ``links.rate_bps`` where a
     link inherits it), for the errors of :func:`check_horizon`."""
+
+    kernel = "homogeneous-server-links"
 
     downlink: LinkModel = LinkModel()
     uplink: LinkModel = LinkModel()

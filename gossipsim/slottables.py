@@ -4,18 +4,92 @@ slot the measurement asks about, whether the walks were stepped slot by slot or 
 The vectorised engine records a batch of runs either as runs × slots arrays (every slot stepped:
 :class:`SteppedSlots`) or as *stays* (a holder, the first slot it holds, the moves before it:
 :class:`StaySlots`), which keeps memory to runs × moves when a walk mostly waits. Both answer the
-same questions (:class:`SlotTable`), by the definitions of docs/architecture.md: slot i of a walk ends
-at t_i = s_i + c (c the compute time of a slot) and starts at s_i = (i − 1)·c + h_i·hop, where h_i
-is the number of moves (hops to another node) before slot i; ``bits`` at slot i is h_i times the
-message's bits.
+same questions (:class:`SlotTable`), by the definitions of docs/architecture.md, from what a slot
+costs (:class:`SlotCosts`): slot i ends at t_i = s_i + c + r (c the compute time of a slot, r the
+time of its round with the parameter server, 0 on the walk) and starts at s_i = (i − 1)·(c + r) +
+h_i·hop, where h_i is the number of moves (hops to another node) before slot i (none with the
+server, where no token moves); ``bits`` at slot i is h_i times the message's bits plus i times the
+bits of a round (the server's download and upload). Stepped walks add these costs up slot by slot in
+the event engine's order (:func:`stepped_clock`), so their times are the event engine's bit for
+bit.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
+
+
+@dataclass(frozen=True)
+class SlotCosts:
+    """What every slot of a run costs, in the order the event engine pays it: the holder's
+    computation (``compute_seconds``); then the slot's round with the parameter server, if there is
+    one (``round_seconds`` for its transfers, ``round_bits`` each transfer's bits in order), which
+    the slot's end waits for; then, when the next holder is another node, the token's hop
+    (``hop_seconds``, ``hop_bits``) before the next slot starts. The walk has hops and no rounds,
+    the server a round every slot and no hops."""
+
+    compute_seconds: float
+    hop_seconds: float = 0.0
+    hop_bits: float = 0.0
+    round_seconds: float = 0.0
+    round_bits: tuple[float, ...] = ()
+
+    @property
+    def slot_seconds(self) -> float:
+        """A slot's own time, its hop left out: the computation and the round."""
+        return self.compute_seconds + self.round_seconds
+
+
+def stepped_clock(
+    costs: SlotCosts, holders: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """End and start time of each slot and the payload bits sent by each slot's end (runs × slots:
+    the holders of every slot of every run), with the event engine's arithmetic: times are running
+    sums of the costs in the order they are paid (computation, round, hop if the token moves; a
+    cost of zero is left out, adding it changes no bit), bits whole numbers summed exactly."""
+    batch, columns = holders.shape
+    moved = holders[:, 1:] != holders[:, :-1]
+    parts = [costs.compute_seconds] + ([costs.round_seconds] if costs.round_seconds else [])
+    hop = costs.hop_seconds != 0.0
+    width = len(parts) + hop  # increments per slot
+    increments = np.empty((batch, columns * width))
+    for p, value in enumerate(parts):
+        increments[:, p::width] = value
+    if hop:  # the hop after each slot (none after the last)
+        hops = increments[:, width - 1 :: width]
+        hops[:, :-1] = np.where(moved, costs.hop_seconds, 0.0)
+        hops[:, -1] = 0.0
+    cumulative = np.cumsum(increments, axis=1)
+    end_times = cumulative[:, len(parts) - 1 :: width]
+    starts = np.zeros((batch, columns))
+    starts[:, 1:] = cumulative[:, width - 1 :: width][:, :-1]
+    return end_times, starts, _sent(costs, moved)
+
+
+def _sent(costs: SlotCosts, moved: np.ndarray) -> np.ndarray:
+    """Bits sent by the end of each slot: a round's transfers during the slot, a hop's after it,
+    summed in that order (exactly, as products, when they are whole numbers below 2^53)."""
+    batch, columns = moved.shape[0], moved.shape[1] + 1
+    per_round = math.fsum(costs.round_bits)
+    whole = all(float(b).is_integer() for b in (*costs.round_bits, costs.hop_bits))
+    if whole and (per_round + costs.hop_bits) * columns < 2**53:
+        hops = np.zeros((batch, columns), dtype=np.int64)
+        np.cumsum(moved, axis=1, out=hops[:, 1:])
+        sent = costs.hop_bits * hops
+        if per_round:
+            sent += per_round * np.arange(1, columns + 1)
+        return sent
+    rounds = len(costs.round_bits)
+    width = rounds + 1  # per slot: the round's transfers, then the hop
+    increments = np.zeros((batch, 1 + columns * width))  # a zero first: nothing sent before
+    for p, bits in enumerate(costs.round_bits):
+        increments[:, 1 + p :: width] = bits
+    increments[:, width::width][:, :-1] = np.where(moved, costs.hop_bits, 0.0)
+    return np.cumsum(increments, axis=1)[:, rounds::width][:, :columns]
 
 
 class SlotTable(Protocol):
@@ -79,16 +153,15 @@ class StaySlots:
     next stay of its row, after ``hops[m]`` moves; sorted by row, then slot. Only the stays the
     measurement can ask about need be kept (a lookup answers from the last kept stay starting at
     or before the slot). ``per_run_visits`` (runs × nodes) are the slots each node held the token
-    within each run, summed as the stays were drawn."""
+    within each run, summed as the stays were drawn. Times and bits are those of ``costs``, as
+    products (the stays' tables agree with stepped walks in distribution, not in value)."""
 
     rows: np.ndarray
     starts: np.ndarray
     holders: np.ndarray
     hops: np.ndarray
     columns: int
-    seconds_per_slot: float
-    hop_seconds: float
-    message_bits: float
+    costs: SlotCosts
     per_run_visits: np.ndarray
 
     def _stay(self, rows: np.ndarray, slots: np.ndarray) -> np.ndarray:
@@ -100,13 +173,17 @@ class StaySlots:
         return self.holders[self._stay(rows, slots)]
 
     def end_time(self, rows: np.ndarray, slots: np.ndarray) -> np.ndarray:
-        return slots * self.seconds_per_slot + self._moved(rows, slots) * self.hop_seconds
+        costs = self.costs
+        return slots * costs.slot_seconds + self._moved(rows, slots) * costs.hop_seconds
 
     def start_time(self, rows: np.ndarray, slots: np.ndarray) -> np.ndarray:
-        return (slots - 1) * self.seconds_per_slot + self._moved(rows, slots) * self.hop_seconds
+        costs = self.costs
+        return (slots - 1) * costs.slot_seconds + self._moved(rows, slots) * costs.hop_seconds
 
     def bits(self, rows: np.ndarray, slots: np.ndarray) -> np.ndarray:
-        return self._moved(rows, slots) * self.message_bits
+        sent = self._moved(rows, slots) * self.costs.hop_bits
+        per_round = math.fsum(self.costs.round_bits)
+        return sent + slots * per_round if per_round else sent
 
     def _moved(self, rows: np.ndarray, slots: np.ndarray) -> np.ndarray:
         return self.hops[self._stay(rows, slots)]

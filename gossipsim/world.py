@@ -19,15 +19,17 @@ import networkx as nx
 import numpy as np
 
 from . import budget
-from .engine import Request
+from .engine import Request, round_seconds
 from .errors import ConfigError
 from .families import ExponentialFamily
 from .links import LinkModel, ServerLinks
+from .messages import Message
 from .models import Model, model_class
 from .protocols import BuildRequest, Protocol, StateTrace, WithRetrainBaseline, protocol_kind
-from .protocols.server import ServerRounds
+from .protocols.server import ServerRounds, server_round
 from .representations import Representation, Target, representation
 from .scheduling import IndexedGraph, stationary_distribution
+from .slottables import SlotCosts
 from .streams import DATA_TAG, TOPOLOGY, TOPOLOGY_TAG, run_stream
 from .topology import build_indexed
 
@@ -235,3 +237,29 @@ def make_protocol(world: World, data: Any, seed: np.random.SeedSequence) -> Prot
     if world.scenario.protocol.architecture == "server":
         protocol = ServerRounds(protocol)
     return protocol
+
+
+def slot_costs(world: World, bits: float | None = None) -> SlotCosts:
+    """What each slot of ``world``'s runs costs in time and bits when its protocol's messages are
+    ``bits`` long (the world's :attr:`World.message_bits` by default), as the event engine charges
+    it: on the walk, the compute time and a hop of the message when the token moves (every hop
+    alike: the channel declares ``homogeneous-delay``); with the server (``[protocol] architecture
+    = "server"``), the compute time and the round :class:`~gossipsim.protocols.server.ServerRounds`
+    makes, a download of the server's state then an upload of the message, both ``bits`` long
+    (messages of constant size), timed by the engine's
+    :func:`~gossipsim.engine.round_seconds` (every agent's links alike: the channel declares
+    ``homogeneous-server-links``). The vectorised engine's clocks read it
+    (:func:`~gossipsim.slottables.stepped_clock`)."""
+    bits = world.message_bits if bits is None else float(bits)
+    compute = world.scenario.compute_seconds
+    links = world.links
+    if world.scenario.protocol.architecture == "server":
+        round_ = server_round(0, Message(bits), Message(bits))  # agent 0: every agent's alike
+        transfers = round_.transfers
+        delays = [links.delay(t.sender, t.receiver, t.message.bits) for t in transfers]
+        return SlotCosts(
+            compute,
+            round_seconds=round_seconds(delays, round_.sequential),
+            round_bits=tuple(t.message.bits for t in transfers),
+        )
+    return SlotCosts(compute, hop_seconds=links.delay(0, 0, bits), hop_bits=bits)

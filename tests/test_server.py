@@ -5,8 +5,8 @@ The checks: with the same scheduler and seed the server learns exactly the walk'
 slot (the same holders, KL, retrain KL and latencies); each slot's time is compute + download +
 upload, each bits / rate + latency of its own link, computed by hand with numbers whose sums are
 exact in binary; each slot sends two messages; the direction of each transfer picks its link; the
-round-robin schedule; the retrain baseline, workers, the Python API and the vectorised engine's
-refusal; bad keys in one line."""
+round-robin schedule; the retrain baseline, workers, the Python API and the vectorised engine (the
+same numbers: tests/test_server_batches.py); bad keys in one line."""
 
 from __future__ import annotations
 
@@ -60,10 +60,11 @@ def _run(raw, **kwargs) -> gs.Results:
     return gs.run(gs.parse_study(raw), progress=None, **kwargs)
 
 
+@pytest.mark.parametrize("engine", ["event", "vectorized"])
 @pytest.mark.parametrize("scheduler", ["metropolis-hastings", "uniform", "round-robin"])
-def test_the_server_learns_the_walks_states_slot_for_slot(scheduler):
+def test_the_server_learns_the_walks_states_slot_for_slot(scheduler, engine):
     walk = _run(_raw("walk", scheduler), engine="event")
-    server = _run(_raw("server", scheduler))
+    server = _run(_raw("server", scheduler), engine=engine)
     a, b = walk.metrics, server.metrics
     assert len(a) == len(b) == 6 * 120
     for column in ("run", "iteration", "holder", "kl", "retrain_kl"):
@@ -195,17 +196,6 @@ def test_server_links_carry_only_transfers_with_the_server():
     assert links.delay(SERVER, 0, 4.0) == 3.0 and links.delay(0, SERVER, 4.0) == 4.0
     with pytest.raises(ValueError, match="to or from the server"):
         links.delay(1, 2, 8.0)
-
-
-def test_the_server_runs_on_the_event_engine():
-    study = gs.parse_study(_raw("server"))
-    worlds = gs.check(study)
-    from gossipsim.api import choose_engines
-
-    chosen, notes = choose_engines(study, worlds, "auto")
-    assert chosen == ["event"] and "protocol.architecture = server" in notes[0]
-    with pytest.raises(ConfigError, match=r"^--engine: .*protocol\.architecture = server"):
-        choose_engines(study, worlds, "vectorized")
 
 
 def test_a_sweep_over_the_architecture_on_workers(tmp_path, capsys):

@@ -20,7 +20,7 @@ from gossipsim.cli import main
 from gossipsim.errors import ConfigError
 from gossipsim.scenario import parse_study
 from gossipsim.scheduling import scheduler_for
-from gossipsim.slottables import StaySlots
+from gossipsim.slottables import SlotCosts, StaySlots
 from tests.helpers import to_toml
 
 MH = "metropolis-hastings"
@@ -109,9 +109,7 @@ def test_stay_slots_account_time_and_bits_by_hand() -> None:
         holders=np.array([2, 0, 1]),
         hops=np.array([0, 1, 2]),
         columns=9,
-        seconds_per_slot=0.5,
-        hop_seconds=0.25,
-        message_bits=128.0,
+        costs=SlotCosts(0.5, hop_seconds=0.25, hop_bits=128.0),
         per_run_visits=np.array([[1, 5, 3]]),
     )
     rows = np.zeros(6, dtype=np.int64)
@@ -429,11 +427,6 @@ def run_cli(raw: dict[str, Any], tmp_path, capsys, *extra: str) -> tuple[int, st
         ),
         ({}, ("--engine", "event"), "--engine event steps every slot"),
         (
-            {"protocol": {"architecture": "server"}},
-            (),
-            "protocol.architecture = server runs on the event engine",
-        ),
-        (
             {"metrics": {"record_every": 1000, "latency_window": 5}},
             (),
             "metrics.latency_window is not 1",
@@ -462,7 +455,7 @@ def test_bad_input_is_one_line(tmp_path, capsys, change, extra, words) -> None:
 
 def test_validate_refuses_what_run_refuses(tmp_path, capsys) -> None:
     raw = scenario({"kind": "star", "nodes": 5}, 20, iterations=500)
-    raw["protocol"] = {"architecture": "server"}
+    raw["metrics"] = {"record_every": 1000, "latency_window": 5}
     path = tmp_path / "s.toml"
     path.write_text(to_toml(raw), encoding="utf-8")
     assert main(["validate", str(path)]) == 2

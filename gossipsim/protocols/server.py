@@ -38,6 +38,15 @@ from ..messages import SERVER, Message, Round, Transfer
 from .base import Protocol, Recovery, StateTrace
 
 
+def server_round(agent: int, download: Message, upload: Message) -> Round:
+    """The slot's round with ``agent``: the ``download`` of the server's state to it, then the
+    ``upload`` of its update to the server, one after the other. The vectorised engine charges the
+    same round (:func:`gossipsim.world.slot_costs`)."""
+    return Round(
+        (Transfer(SERVER, agent, download), Transfer(agent, SERVER, upload)), sequential=True
+    )
+
+
 class ServerRounds(Protocol):
     """Run ``protocol`` with a parameter server: each slot a download and an upload (see the
     module docstring)."""
@@ -66,10 +75,7 @@ class ServerRounds(Protocol):
             self._rounds = {}
         found = self._rounds.get(holder)
         if found is None:
-            found = self._rounds[holder] = Round(
-                (Transfer(SERVER, holder, Message(down)), Transfer(holder, SERVER, message)),
-                sequential=True,
-            )
+            found = self._rounds[holder] = server_round(holder, Message(down), message)
         return found
 
     def on_round(self, slot: int, delivered: Sequence[bool]) -> None:
