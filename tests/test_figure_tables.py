@@ -31,7 +31,7 @@ FIG3 = base_scenario(
 )
 #: a sweep with a request (the latency and unlearning figures), CSV tables only
 REQUESTS = base_scenario(
-    scenario={"name": "r", "seed": 3, "runs": 6, "iterations": 120},
+    scenario={"name": "r", "seed": 3, "runs": 4, "iterations": 80},
     topology={"kind": "ring", "nodes": 6},
     unlearning=[{"node": 2, "at_iteration": 30}],
     sweep={"topology.nodes": [8, 6]},
