@@ -54,21 +54,29 @@ SLOW = (
     "dsvgd_breast_cancer",
 )
 
-# The child of --per-figure: reads the folder once, then draws each figure gossipsim plot draws,
-# timed on its own; prints {figure: seconds} as JSON on its last line.
+# The child of --per-figure: reads the folder once as gossipsim plot reads it (without its study
+# where this gossipsim wrote it, else with load_results), then draws each figure gossipsim plot
+# draws, timed on its own; prints {figure: seconds} as JSON on its last line. (Where a figure
+# imports a module first, e.g. SciPy's optimiser for a graph's layout, its time includes it.)
 PER_FIGURE = r"""
 import json, sys, time
 from pathlib import Path
-from gossipsim.results import load_results
+from gossipsim import results
 from gossipsim import plots
 
 folder, out = Path(sys.argv[1]), Path(sys.argv[2])
 out.mkdir(parents=True, exist_ok=True)
 start = time.perf_counter()
-res = load_results(folder)
+drawn = getattr(results, "load_figure_tables", lambda folder: None)(folder)
+if drawn is None:
+    res = results.load_results(folder)
+    args = (res.metrics, res.runs, res.requests, res.visits, res.figure_summary(), "median",
+            res.graphs, res.particles)
+else:
+    args = (drawn.metrics, drawn.runs, drawn.requests, drawn.visits, drawn.summary, "median",
+            drawn.graphs, drawn.particles)
 times = {"(reading the folder)": time.perf_counter() - start}
-jobs = plots._figure_jobs(res.metrics, res.runs, res.requests, res.visits, res.figure_summary(),
-                          "median", res.graphs, res.particles)
+jobs = plots._figure_jobs(*args)
 for name, job in jobs.items():
     start = time.perf_counter()
     if job(out / f"{name}.png") is not None:

@@ -9,6 +9,7 @@ prints one line and exits with status 130.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import gc
 import json
@@ -18,7 +19,7 @@ import re
 import sys
 import tomllib
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -305,6 +306,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse: --help, --version, or a usage error already printed
         return int(exc.code or 0)
+    args.own_process = argv is None  # the process ends with the command
     try:
         handler = {
             "run": _cmd_run,
@@ -817,29 +819,44 @@ def _cmd_hitting(args: argparse.Namespace) -> int:
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
-    from .folderfiles import check_output_folder
-    from .results import load_results
-
     folder = Path(args.dir)
-    if args.figure:
-        from .plots import FIGURES
+    with _collector_paused(getattr(args, "own_process", False)):
+        from .folderfiles import check_output_folder
+        from .plots import FIGURES, plot_results  # matplotlib: imported with the collector paused
+        from .results import load_figure_tables
 
-        unknown = [name for name in args.figure if name not in FIGURES]
-        if unknown:
-            raise ConfigError(
-                "--figure", f"unknown figure {unknown[0]!r}; allowed: {', '.join(FIGURES)}"
-            )
-    results = load_results(folder)
+        if args.figure:
+            unknown = [name for name in args.figure if name not in FIGURES]
+            if unknown:
+                raise ConfigError(
+                    "--figure", f"unknown figure {unknown[0]!r}; allowed: {', '.join(FIGURES)}"
+                )
+        # a folder this gossipsim wrote: its tables and summary.json, without its study
+        drawn = load_figure_tables(folder)
+        results = None
+        if drawn is None:  # another version's folder, or one without its graphs: the study too
+            from .results import load_results
+
+            results = load_results(folder)
     check_output_folder(folder / "plots", "DIR")
-    if not results.graphs:  # a folder of an older gossipsim, without graphs/: build them again
+    if results is not None and not results.graphs:  # an older folder, without graphs/: build them
         try:
             results.graphs = _graphs(results.study)
         except (ConfigError, OSError) as exc:
             print(f"gossipsim: note: graph drawing skipped ({exc})", file=sys.stderr)
     try:
-        written = results.plot(
-            folder / "plots", which=args.figure, fmt=args.format, statistic=args.statistic
-        )
+        if drawn is not None:
+            paths = plot_results(
+                drawn.metrics, drawn.runs, drawn.requests, drawn.visits, drawn.summary,
+                folder / "plots", fmt=args.format, statistic=args.statistic,
+                graphs=drawn.graphs, which=args.figure, particles=drawn.particles,
+            )  # fmt: skip
+            written: dict[str, Any] = {p.stem: p for p in paths}
+        else:
+            assert results is not None
+            written = results.plot(
+                folder / "plots", which=args.figure, fmt=args.format, statistic=args.statistic
+            )
     except Exception as exc:  # one line, never a traceback; the tables stay
         from .executors import describe_error
 
@@ -847,7 +864,27 @@ def _cmd_plot(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     for path in written.values():
         print(path)
+    if getattr(args, "own_process", False):
+        gc.freeze()  # the process ends: a collection at exit would examine every object for nothing
     return 0
+
+
+@contextlib.contextmanager
+def _collector_paused(own_process: bool) -> Iterator[None]:
+    """In a process that ends with the command (``own_process``), no garbage collection while the
+    block imports modules and reads tables, which live to the end, and everything made so far
+    frozen out of the collector's reach after it: collections examined them again and again
+    (about 0.1-0.2 s of ``gossipsim plot`` on Fig. 3's folder). Elsewhere (``main(argv)`` called
+    from Python) the collector is left alone."""
+    if not own_process or not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        gc.enable()
 
 
 def _cmd_list(args: argparse.Namespace) -> int:

@@ -29,10 +29,12 @@ import inspect
 import platform
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
-from .scenario import Study
+
+if TYPE_CHECKING:  # the source's hashes are read without the scenario's machinery (gossipsim plot)
+    from .scenario import Study
 
 #: the libraries whose versions are recorded (their numbers are the runs' numbers)
 LIBRARIES = ("numpy", "scipy", "networkx", "simpy")

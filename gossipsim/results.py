@@ -19,15 +19,16 @@ import math
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import pandas as pd
 
+from . import __version__
 from .columns import METRIC_COLUMNS, RUN_COLUMNS
 from .divergences import Divergence, divergences
 from .errors import ConfigError
@@ -38,12 +39,12 @@ from .folderfiles import (  # stale staging folders are removed by the next run 
     read_meta,
 )
 from .graphfiles import LAYOUT_KEYS, MAX_SAVED_NODES, graph_files, read_graph, write_graphs
-from .manifest import check_file, check_rows, check_summary, recorded, sealed
+from .manifest import DIGEST_KEY, FILES_KEY, check_file, check_rows, check_summary, recorded, sealed
 from .metrics import quantile_summary
-from .scenario import Study, parse_study
+from .plotting.stats import cover_moves, interval_record
 from .sweeps import GRAPH_SWEEP_KEY, is_graph_description
 from .textfiles import checked_path
-from .tidy import tidy, variant_dtype
+from .tidy import flat_values, tidy, variant_dtype
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
 
     from .executors import RunFailure
     from .measure import BatchOutput, RunOutput
+    from .scenario import Study  # the scenario's machinery (its models) is imported where read
 
 REQUEST_COLUMNS = [
     "variant", "run", "request", "node", "request_iteration", "request_time", "settled_at_request",
@@ -100,9 +102,10 @@ class Results:
     def figure_summary(self) -> dict[str, Any]:
         """What the figures read of the summary: :meth:`summary` without the censored estimates
         (``cover``, and each latency of ``per_request``: Kaplan–Meier estimates, which import
-        SciPy's statistics), with the latency estimates of summary.json where this Results was
-        read from a folder (:attr:`read_summary`; the latency figure checks them against the
-        tables, and estimates what is missing or does not agree)."""
+        SciPy's statistics) and the cover figure's mean with its interval (``cover_mean``), with
+        those of summary.json where this Results was read from a folder (:attr:`read_summary`;
+        the latency and cover figures check them against the tables, and estimate what is
+        missing or does not agree)."""
         out = self.summary(estimates=False)
         read = (self.read_summary or {}).get("variants")
         if not isinstance(read, dict):
@@ -115,6 +118,8 @@ class Results:
                     (o for o in items or [] if isinstance(o, dict) and _same_request(o, item)), {}
                 )
                 item.update({k: old[k] for k in LATENCIES if isinstance(old.get(k), dict)})
+            if isinstance(stored, dict) and isinstance(stored.get("cover_mean"), dict):
+                entry["cover_mean"] = stored["cover_mean"]  # checked by the figure (its runs)
         return out
 
     @property
@@ -133,7 +138,8 @@ class Results:
     def summary(self, *, estimates: bool = True) -> dict[str, Any]:
         """Resolved scenario and, per variant, mean / median / 12.5th / 87.5th percentile of every
         numeric column of runs.csv and requests.csv. ``estimates=False`` leaves out the censored
-        estimates (``cover`` and the latencies of ``per_request``)."""
+        estimates (``cover`` and the latencies of ``per_request``) and the mean cover time of the
+        covered runs with its Student t interval (``cover_mean``, what the cover figure draws)."""
         out: dict[str, Any] = {
             "name": self.study.name,
             "scenario_file": self.study.path,
@@ -158,6 +164,9 @@ class Results:
             runs = self.runs[self.runs["variant"] == label]
             if estimates:
                 entry["cover"] = {"unit": COVER_UNIT, **_jsonable(cover_summary(runs))}
+                moves, _ = cover_moves(runs)
+                if moves.size:  # the cover figure's mean and its Student t interval
+                    entry["cover_mean"] = _jsonable(interval_record(moves))
             entry["per_request"] = _jsonable(self.request_entries(label, estimates=estimates))
             entry["failed_runs"] = int((self.failures["variant"] == label).sum())
             entry["runs_with_nonfinite_kl"] = self.nonfinite_runs(label)
@@ -835,9 +844,16 @@ def load_results(out_dir: str | os.PathLike[str]) -> Results:
     cannot read, or that a command is writing, is a one-line ConfigError for ``DIR`` naming the
     file; visits.csv and failures.csv, missing in folders of older versions, and particles.csv,
     missing where no variant keeps particle sets, are then empty tables."""
-    d = checked_path(out_dir, "DIR")
+    return _reading(checked_path(out_dir, "DIR"), _load)
+
+
+_T = TypeVar("_T")
+
+
+def _reading(d: Path, read: Callable[[Path], _T]) -> _T:
+    """``read(d)``; a ConfigError where a command is writing the folder says so (not damaged)."""
     try:
-        return _load(d)
+        return read(d)
     except ConfigError:
         from .folderlock import holder, in_use_message
 
@@ -852,24 +868,7 @@ def _load(d: Path) -> Results:
     study = _rebuilt_study(summary, d)
     labels = [v.label for v in study.variants]
     values = [v.values for v in study.variants]
-    types = _column_types(summary, d / "summary.json")
-    empty = {"visits": VISIT_COLUMNS, "failures": FAILURE_COLUMNS, "particles": PARTICLE_COLUMNS}
-    tables = {}
-    # the files that must hold the tables: the CSV files, unless summary.json says the tables
-    # were written as Parquet only (Parquet copies beside CSV files may be deleted; they are read
-    # where they are there)
-    written = summary.get("table_formats")
-    required = "parquet" if written == ["parquet"] else "csv"
-    for stem in TABLES:
-        table, path = _read_table(d, stem, labels, empty.get(stem), required, summary)
-        table = _with_types(table, (types or {}).get(stem) or _OLD_TYPES, labels, path)
-        if path is not None and "variant" in table and table["variant"].isna().any():
-            raise ConfigError(
-                "DIR", f"{str(path)!r} has rows of no variant of the study; run the scenario again"
-            )
-        tables[stem] = tidy(table, labels, values)
-    if "served" not in tables["requests"].columns:  # a folder of an older gossipsim
-        tables["requests"] = with_censoring(tables["requests"], tables["runs"])
+    tables = _read_tables(d, summary, labels, values)
     entries = summary.get("variants", {})
     results = Results(
         study, tables["metrics"], tables["runs"], tables["requests"], tables["visits"],
@@ -890,6 +889,118 @@ def _load(d: Path) -> Results:
         results.run_record = {k: v for k, v in record.items() if k not in PROGRESS_KEYS}
     results.read_summary = summary
     return results
+
+
+def _read_tables(
+    d: Path,
+    summary: dict[str, Any],
+    labels: Sequence[str],
+    values: Sequence[Mapping[str, Any]],
+    *,
+    unread: Mapping[str, Collection[str]] | None = None,
+) -> dict[str, pd.DataFrame]:
+    """Every table of the folder, checked (:func:`_read_table`), with its recorded column types
+    and tidy (:func:`~gossipsim.tidy.tidy`: the variant's swept keys as columns, from
+    ``values``). The swept keys' columns in the files are not read (tidy makes them again), nor
+    the columns ``unread`` names for a table."""
+    types = _column_types(summary, d / "summary.json")
+    empty = {"visits": VISIT_COLUMNS, "failures": FAILURE_COLUMNS, "particles": PARTICLE_COLUMNS}
+    swept = {key for v in values for key in flat_values(v)}  # tidy makes their columns
+    tables = {}
+    # the files that must hold the tables: the CSV files, unless summary.json says the tables
+    # were written as Parquet only (Parquet copies beside CSV files may be deleted; they are read
+    # where they are there)
+    written = summary.get("table_formats")
+    required = "parquet" if written == ["parquet"] else "csv"
+    for stem in TABLES:
+        skip = swept | set((unread or {}).get(stem, ()))
+        table, path = _read_table(d, stem, labels, empty.get(stem), required, summary, skip)
+        table = _with_types(table, (types or {}).get(stem) or _OLD_TYPES, labels, path)
+        if path is not None and "variant" in table and table["variant"].isna().any():
+            raise ConfigError(
+                "DIR", f"{str(path)!r} has rows of no variant of the study; run the scenario again"
+            )
+        tables[stem] = tidy(table, labels, values)
+    if "served" not in tables["requests"].columns:  # a folder of an older gossipsim
+        tables["requests"] = with_censoring(tables["requests"], tables["runs"])
+    return tables
+
+
+#: metrics.csv's columns that no figure draws (``gossipsim plot`` does not read them)
+UNDRAWN_COLUMNS = {"metrics": ("holder", "bits")}
+
+
+@dataclass
+class FigureTables:
+    """What ``gossipsim plot`` draws of a results folder (:func:`load_figure_tables`): the tables
+    (without the swept keys' columns and :data:`UNDRAWN_COLUMNS`), what the figures read of the
+    summary (:meth:`Results.figure_summary`) and the graphs."""
+
+    metrics: pd.DataFrame
+    runs: pd.DataFrame
+    requests: pd.DataFrame
+    visits: pd.DataFrame
+    particles: pd.DataFrame
+    summary: dict[str, Any]
+    graphs: dict[str, nx.Graph]
+
+
+def load_figure_tables(out_dir: str | os.PathLike[str]) -> FigureTables | None:
+    """What the figures of a results folder draw, read without rebuilding its study (which imports
+    the scenario's model, family and SciPy: about 0.15-0.3 s of ``gossipsim plot``): the
+    figures' summary is summary.json's, which is :meth:`Results.figure_summary` of the folder
+    when this gossipsim wrote it (its version and the hash of each of its source files, as the
+    folder's record ``.gossipsim/study.json`` holds them, are this one's). None for any other
+    folder (another version's, one without a record or without its graphs): then
+    :func:`load_results`. The tables are checked as :func:`load_results` checks them, and a
+    damaged folder is the same one-line ConfigError."""
+    return _reading(checked_path(out_dir, "DIR"), _load_figure_tables)
+
+
+def _load_figure_tables(d: Path) -> FigureTables | None:
+    summary = _read_summary(d)
+    entries = summary.get("variants")
+    if (
+        not _written_by_this_code(d)
+        or not entries
+        or not all(
+            isinstance(e, dict) and isinstance(e.get("values"), dict) for e in entries.values()
+        )
+    ):
+        return None
+    graphs = _read_graphs(d, entries)
+    if not graphs:  # gossipsim plot builds them from the study
+        return None
+    labels = list(entries)
+    swept = {key for entry in entries.values() for key in flat_values(entry["values"])}
+    unread = {stem: swept | set(UNDRAWN_COLUMNS.get(stem, ())) for stem in TABLES}
+    tables = _read_tables(d, summary, labels, [{}] * len(labels), unread=unread)
+    _restore_node_labels(tables, graphs.values())
+    figures = {
+        k: v for k, v in summary.items() if k not in (FILES_KEY, DIGEST_KEY, "table_formats")
+    }
+    # the censored estimates of the cover time are not drawn (Results.figure_summary)
+    figures["variants"] = {
+        label: {k: v for k, v in entry.items() if k != "cover"} for label, entry in entries.items()
+    }
+    return FigureTables(
+        tables["metrics"], tables["runs"], tables["requests"], tables["visits"],
+        tables["particles"], figures, graphs,
+    )  # fmt: skip
+
+
+def _written_by_this_code(d: Path) -> bool:
+    """Whether the folder's record says this gossipsim (version and source) made its runs, so
+    that its summary.json is what this code computes from its tables."""
+    from .provenance import source_hashes
+
+    record = read_meta(d)
+    code = record.get("code") if isinstance(record, dict) else None
+    return (
+        isinstance(code, dict)
+        and code.get("gossipsim") == __version__
+        and code.get("source") == source_hashes()
+    )
 
 
 #: the columns whose cells are node labels
@@ -984,6 +1095,8 @@ def _column_types(summary: dict[str, Any], path: Path) -> dict[str, dict[str, st
 def _rebuilt_study(summary: dict[str, Any], d: Path) -> Study:
     """The study of summary.json's scenario, paths resolved against the original scenario file's
     folder (nothing is read from them); infinities written as "inf" are tried as numbers too."""
+    from .scenario import parse_study  # the scenario's machinery: imported where a study is read
+
     raw = _with_saved_graph(summary["scenario"], summary, d)
     path = summary.get("scenario_file")
     path = path if isinstance(path, str) else None
@@ -1063,10 +1176,13 @@ def _read_table(
     optional: Sequence[str] | None,
     required: str,
     summary: dict[str, Any],
+    skip: Collection[str] = (),
 ) -> tuple[pd.DataFrame, Path | None]:
     """A table from its Parquet file when there is one (and pyarrow to read it), else its CSV
     file (the file of the ``required`` kind must exist), and the file it came from; the file is
-    first checked against what summary.json records of it (size, checksum), and its rows after."""
+    first checked against what summary.json records of it (size, checksum), and its rows after.
+    The columns of ``skip`` are left unread (a Parquet file's are known from summary.json's
+    column types; where it records none, every column is read)."""
     path = d / f"{stem}.csv"
     copy = d / f"{stem}.parquet"
     needed = d / f"{stem}.{required}"
@@ -1087,9 +1203,15 @@ def _read_table(
     check_file(d, where.name, summary)
     try:
         if where == copy:
-            table = pd.read_parquet(copy)
+            names = ((summary.get("columns") or {}).get(stem) or {}) if skip else {}
+            kept = [c for c in names if c not in skip] if isinstance(names, dict) else []
+            table = pd.read_parquet(copy, columns=kept if kept else None)
         else:
-            table = pd.read_csv(path, dtype={"variant": variant_dtype(labels)})
+            table = pd.read_csv(
+                path,
+                dtype={"variant": variant_dtype(labels)},
+                usecols=(lambda c: c not in skip) if skip else None,
+            )
     except (OSError, ValueError, pd.errors.ParserError) as exc:
         raise ConfigError(
             "DIR", f"{str(where)!r} cannot be read ({_reason(exc)}); run the scenario again"

@@ -58,6 +58,24 @@ def test_a_mean_comes_with_its_confidence_interval_a_median_with_percentiles():
         across_runs(values, "mode")
 
 
+def test_a_median_band_with_runs_missing_at_some_points_is_nanpercentile_s_bit_for_bit():
+    """Points where some runs have no value (NaN: before a run's first row on the time grid) take
+    the nan-aware percentiles, the others the plain ones: together exactly ``np.nanpercentile``
+    of the whole matrix (ties and all), NaN where no run has a value."""
+    rng = np.random.default_rng(4)
+    values = np.round(rng.exponential(size=(301, 9)), 1)  # rounded: many ties
+    values[:40, 1] = np.nan
+    values[::3, 4] = np.nan
+    values[:, 6] = np.nan  # no run there
+    values[7, 8] = np.nan
+    band = across_runs(values, "median")
+    with np.errstate(all="ignore"), pytest.warns(RuntimeWarning):
+        lo, center, hi = np.nanpercentile(values, [12.5, 50, 87.5], axis=0)
+    for got, expected in ((band.lo, lo), (band.center, center), (band.hi, hi)):
+        np.testing.assert_array_equal(got, expected)
+    assert np.isnan(band.center[6]) and not np.isnan(band.center[[0, 1, 4, 8]]).any()
+
+
 # ---------------------------------------------------------------------------------------------------
 # layout
 

@@ -378,6 +378,11 @@ def wrap(text: str, width_in: float, fontsize: float) -> str:
     it has none."""
     out: list[str] = []
     for line in text.split("\n"):
+        # a line that fits is kept whole, as the loop below keeps it (no word or start of a line
+        # is wider than the line), measured once instead of once per word and per trial
+        if text_width_in(line, fontsize) <= width_in:
+            out.append(line)
+            continue
         current = ""
         for word in line.split(" "):
             pieces = [word]

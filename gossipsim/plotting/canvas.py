@@ -42,10 +42,60 @@ def png_bytes(fig: Figure, dpi: float = DISPLAY_DPI) -> bytes:
     return buffer.getvalue()
 
 
+class SharedTextCanvas(FigureCanvasAgg):
+    """An Agg canvas whose renderers share what they measure of text: one mathtext parser for
+    all (:data:`_MATHTEXT`), and the width, height and descent of each plain text for the
+    renderers of this figure.
+
+    A figure is laid out on one renderer and saved, cropped to another size, on another, and
+    matplotlib keeps what it measured per renderer: every text was measured twice (FreeType's
+    layout of a string, about 0.5-1 ms with this matplotlib: about half a figure's text work) and
+    every log axis's tick label (``$\\mathdefault{10^{-9}}$``) parsed again by each renderer's own
+    parser (24 parses of 6 labels for the two KL figures of Fig. 3, about 5 ms each). What is
+    measured depends on the text, its font and the resolution (a parse on the hinting too, in its
+    parser's cache key): the renderers of a figure have the same resolution, so the same numbers,
+    and the same pixels. Shared per figure, as matplotlib's own cache is per renderer: a change
+    of the fonts' settings between two drawings of one figure is seen by neither."""
+
+    def __init__(self, figure: Figure | None = None) -> None:
+        super().__init__(figure)
+        self._text_sizes: dict[tuple[Any, ...], tuple[float, float, float]] = {}
+
+    def get_renderer(self, *args: Any, **kwargs: Any) -> Any:
+        global _MATHTEXT
+        renderer = super().get_renderer(*args, **kwargs)
+        if getattr(renderer, "_shared_text", None) is self:
+            return renderer
+        parser = getattr(renderer, "mathtext_parser", None)
+        if parser is not None:
+            if _MATHTEXT is None:
+                _MATHTEXT = parser
+            renderer.mathtext_parser = _MATHTEXT
+        measure = renderer.get_text_width_height_descent  # the renderer's own method
+
+        def text_size(s: str, prop: Any, ismath: Any) -> tuple[float, float, float]:
+            if ismath:  # mathtext: the shared parser's cache; TeX: matplotlib's
+                return measure(s, prop, ismath)
+            key = (s, prop.copy(), renderer.dpi)  # a copy: a FontProperties can be changed
+            found = self._text_sizes.get(key)
+            if found is None:
+                found = self._text_sizes[key] = measure(s, prop, ismath)
+            return found
+
+        renderer.get_text_width_height_descent = text_size
+        renderer._shared_text = self
+        return renderer
+
+
+#: the mathtext parser of every :class:`SharedTextCanvas` (the first renderer's)
+_MATHTEXT: Any = None
+
+
 def new_figure(width: float, height: float) -> PlotFigure:
-    """A figure of ``width`` × ``height`` inches with constrained layout and its own Agg canvas."""
+    """A figure of ``width`` × ``height`` inches with constrained layout and its own Agg canvas
+    (:class:`SharedTextCanvas`)."""
     fig = PlotFigure(figsize=(width, height), layout="constrained")
-    FigureCanvasAgg(fig)
+    SharedTextCanvas(fig)
     engine = cast(Any, fig.get_layout_engine())
     engine.set(h_pad=0.03, w_pad=0.03, hspace=0.03, wspace=0.03)
     return fig

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -86,28 +87,29 @@ def step_values_on_grid(
     last row with time ≤ g (NaN before its first row); rows are in ascending run order, and each
     run's times are non-decreasing in table order.
 
-    All runs at once, with exact comparisons: a row covers the grid points from the first one at or
-    after its time (``searchsorted(grid, t, "left")``, an exact float comparison), and run r's
-    rows are offset by r·(G + 1), so one ``searchsorted`` over integers finds each run's
-    ``searchsorted(t_r, grid, "right") − 1``. (Ranking the times and the grid together sorted
-    every row again: most of a KL-vs-time figure of thousands of runs.)"""
+    All runs at once, with exact comparisons and no search per grid point: a row covers the grid
+    points from the first one at or after its time (``searchsorted(grid, t, "left")``, an exact
+    float comparison), so each run's latest row at each grid point is the running maximum, along
+    the grid, of the latest row that starts covering there (a runs × grid table of row numbers, as
+    :func:`band_matrix` carries values forward). (Ranking the times and the grid together sorted
+    every row again: most of a KL-vs-time figure of thousands of runs; a search of every run's
+    rows for every grid point was still about a third of it.)"""
     runs = np.asarray(runs)
     order = np.argsort(runs, kind="stable")  # each run's rows together, in table order
     times = np.asarray(times, dtype=float)[order]
     values = np.asarray(values, dtype=float)[order]
     grid = np.asarray(grid, dtype=float)
-    _, first = np.unique(runs[order], return_index=True)
-    counts = np.diff(np.append(first, times.size))
-    scale = np.int64(grid.size + 1)
-    run_of_row = np.repeat(np.arange(first.size, dtype=np.int64), counts)
-    keys = run_of_row * scale + np.searchsorted(grid, times, side="left")
-    queries = (
-        np.arange(first.size, dtype=np.int64)[:, None] * scale
-        + np.arange(grid.size, dtype=np.int64)[None, :]
-    )
-    last = np.searchsorted(keys, queries, side="right") - 1  # a row of this run or an earlier one
-    started = last >= first[:, None]
-    return np.where(started, values[np.clip(last, 0, None)], np.nan)
+    run_ids, row_run = _sorted_codes(runs[order])
+    width = grid.size + 1  # a last column for rows after the grid's end
+    # non-decreasing: runs in ascending order, each run's rows in time order
+    cell = row_run * width + np.searchsorted(grid, times, side="left")
+    starts = np.full(run_ids.size * width, -1, dtype=np.int64)  # the latest row starting there
+    ends = np.flatnonzero(np.diff(cell, append=cell[-1] + 1 if cell.size else 0))  # last of each
+    starts[cell[ends]] = ends
+    latest = starts.reshape(run_ids.size, width)
+    np.maximum.accumulate(latest, axis=1, out=latest)
+    latest = latest[:, : grid.size]
+    return np.where(latest >= 0, values[np.clip(latest, 0, None)], np.nan)
 
 
 def across_runs(values: np.ndarray, statistic: str = "median") -> Band:
@@ -125,12 +127,19 @@ def across_runs(values: np.ndarray, statistic: str = "median") -> Band:
     if values.shape[0] == 0:
         nothing = np.full(values.shape[1:], np.nan)
         return Band(nothing, nothing, nothing, statistic)
-    if not np.isnan(values).any():  # the nan-aware reductions are much slower
-        lo, center, hi = np.percentile(values, [PERCENTILES[0], 50.0, PERCENTILES[1]], axis=0)
+    q = [PERCENTILES[0], 50.0, PERCENTILES[1]]
+    gaps = np.isnan(values).any(axis=0)  # the points where some run has no value
+    if not gaps.any():
+        lo, center, hi = np.percentile(values, q, axis=0)
         return Band(center, lo, hi, statistic)
+    # the nan-aware reduction (much slower: a column at a time) only where it is needed; on a
+    # column without NaN it gives np.percentile's values, bit for bit
+    out = np.empty((len(q), values.shape[1]))
+    out[:, ~gaps] = np.percentile(values[:, ~gaps], q, axis=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        lo, center, hi = np.nanpercentile(values, [PERCENTILES[0], 50.0, PERCENTILES[1]], axis=0)
+        out[:, gaps] = np.nanpercentile(values[:, gaps], q, axis=0)
+    lo, center, hi = out
     return Band(center, lo, hi, statistic)
 
 
@@ -158,8 +167,59 @@ def mean_ci(
     return mean, mean - half, mean + half
 
 
-def mean_and_half_width(samples: np.ndarray, level: float = CONFIDENCE) -> tuple[float, float]:
+def mean_and_half_width(
+    samples: np.ndarray, level: float = CONFIDENCE, *, recorded: Any = None
+) -> tuple[float, float]:
     """Mean of the finite samples and the half-width of its ``level`` confidence interval (NaN
-    without two samples)."""
-    mean, lo, hi = mean_ci(np.asarray(samples, dtype=float)[:, None], level)
-    return float(mean[0]), float((hi[0] - lo[0]) / 2)
+    without two samples). ``recorded``: these numbers as summary.json holds them
+    (:func:`interval_record`), taken when they are of these samples (the same count, the same
+    mean to the bit, the same level), so that no Student t quantile is computed (SciPy's import,
+    about 0.1 s of a figure command); else computed again."""
+    samples = np.asarray(samples, dtype=float)
+    if isinstance(recorded, dict) and recorded.get("level") == level:
+        n = int(np.isfinite(samples).sum())
+        mean = _finite_mean(samples)
+        half = recorded.get("half_width")
+        if (
+            recorded.get("samples") == n
+            and recorded.get("mean") == mean
+            and (isinstance(half, float) or (half is None and n < 2))
+        ):
+            return mean, float("nan") if half is None else half
+    mean_, lo, hi = mean_ci(samples[:, None], level)
+    return float(mean_[0]), float((hi[0] - lo[0]) / 2)
+
+
+def _finite_mean(samples: np.ndarray) -> float:
+    """:func:`mean_ci`'s mean of one column, by the same arithmetic (NaN without samples)."""
+    values = samples[:, None]
+    finite = np.isfinite(values)
+    n = finite.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(finite, values, 0.0).sum(axis=0) / n
+    return float(np.where(n > 0, mean, np.nan)[0])
+
+
+def interval_record(samples: np.ndarray, level: float = CONFIDENCE) -> dict[str, Any]:
+    """A mean's ``level`` confidence interval as summary.json records it (the cover figure's,
+    ``cover_mean``): the number of finite samples, their mean and the half-width
+    (:func:`mean_and_half_width`; None without two samples)."""
+    samples = np.asarray(samples, dtype=float)
+    mean, half = mean_and_half_width(samples, level)
+    return {
+        "samples": int(np.isfinite(samples).sum()),
+        "mean": mean,
+        "half_width": half if np.isfinite(half) else None,
+        "level": level,
+    }
+
+
+def cover_moves(runs: pd.DataFrame) -> tuple[np.ndarray, int]:
+    """The cover times (moves: the cover iteration − 1) of the runs of ``runs`` that covered the
+    graph, and the number of runs (tables of older folders lack ``cover_moves``)."""
+    moves = (
+        runs["cover_moves"].to_numpy(dtype=float, na_value=np.nan)
+        if "cover_moves" in runs
+        else runs["cover_iteration"].to_numpy(dtype=float, na_value=np.nan) - 1
+    )
+    return moves[np.isfinite(moves)], moves.size

@@ -25,9 +25,10 @@ A new kind is a :class:`Scheduler` subclass with ``@register`` above it, in :mod
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import networkx as nx
 import numpy as np
-import scipy.sparse as sp
 
 from .base import (
     SCHEDULER_KINDS,
@@ -46,6 +47,9 @@ from .graph import CSR, IndexedGraph, RangeIndex
 from .jump import JumpChain
 from .kinds import MetropolisHastings, SimpleRandomWalk, Uniform
 from .walker import Walker
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp  # imported where a matrix is built (base.py)
 
 __all__ = [
     "CSR",

@@ -28,14 +28,17 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar, TypeVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..errors import ConfigError
 from .graph import CSR, IndexedGraph
 from .jump import JumpChain
+
+if TYPE_CHECKING:  # SciPy's sparse matrices are imported where they are built: reading a
+    # scheduler (a scenario, a figure's stationary share) does not pay for them
+    import scipy.sparse as sp
 
 #: uniforms drawn per refill (:func:`uniform_blocks`, also in a scheduler of one's own); fixed so the
 #: stream does not depend on the run length
@@ -100,6 +103,8 @@ class Scheduler:
     def transition_matrix(self, g: IndexedGraph, view: NodeView | None = None) -> sp.csr_array:
         """Transition matrix ``P[k, j]`` of the walk, sparse CSR: the edge weights, plus the rest of
         each row on the diagonal (entries below 1e-15 dropped) when the rule may stay."""
+        import scipy.sparse as sp
+
         n = g.size
         rows = np.repeat(np.arange(n), g.degree)
         cols = g.indices
@@ -120,6 +125,8 @@ class Scheduler:
         n = g.size
         if n == 1:
             return np.ones(1)
+        import scipy.sparse as sp
+
         a = (sp.identity(n, format="csr") - self.transition_matrix(g, view)).T.tolil()
         a[n - 1, :] = np.ones(n)  # one balance equation is redundant: replace it by Σ π = 1
         b = np.zeros(n)

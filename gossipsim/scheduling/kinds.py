@@ -26,13 +26,16 @@ with ``@register`` above it, or a class in a module of one's own named by import
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from .base import UNIFORM_BLOCK, NodeView, Scheduler, machine_csr, register, uniform_blocks
 from .graph import CSR, IndexedGraph
 from .jump import JumpChain
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp  # imported where a matrix is built (base.py says why)
 
 
 @register
@@ -146,6 +149,8 @@ class Uniform(Scheduler):
     def transition_matrix(self, g: IndexedGraph, view: NodeView | None = None) -> sp.csr_array:
         """Every entry 1/K, dense data in CSR form: only for small graphs (the cover and hitting-time
         code uses closed forms for this scheduler instead)."""
+        import scipy.sparse as sp
+
         n = g.size
         return sp.csr_array(np.full((n, n), 1.0 / n))
 
@@ -197,6 +202,8 @@ class RoundRobin(Scheduler):
 
     def transition_matrix(self, g: IndexedGraph, view: NodeView | None = None) -> sp.csr_array:
         """The cyclic permutation k → k + 1 (mod K): one entry per row."""
+        import scipy.sparse as sp
+
         n = g.size
         rows = np.arange(n)
         return sp.csr_array((np.ones(n), (rows, (rows + 1) % n)), shape=(n, n))
