@@ -61,20 +61,25 @@ def _row_log_likelihoods(model: Any, theta: np.ndarray, X: np.ndarray, y: np.nda
     f = _outputs(theta, X, layout.features, layout.hidden, layout.outputs)
     if layout.task == "classification":
         return f[np.arange(y.size), y.astype(int)] - logsumexp(f, axis=1)
-    noise = math.exp(theta[-2])
+    noise = math.exp(theta[layout.weight_count])  # log γ follows the weights
     return norm.logpdf(y, f[:, 0], 1.0 / math.sqrt(noise))
 
 
 def _log_prior(model: Any, theta: np.ndarray) -> float:
-    """N(0, λ⁻¹) weights, λ ~ Gamma, γ ~ Gamma, on the log scale with the Jacobians."""
+    """N(0, λ⁻¹) weights with λ fixed, or λ ~ Gamma (the last coordinate, log λ); γ ~ Gamma; on
+    the log scale with the Jacobians."""
     layout = model.layout
-    weights, log_precision = theta[: layout.weight_count], theta[-1]
-    precision = math.exp(log_precision)
-    value = norm.logpdf(weights, 0.0, 1.0 / math.sqrt(precision)).sum()
-    a, b = model.weight_prior.shape, model.weight_prior.rate
-    value += gamma.logpdf(precision, a, scale=1.0 / b) + log_precision
+    weights = theta[: layout.weight_count]
+    if layout.hierarchical:
+        log_precision = theta[-1]
+        precision = math.exp(log_precision)
+        a, b = model.weight_prior.shape, model.weight_prior.rate
+        value = gamma.logpdf(precision, a, scale=1.0 / b) + log_precision
+    else:
+        precision, value = model.weight_prior.precision, 0.0
+    value += norm.logpdf(weights, 0.0, 1.0 / math.sqrt(precision)).sum()
     if layout.task == "regression":
-        log_noise = theta[-2]
+        log_noise = theta[layout.weight_count]
         a, b = model.noise_prior.shape, model.noise_prior.rate
         value += gamma.logpdf(math.exp(log_noise), a, scale=1.0 / b) + log_noise
     return float(value)
@@ -94,7 +99,7 @@ def _particles(model: Any, count: int, seed: int, scale: float = 0.5) -> np.ndar
     finite-difference step into round-off)."""
     rng = np.random.default_rng(seed)
     theta = rng.normal(size=(count, model.particle_dimension)) * scale
-    theta[:, -1] = rng.normal(size=count) * 0.5  # log λ
+    theta[:, model.layout.weight_count :] = rng.normal(size=(count, 1)) * 0.5  # log γ, log λ
     return theta
 
 
@@ -112,7 +117,7 @@ def test_classification_sets_keep_their_original_classes(dataset, classes, featu
     data = model.fixed_data
     layout = model.layout
     assert (layout.task, layout.features, layout.outputs) == ("classification", features, classes)
-    assert model.particle_dimension == (features + 1) * 4 + (4 + 1) * classes + 1
+    assert model.particle_dimension == (features + 1) * 4 + (4 + 1) * classes  # λ fixed
     assert model.message_entries == model.particle_dimension
     target = getattr(skd, f"load_{dataset}")().target
     held = np.concatenate([*data.y, data.y_test]).astype(int)
@@ -124,7 +129,7 @@ def test_diabetes_gives_regression_with_a_learned_noise_precision():
     model = _model({"hidden": 5}, {"dataset": "diabetes", "test_fraction": 0.25})
     layout = model.layout
     assert (layout.task, layout.outputs) == ("regression", 1)
-    assert model.particle_dimension == 11 * 5 + 6 + 2  # weights, log γ, log λ
+    assert model.particle_dimension == 11 * 5 + 6 + 1  # weights, log γ (λ fixed)
     assert model.particle_columns(frozenset({1})) == ("rmse", "nll", "particle_spread")
     assert model.fixed_data.y_test.size == math.floor(0.25 * 442 + 0.5)  # rounded half up
 
@@ -221,13 +226,18 @@ def test_rows_taken_in_blocks_give_the_same_sums(monkeypatch):
     np.testing.assert_allclose(blocks[1], whole[1], rtol=1e-10, atol=1e-12)
 
 
+PRIORS = {
+    "hierarchical": {"weight_prior": "hierarchical",
+                     "prior": {"weight_shape": 1.5, "weight_rate": 0.3, "noise_shape": 2.0,
+                               "noise_rate": 0.5}},
+    "fixed": {"prior": {"weight_precision": 1.7, "noise_shape": 2.0, "noise_rate": 0.5}},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("weight_prior", sorted(PRIORS))
 @pytest.mark.parametrize("dataset", ["iris", "diabetes"])
-def test_the_target_score_is_the_gradient_of_prior_and_tempered_likelihoods(dataset):
-    model = _model(
-        {"hidden": 2, "temperature": 2.0,
-         "prior": {"weight_shape": 1.5, "weight_rate": 0.3, "noise_shape": 2.0, "noise_rate": 0.5}},
-        {"dataset": dataset},
-    )  # fmt: skip
+def test_the_target_score_is_the_gradient_of_prior_and_tempered_likelihoods(dataset, weight_prior):
+    model = _model({"hidden": 2, "temperature": 2.0, **PRIORS[weight_prior]}, {"dataset": dataset})
     data = model.fixed_data
     theta = _particles(model, 2, 4)
     forgotten = frozenset({1})
@@ -251,13 +261,32 @@ def test_prior_draws_have_the_prior_s_precision():
     """log λ of 4,000 draws: mean within 4 SE of E log λ = ψ(a) − log b."""
     from scipy.special import digamma
 
-    model = _model({"hidden": 2, "prior": {"weight_shape": 3.0, "weight_rate": 0.5}},
-                   {"dataset": "iris"})  # fmt: skip
+    model = _model(
+        {"hidden": 2, "weight_prior": "hierarchical",
+         "prior": {"weight_shape": 3.0, "weight_rate": 0.5}},
+        {"dataset": "iris"},
+    )  # fmt: skip
     draws = model.sample_prior(np.random.default_rng(5), 4000)
     assert draws.shape == (4000, model.particle_dimension)
     log_precision = draws[:, -1]
     se = log_precision.std(ddof=1) / math.sqrt(4000)
     assert abs(log_precision.mean() - (digamma(3.0) - math.log(0.5))) < 4 * se
+
+
+def test_the_default_prior_fixes_the_weights_precision_at_e():
+    """No log λ coordinate; 4,000 draws of each weight have variance 1/e: the sample variance of
+    all weights within 4 SE of it (SE of a variance: σ²·√(2/(n − 1)))."""
+    model = _model({"hidden": 2}, {"dataset": "iris"})
+    layout = model.layout
+    assert not layout.hierarchical and model.weight_prior.precision == math.e
+    assert model.particle_dimension == layout.weight_count == (4 + 1) * 2 + (2 + 1) * 3
+    draws = model.sample_prior(np.random.default_rng(6), 4000)
+    weights = draws.ravel()
+    variance = 1.0 / math.e
+    se = variance * math.sqrt(2.0 / (weights.size - 1))
+    assert abs(weights.var(ddof=1) - variance) < 4 * se
+    regression = _model({"hidden": 2}, {"dataset": "diabetes"})
+    assert regression.particle_dimension == regression.layout.weight_count + 1  # log γ last
 
 
 # ------------------------------------------------------------------------------------ metrics
@@ -307,7 +336,7 @@ def test_regression_metrics_against_direct_computation(monkeypatch):
     for r in range(3):
         f = np.stack([_outputs(t, data.X_test, 10, 3, 1)[:, 0] for t in sets[r]])  # (N, M)
         rmse = np.sqrt(np.mean((data.y_test - f.mean(axis=0)) ** 2))
-        sd = 1.0 / np.sqrt(np.exp(sets[r, :, -2]))[:, None]
+        sd = 1.0 / np.sqrt(np.exp(sets[r, :, -1]))[:, None]
         density = logsumexp(norm.logpdf(data.y_test, f, sd), axis=0) - math.log(5)
         assert out["rmse"][r] == pytest.approx(rmse, rel=1e-12)
         assert out["nll"][r] == pytest.approx(-density.mean(), rel=1e-12)
@@ -324,8 +353,11 @@ def test_sizes_count_d_numbers_per_particle():
     from gossipsim.models.bnn import BayesianNeuralNetwork
 
     sizes = BayesianNeuralNetwork.sizes(spec, 3)
-    d = 14 * 7 + 8 * 3 + 1
+    d = 14 * 7 + 8 * 3
     assert (sizes.state_entries, sizes.message_entries) == (d, d)
+    raw = _raw({"hidden": 7, "weight_prior": "hierarchical"}, {"dataset": "wine"})
+    sizes = BayesianNeuralNetwork.sizes(parse_scenario(raw).model_spec, 3)
+    assert (sizes.state_entries, sizes.message_entries) == (d + 1, d + 1)  # and log λ
 
 
 # ---------------------------------------------------------------------------------- bad input
@@ -344,8 +376,15 @@ def test_sizes_count_d_numbers_per_particle():
          "its own test split"),
         ({}, {"dataset": "fashion_mnist", "folder": "absent"}, "data.folder",
          "apt install dataset-fashion-mnist"),
-        ({"prior": {"weight_rate": 1e-200}}, {"dataset": "iris"}, "model.prior.weight_rate",
-         "1e-100"),
+        ({"weight_prior": "hierarchical", "prior": {"weight_rate": 1e-200}}, {"dataset": "iris"},
+         "model.prior.weight_rate", "1e-100"),
+        ({"prior": {"weight_rate": 0.5}}, {"dataset": "iris"}, "model.prior.weight_rate",
+         'weight_prior = "hierarchical" only'),
+        ({"weight_prior": "hierarchical", "prior": {"weight_precision": 2}}, {"dataset": "iris"},
+         "model.prior.weight_precision", 'weight_prior = "fixed" only'),
+        ({"prior": {"weight_precision": 0}}, {"dataset": "iris"}, "model.prior.weight_precision",
+         "> 0"),
+        ({"weight_prior": "gamma"}, {"dataset": "iris"}, "model.weight_prior", "hierarchical"),
         ({"prior": {"noise_shape": -1}}, {"dataset": "diabetes"}, "model.prior.noise_shape", "> 0"),
         ({}, {"dataset": "iris", "partition": "labels", "labels_per_node": 4},
          "data.labels_per_node", "only 3 labels"),

@@ -50,7 +50,7 @@ def test_node_classes_belongs_to_the_classes_partition():
 
 def test_a_network_without_hidden_layer_is_softmax_regression():
     rng = np.random.default_rng(0)
-    layout = BnnLayout(4, 0, 3)
+    layout = BnnLayout(4, 0, 3, hierarchical=True)
     assert layout.weight_count == 5 * 3 and layout.dimension == 16
     theta = rng.normal(size=(2, 5, layout.dimension))
     X, y = rng.normal(size=(7, 4)), rng.integers(0, 3, 7)

@@ -12,6 +12,7 @@ from scipy.stats import gamma, multivariate_normal, norm
 
 from gossipsim.logdensity.bnn import (
     BnnLayout,
+    FixedPrecision,
     bnn_log_likelihood,
     bnn_log_prior,
     bnn_outputs,
@@ -99,9 +100,12 @@ def test_logistic_log_likelihood_and_gradients() -> None:
     assert np.isfinite(far).all()
 
 
+@pytest.mark.parametrize("hierarchical", [False, True])
 @pytest.mark.parametrize("task,outputs", [("classification", 3), ("regression", 1)])
-def test_bnn_log_likelihood_matches_a_direct_sum_and_finite_differences(task, outputs) -> None:
-    layout = BnnLayout(features=3, hidden=4, outputs=outputs, task=task)
+def test_bnn_log_likelihood_matches_a_direct_sum_and_finite_differences(
+    task, outputs, hierarchical
+) -> None:
+    layout = BnnLayout(features=3, hidden=4, outputs=outputs, task=task, hierarchical=hierarchical)
     rng = np.random.default_rng(23)
     X = rng.normal(size=(6, 3))
     y = rng.integers(0, 3, size=6) if task == "classification" else rng.normal(size=6)
@@ -115,7 +119,7 @@ def test_bnn_log_likelihood_matches_a_direct_sum_and_finite_differences(task, ou
             if task == "classification":
                 direct[a, n] = log_softmax(out, axis=1)[np.arange(6), y].sum()
             else:
-                noise = math.exp(particles[a, n, -2])
+                noise = math.exp(particles[a, n, layout.weight_count])  # log γ after the weights
                 direct[a, n] = norm.logpdf(y, out[:, 0], 1 / math.sqrt(noise)).sum()
     np.testing.assert_allclose(log_lik, 1.7 * direct, rtol=1e-12)
     numeric = _finite_difference_gradient(
@@ -125,13 +129,77 @@ def test_bnn_log_likelihood_matches_a_direct_sum_and_finite_differences(task, ou
     prior_value, prior_grad = bnn_log_prior(layout, particles)
     numeric = _finite_difference_gradient(lambda t: bnn_log_prior(layout, t)[0], particles)
     np.testing.assert_allclose(prior_grad, numeric, rtol=1e-6, atol=1e-6)
+    weights = particles[..., : layout.weight_count]
+    if hierarchical:  # N(0, 1/λ) weights, λ ~ Gamma(1, rate 0.1), the log-Jacobian log λ
+        precision = np.exp(particles[..., -1])
+        expected = norm.logpdf(weights, 0.0, 1.0 / np.sqrt(precision)[..., None]).sum(axis=-1)
+        expected += gamma.logpdf(precision, 1.0, scale=10.0) + particles[..., -1]
+    else:  # N(0, 1/e) weights
+        expected = norm.logpdf(weights, 0.0, math.exp(-0.5)).sum(axis=-1)
+    if task == "regression":
+        log_noise = particles[..., layout.weight_count]
+        expected += gamma.logpdf(np.exp(log_noise), 1.0, scale=10.0) + log_noise
+    np.testing.assert_allclose(prior_value, expected, rtol=1e-12)
+
+
+def test_bnn_posterior_is_the_original_svgd_code_s_up_to_its_constants() -> None:
+    """The regression network with both Gamma priors against the log posterior the original SVGD
+    code (dilinwang820, ``bayesian_nn.py``) writes out for a mini-batch of B of N rows:
+
+        log_lik·N/B + (a0 − 1)·log γ − b0·γ + log γ
+        − (m/2)·(log 2π − log λ) − (λ/2)·‖W‖² + (a0 − 1)·log λ − b0·λ + log λ,
+
+    whose Gamma densities lack their normalising constants a0·log b0 − log Γ(a0) (once for γ, once
+    for λ); the gradients are the same. θ = [W, log γ, log λ], as the code packs it."""
+    p, h = 4, 5
+    layout = BnnLayout(features=p, hidden=h, outputs=1, task="regression", hierarchical=True)
+    assert layout.dimension == p * h + h + h + 1 + 2  # the code's num_vars
+    rng = np.random.default_rng(31)
+    X, y = rng.normal(size=(7, p)), rng.normal(size=7)
+    whole = 40  # N, the rows the batch stands for
+    theta = rng.normal(size=(3, layout.dimension)) * 0.5
+    a0, b0 = 1.0, 0.1
+    m = layout.weight_count
+
+    def original(t: np.ndarray) -> np.ndarray:
+        log_gamma, log_lambda = t[..., m], t[..., m + 1]
+        w1, b1, w2, b2 = layout.unpack(t)
+        prediction = (np.maximum(X @ w1 + b1[..., None, :], 0.0) @ w2)[..., 0] + b2
+        log_lik = -0.5 * X.shape[0] * (math.log(2 * math.pi) - log_gamma) - np.exp(
+            log_gamma
+        ) / 2 * ((prediction - y) ** 2).sum(axis=-1)
+        prior_gamma = (a0 - 1) * log_gamma - b0 * np.exp(log_gamma) + log_gamma
+        prior_w = (
+            -0.5 * m * (math.log(2 * math.pi) - log_lambda)
+            - np.exp(log_lambda) / 2 * (t[..., :m] ** 2).sum(axis=-1)
+            + (a0 - 1) * log_lambda
+            - b0 * np.exp(log_lambda)
+            + log_lambda
+        )
+        return log_lik * whole / X.shape[0] + prior_gamma + prior_w
+
+    prior = GammaPrior(a0, b0)
+    value, gradient = bnn_log_prior(layout, theta, prior, prior)
+    likelihood, likelihood_gradient = bnn_log_likelihood(
+        layout, theta, X, y, scale=whole / X.shape[0]
+    )
+    constant = 2 * (a0 * math.log(b0) - math.lgamma(a0))
+    np.testing.assert_allclose(value + likelihood, original(theta) + constant, rtol=1e-12)
+    numeric = _finite_difference_gradient(original, theta)
+    np.testing.assert_allclose(gradient + likelihood_gradient, numeric, rtol=1e-6, atol=1e-6)
 
 
 def test_bnn_layout_priors_and_predictives() -> None:
     layout = BnnLayout(features=2, hidden=5, outputs=4)
-    assert layout.dimension == 2 * 5 + 5 + 5 * 4 + 4 + 1
+    assert layout.dimension == 2 * 5 + 5 + 5 * 4 + 4
+    assert BnnLayout(2, 5, 4, hierarchical=True).dimension == layout.dimension + 1  # log λ
     regression = BnnLayout(features=2, hidden=5, outputs=1, task="regression")
-    assert regression.dimension == 2 * 5 + 5 + 5 + 1 + 2
+    assert regression.dimension == 2 * 5 + 5 + 5 + 1 + 1
+    assert regression.noise_index == regression.dimension - 1
+    with pytest.raises(ValueError, match="GammaPrior"):
+        bnn_log_prior(BnnLayout(2, 5, 4, hierarchical=True), np.zeros((1, 36)), FixedPrecision())
+    with pytest.raises(ValueError, match="FixedPrecision"):
+        sample_bnn_prior(layout, np.random.default_rng(0), 2, GammaPrior(1.0, 1.0))
     rng = np.random.default_rng(24)
     particles = sample_bnn_prior(layout, rng, 7)
     assert particles.shape == (7, layout.dimension)
@@ -145,7 +213,7 @@ def test_bnn_layout_priors_and_predictives() -> None:
     y = rng.normal(size=9)
     density = bnn_predictive_log_density(regression, reg_particles, X, y)
     out = bnn_outputs(regression, reg_particles, X)[..., 0]
-    sd = 1 / np.sqrt(np.exp(reg_particles[:, -2]))[:, None]
+    sd = 1 / np.sqrt(np.exp(reg_particles[:, regression.noise_index]))[:, None]
     direct = np.log(norm.pdf(y, out, sd).mean(axis=0))
     np.testing.assert_allclose(density, direct, rtol=1e-10)
     for bad in (

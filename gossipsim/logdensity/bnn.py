@@ -1,10 +1,20 @@
 """A one-hidden-layer Bayesian neural network (ReLU) for classification or regression.
 
 θ holds, in this order: W1 (p × H, row-major), b1 (H), W2 (H × C), b2 (C), for regression log γ
-(the noise precision), and last log λ (the weights' prior precision). The network is
-f(x) = W2ᵀ·relu(W1ᵀx + b1) + b2. Priors, as in the original SVGD code's Bayesian neural network:
-all weights and biases v ∼ N(0, λ⁻¹ I), λ ∼ Gamma(1, rate 0.1); γ ∼ Gamma(1, rate 0.1); both on
-the log scale with their Jacobians (:mod:`gossipsim.logdensity.hierarchical`).
+(the noise precision), and, with the hierarchical weight prior only, last log λ (the weights' prior
+precision). The network is f(x) = W2ᵀ·relu(W1ᵀx + b1) + b2. Every weight and bias v ∼ N(0, λ⁻¹ I),
+with one of two weight priors:
+
+- :class:`FixedPrecision` (the default): λ fixed, e by default, as in the DSVGD reference code's
+  classification network (kclip/DSVGD, "loglambda = 1") and the BNN of 003 (Section V, λ = e);
+- :class:`~gossipsim.logdensity.hierarchical.GammaPrior`: λ ∼ Gamma(a, rate b) learned with the
+  weights, as in the original SVGD code's network (a = 1, b = 0.1), carried as log λ with its
+  Jacobian (:mod:`gossipsim.logdensity.hierarchical`). Its density has a funnel: at W = 0 the best
+  λ is (m/2 + a)/b for m weights, and for a network with a hidden layer on a small data set that
+  point is denser than any fitted network by hundreds of nats, so SVGD with few particles, which
+  follows the density, collapses there (docs/particles.md, "The BNN's weight prior").
+
+For regression γ ∼ Gamma(1, rate 0.1) by default, carried as log γ with its Jacobian.
 
 Likelihoods: classification, softmax over C classes, log p(y | x) = f_y(x) − logsumexp f(x);
 regression (C = 1), y ∼ N(f(x), γ⁻¹). Gradients by backpropagation, written out below.
@@ -12,6 +22,7 @@ regression (C = 1), y ∼ N(f(x), γ⁻¹). Gradients by backpropagation, writte
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -29,7 +40,25 @@ from gossipsim.logdensity.hierarchical import (
 FloatArray = NDArray[np.float64]
 BnnTask = Literal["classification", "regression"]
 
-#: The original SVGD code's priors on the weight precision λ and the noise precision γ.
+
+@dataclass(frozen=True)
+class FixedPrecision:
+    """Weights v ∼ N(0, λ⁻¹ I) with a fixed precision λ (e: the DSVGD reference code's
+    ``loglambda = 1`` and 003's BNN)."""
+
+    precision: float = math.e
+
+    def __post_init__(self) -> None:
+        if not (np.isfinite(self.precision) and self.precision > 0.0):
+            raise ValueError(f"precision must be a finite number > 0, got {self.precision!r}")
+
+
+#: A prior on the weights: a fixed precision, or a Gamma prior on a learned one.
+WeightPrior = FixedPrecision | GammaPrior
+
+#: The default weight prior (fixed λ = e) and the original SVGD code's priors on a learned weight
+#: precision λ and on the noise precision γ.
+BNN_FIXED_WEIGHT_PRIOR: Final = FixedPrecision()
 BNN_WEIGHT_PRECISION_PRIOR: Final = GammaPrior(shape=1.0, rate=0.1)
 BNN_NOISE_PRECISION_PRIOR: Final = GammaPrior(shape=1.0, rate=0.1)
 
@@ -39,12 +68,14 @@ class BnnLayout:
     """Where each parameter sits in a particle of a network with ``features`` inputs, ``hidden``
     ReLU units and ``outputs`` outputs (the number of classes; 1 for regression). ``hidden = 0``
     is no hidden layer: a softmax (or linear) regression on the features, W ``(p, C)`` and b
-    ``(C,)``, the papers' last layer on a feature map."""
+    ``(C,)``, the papers' last layer on a feature map. ``hierarchical``: the weights' precision λ
+    is learned (a last coordinate log λ) rather than fixed."""
 
     features: int
     hidden: int
     outputs: int
     task: BnnTask = "classification"
+    hierarchical: bool = False
 
     def __post_init__(self) -> None:
         for name in ("features", "outputs"):
@@ -68,8 +99,21 @@ class BnnLayout:
 
     @property
     def dimension(self) -> int:
-        """Length of a particle: the weights, then log γ for regression, then log λ."""
-        return self.weight_count + (1 if self.task == "regression" else 0) + 1
+        """Length of a particle: the weights, then log γ for regression, then log λ if learned."""
+        return self.weight_count + (1 if self.task == "regression" else 0) + int(self.hierarchical)
+
+    @property
+    def noise_index(self) -> int:
+        """Where log γ sits in a regression particle (right after the weights)."""
+        if self.task != "regression":
+            raise ValueError("only a regression network has a noise precision")
+        return self.weight_count
+
+    def check_prior(self, weight_prior: WeightPrior) -> None:
+        """A Gamma prior goes with a learned λ (``hierarchical``), a fixed precision without."""
+        if isinstance(weight_prior, GammaPrior) != self.hierarchical:
+            want = "a GammaPrior" if self.hierarchical else "a FixedPrecision"
+            raise ValueError(f"this layout (hierarchical={self.hierarchical}) takes {want}")
 
     def unpack(
         self, particles: FloatArray
@@ -134,14 +178,14 @@ def bnn_log_likelihood(
         log_density = np.einsum("...nc,nc->...", log_softmax(outputs, axis=-1), one_hot)
         output_gradient = one_hot - softmax(outputs, axis=-1)
     else:
-        log_noise = particles[..., -2]
+        log_noise = particles[..., layout.noise_index]
         noise = np.exp(log_noise)[..., None]
         residual = np.asarray(y, dtype=np.float64) - outputs[..., 0]  # (..., N, n)
         rows = residual.shape[-1]
         squared = np.einsum("...n,...n->...", residual, residual)
         log_density = 0.5 * rows * (log_noise - LOG_2PI) - 0.5 * noise[..., 0] * squared
         output_gradient = (noise * residual)[..., None]
-        gradient[..., -2] = scale * (0.5 * rows - 0.5 * noise[..., 0] * squared)
+        gradient[..., layout.noise_index] = scale * (0.5 * rows - 0.5 * noise[..., 0] * squared)
     # Backpropagation of ∂ log p / ∂f through the two layers.
     w1, b1, w2, b2 = layout.unpack(gradient)
     _, _, w2_values, _ = layout.unpack(particles)
@@ -158,20 +202,34 @@ def bnn_log_likelihood(
 def bnn_log_prior(
     layout: BnnLayout,
     particles: FloatArray,
-    weight_prior: GammaPrior = BNN_WEIGHT_PRECISION_PRIOR,
+    weight_prior: WeightPrior | None = None,
     noise_prior: GammaPrior = BNN_NOISE_PRECISION_PRIOR,
 ) -> tuple[FloatArray, FloatArray]:
-    """log p(θ) and its gradient: ``(..., N)`` and ``(..., N, D)``."""
+    """log p(θ) and its gradient: ``(..., N)`` and ``(..., N, D)``.
+
+    ``weight_prior`` (default: the layout's, fixed λ = e or the original SVGD code's
+    Gamma(1, rate 0.1)): with a fixed precision λ, log p(v) = (m/2)·log(λ/2π) − (λ/2)·‖v‖²;
+    with a Gamma prior, the hierarchical density of :func:`hierarchical_log_prior` in (v, log λ).
+    """
     particles = np.asarray(particles, dtype=np.float64)
+    weight_prior = _weight_prior(layout, weight_prior)
     count = layout.weight_count
-    log_density, weight_gradient, precision_gradient = hierarchical_log_prior(
-        particles[..., :count], particles[..., -1], weight_prior
-    )
     gradient = np.zeros_like(particles)
+    if isinstance(weight_prior, GammaPrior):
+        log_density, weight_gradient, precision_gradient = hierarchical_log_prior(
+            particles[..., :count], particles[..., -1], weight_prior
+        )
+        gradient[..., -1] = precision_gradient
+    else:
+        weights = particles[..., :count]
+        precision = weight_prior.precision
+        log_density = 0.5 * count * (math.log(precision) - LOG_2PI) - 0.5 * precision * np.einsum(
+            "...m,...m->...", weights, weights
+        )
+        weight_gradient = -precision * weights
     gradient[..., :count] = weight_gradient
-    gradient[..., -1] = precision_gradient
     if layout.task == "regression":
-        log_noise = particles[..., -2]
+        log_noise = particles[..., layout.noise_index]
         noise = np.exp(log_noise)
         log_density = log_density + (
             noise_prior.shape * np.log(noise_prior.rate)
@@ -179,26 +237,41 @@ def bnn_log_prior(
             + noise_prior.shape * log_noise
             - noise_prior.rate * noise
         )
-        gradient[..., -2] = noise_prior.shape - noise_prior.rate * noise
+        gradient[..., layout.noise_index] = noise_prior.shape - noise_prior.rate * noise
     return log_density, gradient
+
+
+def _weight_prior(layout: BnnLayout, weight_prior: WeightPrior | None) -> WeightPrior:
+    """The given weight prior, checked against the layout, or the layout's default."""
+    if weight_prior is None:
+        return BNN_WEIGHT_PRECISION_PRIOR if layout.hierarchical else BNN_FIXED_WEIGHT_PRIOR
+    layout.check_prior(weight_prior)
+    return weight_prior
 
 
 def sample_bnn_prior(
     layout: BnnLayout,
     rng: np.random.Generator,
     count: int,
-    weight_prior: GammaPrior = BNN_WEIGHT_PRECISION_PRIOR,
+    weight_prior: WeightPrior | None = None,
     noise_prior: GammaPrior = BNN_NOISE_PRECISION_PRIOR,
 ) -> FloatArray:
     """``count`` particles drawn exactly from the prior, ``(count, D)``."""
-    weights, log_precision = sample_hierarchical_prior(
-        rng, count, layout.weight_count, weight_prior
-    )
+    weight_prior = _weight_prior(layout, weight_prior)
+    log_precision: FloatArray | None = None
+    if isinstance(weight_prior, GammaPrior):
+        weights, log_precision = sample_hierarchical_prior(
+            rng, count, layout.weight_count, weight_prior
+        )
+    else:
+        scale = 1.0 / math.sqrt(weight_prior.precision)
+        weights = rng.standard_normal((count, layout.weight_count)) * scale
     columns = [weights]
     if layout.task == "regression":
         noise = rng.gamma(noise_prior.shape, 1.0 / noise_prior.rate, size=count)
         columns.append(np.log(noise)[:, None])
-    columns.append(log_precision[:, None])
+    if log_precision is not None:
+        columns.append(log_precision[:, None])
     return np.concatenate(columns, axis=1)
 
 
@@ -219,7 +292,7 @@ def bnn_predictive_log_density(
         raise ValueError("a predictive density of real targets needs a regression network")
     particles = np.asarray(particles, dtype=np.float64)
     outputs = bnn_outputs(layout, particles, X)[..., 0]
-    log_noise = particles[..., -2][..., None]
+    log_noise = particles[..., layout.noise_index][..., None]
     residual = np.asarray(y, dtype=np.float64) - outputs
     per_particle = 0.5 * (log_noise - LOG_2PI) - 0.5 * np.exp(log_noise) * residual**2
     return np.asarray(logsumexp(per_particle, axis=-2) - np.log(particles.shape[-2]))

@@ -5,8 +5,10 @@ The data set decides the task (issue 22, item 9): the classification sets (``bre
 ``wine``, ``digits``, ``iris``, and ``fashion_mnist`` on its PCA feature map,
 :mod:`gossipsim.imagetask`) keep their *original* classes and the network ends in a softmax over
 them; ``diabetes`` gives regression with a Gaussian likelihood of learned precision γ. The
-network, its priors (weights N(0, λ⁻¹), λ ∼ Gamma(a, rate b); γ ∼ Gamma(a_γ, rate b_γ); both on
-the log scale with their Jacobians) and its gradients are :mod:`gossipsim.logdensity.bnn`'s. The
+network, its priors (weights N(0, λ⁻¹) with λ fixed at ``weight_precision`` = e by default, or
+learned under λ ∼ Gamma(a, rate b) with ``weight_prior = "hierarchical"``; γ ∼ Gamma(a_γ, rate
+b_γ); learned precisions on the log scale with their Jacobians) and its gradients are
+:mod:`gossipsim.logdensity.bnn`'s. The
 training rows are dealt to the nodes as for the regression models (``[data] partition``).
 
 Metrics of the particle-averaged predictive on the held-out rows: classification ``accuracy``,
@@ -18,6 +20,8 @@ the predictive density (1/N) Σ_n N(y; f_n(x), γ_n⁻¹), in standardised targe
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -34,6 +38,8 @@ from ..imagetask import PIXELS, fashion_mnist_task
 from ..logdensity.bnn import (
     BnnLayout,
     BnnTask,
+    FixedPrecision,
+    WeightPrior,
     bnn_log_likelihood,
     bnn_log_prior,
     bnn_outputs,
@@ -59,6 +65,12 @@ FASHION_MNIST = "fashion_mnist"
 FASHION_MNIST_ROWS = (60_000, 10_000)
 TASKS = ("auto", "classification", "regression")
 DEFAULT_HIDDEN = 50
+WEIGHT_PRIORS = ("fixed", "hierarchical")
+#: prior parameters that only one weight prior takes
+_WEIGHT_PRIOR_PARAMS = {
+    "fixed": ("weight_precision",),
+    "hierarchical": ("weight_shape", "weight_rate"),
+}
 
 
 def _shared(name: str) -> Key:
@@ -72,6 +84,11 @@ BNN_MODEL_KEYS = (
     Key("task", "choice", "auto", "`auto` takes the data set's task (classification over "
         "its original classes, or regression for `diabetes`); `classification` or `regression` "
         "insists on one (a data set of the other task is an error)", choices=TASKS),
+    Key("weight_prior", "choice", "fixed", "`fixed`: every weight N(0, 1/λ) with λ = "
+        "`prior.weight_precision` (e, as the DSVGD reference code and 003's BNN); "
+        "`hierarchical`: λ learned under Gamma(`prior.weight_shape`, rate `prior.weight_rate`), "
+        "as the original SVGD code, whose density peaks at W = 0 (a network with a hidden layer "
+        "collapses to a constant predictor: docs/particles.md)", choices=WEIGHT_PRIORS),
 )  # fmt: skip
 DATASET_KEY = Key(
     "dataset", "choice", None, "a data set bundled with scikit-learn (classification sets keep "
@@ -154,7 +171,9 @@ def _layout(spec: ModelSpec) -> BnnLayout:
     else:
         features, classes = DATASETS[dataset].n_features, DATASETS[dataset].classes
     hidden = int(spec.model.options.get("hidden", DEFAULT_HIDDEN))
-    return BnnLayout(features, hidden, classes if task == "classification" else 1, task)
+    hierarchical = spec.model.options.get("weight_prior", "fixed") == "hierarchical"
+    outputs = classes if task == "classification" else 1
+    return BnnLayout(features, hidden, outputs, task, hierarchical=hierarchical)
 
 
 class BayesianNeuralNetwork(ParticleClassifier, ParticleModel):
@@ -168,9 +187,12 @@ class BayesianNeuralNetwork(ParticleClassifier, ParticleModel):
     model_keys: ClassVar[tuple[Key, ...]] = BNN_MODEL_KEYS
     data_keys: ClassVar[tuple[Key, ...]] = BNN_DATA_KEYS
     prior_params = (
+        ModelParam("weight_precision", "positive", "the weights' fixed precision λ "
+                   "(weight_prior = \"fixed\")", math.e),
         ModelParam("weight_shape", "positive", "shape a of the Gamma prior on the weights' "
-                   "precision λ", 1.0),
-        ModelParam("weight_rate", "positive", "rate b of the Gamma prior on λ", 0.1),
+                   "precision λ (weight_prior = \"hierarchical\")", 1.0),
+        ModelParam("weight_rate", "positive", "rate b of the Gamma prior on λ (weight_prior = "
+                   "\"hierarchical\")", 0.1),
         ModelParam("noise_shape", "positive", "regression: shape of the Gamma prior on the "
                    "noise precision γ", 1.0),
         ModelParam("noise_rate", "positive", "regression: rate of the Gamma prior on γ", 0.1),
@@ -185,11 +207,38 @@ class BayesianNeuralNetwork(ParticleClassifier, ParticleModel):
         self.layout = _layout(spec)
         self.task = self.layout.task
         prior = spec.model.prior
-        self.weight_prior = GammaPrior(float(prior["weight_shape"]), float(prior["weight_rate"]))
+        self.weight_prior: WeightPrior = (
+            GammaPrior(float(prior["weight_shape"]), float(prior["weight_rate"]))
+            if self.layout.hierarchical
+            else FixedPrecision(float(prior["weight_precision"]))
+        )
         self.noise_prior = GammaPrior(float(prior["noise_shape"]), float(prior["noise_rate"]))
         self.check_budget(spec, graph)
         first = self.draw_data(data_rng)  # validates every data key once
         self.fixed_data = first if spec.data.draw == "once" else None
+
+    @classmethod
+    def prepare(
+        cls, model: Mapping[str, Any], key: str = "model"
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """As for every particle model, and the prior keeps only the weight prior's own parameters:
+        one of the other weight prior is an error naming it."""
+        prior, options = super().prepare(model, key)
+        chosen = options["weight_prior"]
+        given = model.get("prior", {})
+        for other, names in _WEIGHT_PRIOR_PARAMS.items():
+            if other == chosen:
+                continue
+            for name in names:
+                if name in given:
+                    raise ConfigError(
+                        f"{key}.prior.{name}",
+                        f'applies to model.weight_prior = "{other}" only (this model\'s weight '
+                        f'prior is "{chosen}"; its parameters: '
+                        f"{', '.join(_WEIGHT_PRIOR_PARAMS[chosen])})",
+                    )
+                del prior[name]
+        return prior, options
 
     # ----------------------------------------------------------------------------------- data
 
