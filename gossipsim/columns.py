@@ -9,6 +9,7 @@ RUN_COLUMNS = [
     "cover_moves",
     "convergence_iteration",
     "convergence_time",
+    "convergence_threshold",
     "iterations",
     "time",
     "bits",

@@ -81,6 +81,7 @@ from .measure import (
 )
 from .metrics import recorded_slots
 from .protocols import ServerRounds, WithRetrainBaseline, protocol_kind
+from .representations import representation
 from .scheduling import UNIFORM_BLOCK, scheduler_for
 from .slottables import SlotTable, SteppedSlots, stepped_clock
 from .streams import DATA, PROTOCOL, START, WALK, WalkStreams, run_seeds, run_stream
@@ -133,6 +134,13 @@ def unavailable(world: World) -> str | None:
     channel = getattr(world.links, "kernel", None)
     if channel not in CHANNEL_KERNELS:
         return f"the channel {type(world.links).__name__} declares no vectorised kernel"
+    if sc.metrics.tolerance is None and kernel == "batched-steps":
+        kind = protocol_kind(sc.protocol.kind)
+        if not representation(kind.representation_name).particle_sets:
+            return (
+                'metrics.tolerance = "relative" judges each run after it ends, and the batched '
+                "steps keep only the states an absolute tolerance can need"
+            )
     if sc.scheduler.stays == "drawn":
         return drawn_unavailable(world)
     return None
@@ -161,6 +169,7 @@ def simulate_runs(world: World, runs: Sequence[int]) -> list[BatchOutput]:
         not model.evaluation_columns()
         and EXACT_FACTORS in model.capabilities
         and world.scenario.metrics.latency_window == 1  # the batch judges a first passage
+        and world.scenario.metrics.tolerance is not None  # ... under an absolute threshold
     )
     run = world.scenario.run
     if world.requests:
@@ -325,6 +334,7 @@ def _batch_learning(
         "convergence_time": np.where(
             converged > 0, walk.end_time(rows, np.maximum(converged, 1)), np.nan
         ),
+        "convergence_threshold": np.full(batch, sc.metrics.tolerance, dtype=float),
         "iterations": n_slots.astype(np.int64),
         "time": walk.end_time(rows, n_slots),
         "bits": walk.bits(rows, n_slots),

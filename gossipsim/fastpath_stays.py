@@ -66,6 +66,8 @@ def drawn_unavailable(world: World) -> str | None:
         return f"model {sc.model.kind!r} evaluates every recorded state (evaluation columns)"
     if sc.metrics.latency_window != 1:
         return "metrics.latency_window is not 1 (latencies are then not first passages)"
+    if sc.metrics.tolerance is None:
+        return 'metrics.tolerance = "relative" (each run is judged after it ends)'
     return None
 
 

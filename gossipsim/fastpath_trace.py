@@ -68,7 +68,7 @@ class StreamedWorlds:
         divergence: Callable[[Target, np.ndarray], np.ndarray],
         *,
         excess: bool,
-        tolerance: float,
+        tolerance: float | None,
         keep_slots: np.ndarray,
     ) -> None:
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
@@ -186,7 +186,7 @@ class StreamedWorlds:
                     self.targets[t], buffer, (rows, columns), self.divergence
                 )
         judged = value - np.nan_to_num(self.best[target])[None, :] if self.excess else value
-        good = judged <= self.tolerance
+        good = judged <= (self.tolerance if self.tolerance is not None else np.inf)
         # the previous start's verdict, carried across flushes
         index = np.where(starts, np.arange(count)[None, :], -1)
         last = np.maximum.accumulate(index, axis=1)
@@ -194,6 +194,8 @@ class StreamedWorlds:
         rows = np.arange(self.batch)[:, None]
         before = np.where(previous >= 0, good[rows, np.maximum(previous, 0)], world.good[:, None])
         begins = starts & good & ~before
+        if self.tolerance is None:  # a relative tolerance is known once the run has ended: any
+            begins = starts  # start may begin a settled stretch (particle sets keep them anyway)
         has = starts.any(axis=1)
         world.good = np.where(
             has, good[np.arange(self.batch), np.maximum(last[:, -1], 0)], world.good

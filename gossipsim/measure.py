@@ -19,7 +19,7 @@ import numpy as np
 
 from .cover.iteration import cover_iteration
 from .engine import Arrival, RunRecord
-from .metrics import Segments, kl_segments, recorded_slots
+from .metrics import Segments, kl_segments, recorded_slots, reference_level, reference_slots
 from .representations import REPRESENTATIONS, Representation, Target, representation
 from .slottables import SlotTable
 from .world import World, node_labels
@@ -296,16 +296,28 @@ def measure(
 
     window = sc.metrics.latency_window
     final = record.stopped_early  # nothing could change any more: a stretch may end with the run
+    arrival_slots = sorted({a.slot for a in record.arrivals})
 
-    def settled(segments: Segments, from_slot: int) -> int | None:
-        return segments.first_settled(tol, from_slot, window, n, final=final)
+    def threshold(before: int) -> float:
+        """The tolerance of the request(s) arriving before slot ``before`` (of convergence for
+        ``before`` = the first arrival, or n + 1 without requests)."""
+        if tol is not None:
+            return tol
+        since = max([s for s in arrival_slots if s < before], default=1)
+        level = reference_level(main, *reference_slots(since, before))
+        return sc.metrics.relative_tolerance * level
 
-    converged = settled(main, 1)
+    def settled(segments: Segments, from_slot: int, limit: float) -> int | None:
+        return segments.first_settled(limit, from_slot, window, n, final=final)
+
+    converged_under = threshold(arrival_slots[0] if arrival_slots else n + 1)
+    converged = settled(main, 1, converged_under)
     request_rows: list[dict[str, Any]] = []
     completions: list[int] = []
     for arrival in sorted(record.arrivals, key=lambda a: a.request):
-        done_at = settled(main, arrival.slot)
-        retrain_at = settled(retrain, arrival.slot) if retrain is not None else None
+        limit = threshold(arrival.slot)
+        done_at = settled(main, arrival.slot, limit)
+        retrain_at = settled(retrain, arrival.slot, limit) if retrain is not None else None
         removed_at = record.removals.get(arrival.node)
         completions += [s for s in (done_at, retrain_at, removed_at) if s is not None]
         request_rows.append(
@@ -317,8 +329,9 @@ def measure(
                 # the KL had settled under the tolerance in the window before the request: if not,
                 # a KL-based latency times the learning or the estimator noise, not the unlearning
                 "settled_at_request": main.all_at_or_below(
-                    tol, max(arrival.slot - window, 1), arrival.slot - 1
+                    limit, max(arrival.slot - window, 1), arrival.slot - 1
                 ),
+                "latency_threshold": limit,
                 "removal_latency": _latency(removed_at, arrival.slot),
                 "removal_latency_time": _latency_time(removed_at, arrival, time_of),
                 "latency": _latency(done_at, arrival.slot),
@@ -337,6 +350,7 @@ def measure(
                     "request_iteration": np.nan,
                     "request_time": np.nan,
                     "settled_at_request": None,
+                    "latency_threshold": np.nan,
                     "removal_latency": np.nan,
                     "removal_latency_time": np.nan,
                     "latency": np.nan,
@@ -381,6 +395,7 @@ def measure(
         "cover_iteration": cover if cover is not None else np.nan,
         "convergence_iteration": converged if converged is not None else np.nan,
         "convergence_time": time_of(converged),
+        "convergence_threshold": converged_under,
         "iterations": n,
         "time": float(end_times[-1]),
         "bits": float(record.bits[-1]),
@@ -571,8 +586,11 @@ def _batch_segments(
 
 def measure_batch(world: World, record: BatchRecord) -> BatchOutput:
     """The rows of a batch of runs with requests, from their records, column by column: the values
-    :func:`measure` gives each run (the same definitions, first-passage latencies)."""
+    :func:`measure` gives each run (the same definitions, first-passage latencies under an
+    absolute tolerance: a relative one runs the event engine's :func:`measure`)."""
     sc = world.scenario
+    if sc.metrics.tolerance is None:
+        raise ValueError("measure_batch judges an absolute tolerance only")
     tol = sc.metrics.tolerance
     n = record.slots
     batch = n.size
@@ -635,6 +653,7 @@ def measure_batch(world: World, record: BatchRecord) -> BatchOutput:
                 ],
                 dtype=object,
             ),
+            "latency_threshold": np.where(here, tol, np.nan),
         }
         for name, slot in (
             ("removal_latency", removed),
@@ -654,7 +673,8 @@ def measure_batch(world: World, record: BatchRecord) -> BatchOutput:
         request_columns["run"] = np.repeat(record.runs, request_count)
         for name in (
             "request", "node", "request_iteration", "request_time", "settled_at_request",
-            "removal_latency", "removal_latency_time", "latency", "latency_time",
+            "latency_threshold", "removal_latency", "removal_latency_time", "latency",
+            "latency_time",
             "retrain_latency", "retrain_latency_time",
         ):  # fmt: skip
             request_columns[name] = np.stack(columns[name], axis=1).ravel()
@@ -681,6 +701,7 @@ def measure_batch(world: World, record: BatchRecord) -> BatchOutput:
         "cover_iteration": np.where(covered, cover, np.nan),
         "convergence_iteration": np.where(never, np.nan, converged),
         "convergence_time": time_of(converged),
+        "convergence_threshold": np.full(batch, tol, dtype=float),
         "iterations": n.astype(np.int64),
         "time": walk.end_time(rows, n),
         "bits": walk.bits(rows, n),

@@ -152,6 +152,33 @@ class Segments:
         return int(begin[ok[0]]) if ok.size else None
 
 
+def reference_level(segments: Segments, first: int, last: int) -> float:
+    """The median of the value (what a tolerance is compared with) over the slots
+    ``first..last``, each slot counted once: the level a relative tolerance is a multiple of.
+    NaN when the range is empty or a slot in it has no finite value."""
+    if last < first or first < 1 or segments.starts.size == 0 or segments.starts[0] > first:
+        return float("nan")
+    lo = int(np.searchsorted(segments.starts, first, side="right")) - 1
+    hi = int(np.searchsorted(segments.starts, last, side="right"))
+    begins = np.maximum(segments.starts[lo:hi], first)
+    ends = np.append(segments.starts[lo + 1 : hi], last + 1)
+    values = segments.values[lo:hi]
+    if not np.all(np.isfinite(values)):
+        return float("nan")
+    return float(np.median(np.repeat(values, ends - begins)))
+
+
+def reference_slots(since: int, before: int) -> tuple[int, int]:
+    """The slots a relative tolerance's level is read from: the last tenth (rounded up) of the
+    slots ``since .. before − 1``, those since the previous request arrived (or slot 1) up to the
+    request arriving before slot ``before``; for convergence without requests, ``before`` is the
+    run's last slot + 1."""
+    count = before - since
+    if count <= 0:
+        return before, before - 1  # empty: no level
+    return before - -(-count // 10), before - 1
+
+
 def kl_segments(
     trace: StateTrace,
     target_slots: np.ndarray,

@@ -72,6 +72,7 @@ class ParticleSets(Representation):
     divergence_name: ClassVar[str] = "ksd"
     evaluates_retrain: ClassVar[bool] = True
     particle_sets: ClassVar[bool] = True
+    absolute_scale: ClassVar[bool] = False
 
     def divergence(self, target: Target, states: np.ndarray) -> np.ndarray:
         return stein_discrepancy(target, states)

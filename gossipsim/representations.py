@@ -60,6 +60,10 @@ class Representation(ABC):
     #: whether the states are particle sets ``(N, d)``, which particles.csv can hold
     #: (``[metrics] particles``)
     particle_sets: ClassVar[bool] = False
+    #: whether the divergence has a scale of its own (a KL, in nats: ``[metrics] tolerance =
+    #: "auto"`` is then an absolute threshold) or not (a KSD, whose scale is the scores':
+    #: ``"auto"`` then settles relatively to the run's own level)
+    absolute_scale: ClassVar[bool] = True
 
     @abstractmethod
     def divergence(self, target: Target, states: np.ndarray) -> np.ndarray:

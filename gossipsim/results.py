@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 
 REQUEST_COLUMNS = [
     "variant", "run", "request", "node", "request_iteration", "request_time", "settled_at_request",
-    "removal_latency", "removal_latency_time", "latency", "latency_time", "retrain_latency",
+    "latency_threshold", "removal_latency", "removal_latency_time", "latency", "latency_time", "retrain_latency",
     "retrain_latency_time",
 ]  # fmt: skip
 #: requests.csv's columns derived from the others and runs.csv (:func:`with_censoring`)

@@ -30,6 +30,7 @@ from .registry import MODEL_KINDS, PROTOCOL_KINDS
 from .scheduling import check_scheduler
 from .schema import read_keys
 from .settings import (
+    ABSOLUTE_TOLERANCE,
     SCHEMA,
     SECTION_NAMES,
     STOCHASTIC_LATENCY_WINDOW,
@@ -403,6 +404,30 @@ def parse_study(
     )  # fmt: skip
 
 
+def _tolerance(
+    metrics: Mapping[str, Any], table: Mapping[str, Any], protocol_cls: Any
+) -> float | None:
+    """``[metrics] tolerance`` resolved: a number, or None for the relative rule; ``auto`` is
+    :data:`ABSOLUTE_TOLERANCE` where the protocol's divergence has a scale of its own (a KL) and
+    relative where it does not (the KSD). ``relative_tolerance`` given with an absolute one is an
+    error naming it."""
+    from .representations import representation
+
+    tolerance = metrics["tolerance"]
+    if tolerance == "auto":
+        scaled = representation(protocol_cls.representation_name).absolute_scale
+        tolerance = ABSOLUTE_TOLERANCE if scaled else "relative"
+    if tolerance == "relative":
+        return None
+    if "relative_tolerance" in table:
+        raise ConfigError(
+            "metrics.relative_tolerance",
+            f'applies to tolerance = "relative" only (this variant\'s tolerance is {tolerance:g}, '
+            "an absolute threshold)",
+        )
+    return float(tolerance)
+
+
 def records_particle_sets(scenario: Scenario) -> bool:
     """Whether the scenario's protocol records particle sets (what particles.csv holds)."""
     from .representations import representation
@@ -674,7 +699,8 @@ def parse_scenario(
         stochastic = protocol_cls.stochastic(protocol.options, model_cls)
         window = STOCHASTIC_LATENCY_WINDOW if stochastic else 1
     metrics = MetricsSettings(
-        tolerance=me["tolerance"],
+        tolerance=_tolerance(me, _table(raw, "metrics"), protocol_cls),
+        relative_tolerance=me["relative_tolerance"],
         record_every=me["record_every"],
         excess=me["excess"],
         ece_bins=me["ece_bins"],

@@ -142,10 +142,22 @@ PARTICLE_TABLES = ("none", "final", "recorded")
 
 #: ``latency_window = "auto"`` for protocols whose steps use Monte Carlo gradient estimates
 STOCHASTIC_LATENCY_WINDOW = 100
+#: ``tolerance = "auto"`` for a KL divergence; particle protocols (KSD) settle relatively
+ABSOLUTE_TOLERANCE = 1e-9
+#: the default ρ of ``tolerance = "relative"``
+RELATIVE_TOLERANCE = 2.0
 
 METRICS_KEYS = (
-    Key("tolerance", "number", 1e-9, "KL threshold of convergence and latency (with `excess`, of "
-        "KL − best-in-family KL)", minimum=0, exclusive_minimum=True),
+    Key("tolerance", "number", "auto", "threshold of the divergence for convergence and latency "
+        "(with `excess`, of KL − best-in-family KL): a number; `relative`: "
+        "`relative_tolerance` × the run's own divergence before the request "
+        "([Settling](#settling-absolute-and-relative-tolerances)); `auto`: "
+        f"{ABSOLUTE_TOLERANCE:g} for a KL, `relative` for the KSD of particle protocols",
+        minimum=0, exclusive_minimum=True, words=("auto", "relative")),
+    Key("relative_tolerance", "number", RELATIVE_TOLERANCE, "ρ of `tolerance = \"relative\"`: "
+        "settled where the divergence is at most ρ × the median of the run's own divergence over "
+        "the last tenth of the slots before the request (before the first request, or the run's "
+        "end, for convergence)", minimum=1),
     Key("latency_window", "integer", "auto", "slots W the KL must stay within the tolerance for "
         "convergence and latency to count; `auto`: 1 for exact updates, "
         f"{STOCHASTIC_LATENCY_WINDOW} for Monte Carlo estimators", minimum=1, words=("auto",)),
@@ -331,7 +343,10 @@ class UnlearningSettings:
 
 @dataclass(frozen=True)
 class MetricsSettings:
-    tolerance: float = default("metrics", "tolerance")
+    #: the absolute threshold, or None: ``relative_tolerance`` × the run's own level
+    #: (``"auto"`` resolved by the protocol's divergence)
+    tolerance: float | None = ABSOLUTE_TOLERANCE
+    relative_tolerance: float = default("metrics", "relative_tolerance")
     record_every: int = default("metrics", "record_every")
     excess: bool = default("metrics", "excess")
     ece_bins: int = default("metrics", "ece_bins")

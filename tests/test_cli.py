@@ -83,7 +83,7 @@ def test_run_writes_the_results_folder(tmp_path, capsys):
         "bits",
     ]
     runs = pd.read_csv(out / "runs.csv")
-    assert list(runs.columns)[:10] == [
+    assert list(runs.columns)[:11] == [
         "variant",
         "topology.kind",
         "run",
@@ -92,6 +92,7 @@ def test_run_writes_the_results_folder(tmp_path, capsys):
         "cover_moves",
         "convergence_iteration",
         "convergence_time",
+        "convergence_threshold",
         "iterations",
         "time",
     ]

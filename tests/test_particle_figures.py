@@ -344,6 +344,7 @@ kind = "dsvgd"
 particles = 6
 [metrics]
 record_every = 5
+tolerance = 1e-9  # absolute, below any KSD: the figures name it instead of drawing it
 [[unlearning]]
 node = 0
 at_iteration = 15
