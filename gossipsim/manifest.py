@@ -3,11 +3,13 @@
 ``summary.json`` records, under ``files``, each table file written with it (``metrics.csv``,
 ``metrics.parquet``, ...): its rows, its size in bytes and the SHA-256 of its bytes; and under
 ``summary_sha256`` the SHA-256 of summary.json itself without that key (its JSON as loaded,
-keys sorted, no spaces: the same for any formatting). :func:`check_summary` and
-:func:`check_file` refuse, in one line naming the file, a summary or a table that no longer is
-what was written (truncated, edited, damaged); :func:`damaged_files` lists every such file of a
-folder for ``gossipsim status``. Folders written before summary.json recorded them are read as
-they are.
+keys sorted, no spaces: the same for any formatting). :func:`check_summary` refuses a summary
+that no longer is what was written; :func:`table_damage` lists every table file that is not (one
+mechanism for every reader: :func:`check_tables` for ``load_results``, ``plot``, ``compare`` and
+``--resume``, which refuse the first in one line naming the file, whatever format they read;
+:func:`folder_damage` for ``gossipsim status``); :func:`intact_copy` names the copy of a damaged
+table in the other format that ``--resume`` rewrites it from. Folders written before summary.json
+recorded them are read as they are.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +28,12 @@ FILES_KEY = "files"
 DIGEST_KEY = "summary_sha256"
 #: a rerun of the scenario is the remedy for a damaged finished folder
 REMEDY = "run the scenario again"
+#: the tables of a results folder (the stems of their files) and the kinds of their files
+TABLES = ("metrics", "runs", "requests", "visits", "failures", "particles")
+TABLE_FILE_KINDS = ("csv", "parquet")
+#: the names a table file may have (summary.json records no other: a name it lists that is none of
+#: these, e.g. a path elsewhere, is never opened)
+TABLE_FILES = frozenset(f"{stem}.{kind}" for stem in TABLES for kind in TABLE_FILE_KINDS)
 
 
 def file_sha256(path: Path) -> str:
@@ -89,14 +98,18 @@ def recorded(summary: dict[str, Any], name: str) -> dict[str, Any] | None:
 def mismatch(path: Path, entry: dict[str, Any]) -> str | None:
     """Why ``path`` is not the file ``entry`` records (None if it is)."""
     try:
-        size = path.stat().st_size
+        info = path.stat()
     except OSError as exc:
         return f"cannot be read: {exc.strerror or exc}"
-    written = entry.get("bytes")
+    if not stat.S_ISREG(info.st_mode):  # a FIFO or a device would block or never end
+        return "not a regular file"
+    size, written = info.st_size, entry.get("bytes")
     if size != written:
-        return (
-            f"{size:,} bytes, {written:,} written" if type(written) is int else "its size unknown"
-        )
+        if type(written) is not int:
+            return "its size unknown"
+        if size == 0:
+            return f"empty, {written:,} bytes written"
+        return f"{size:,} bytes, {written:,} written"
     try:
         digest = file_sha256(path)
     except OSError as exc:
@@ -106,22 +119,81 @@ def mismatch(path: Path, entry: dict[str, Any]) -> str | None:
     return None
 
 
-def check_file(folder: Path, name: str, summary: dict[str, Any]) -> None:
-    """Refuse table file ``name`` of ``folder`` if it is not what summary.json records."""
-    entry = recorded(summary, name)
-    if entry is None:
-        if isinstance(summary.get(FILES_KEY), dict):
-            raise ConfigError(
-                "DIR",
-                f"{str(folder / name)!r} is not among the files summary.json records; {REMEDY}",
-            )
-        return
-    why = mismatch(folder / name, entry)
-    if why is not None:
+def table_damage(folder: Path, summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """``(name, why)`` of every table file ``summary`` (checked: :func:`check_summary`) records
+    that is not what was written, whatever format a reader reads (truncated, edited, emptied,
+    widened: another size or checksum), and of each file the tables are read from that is missing
+    (the CSV files, or the Parquet files of a folder written as Parquet only; Parquet copies
+    beside CSV files may be deleted). Empty for a folder written before summary.json recorded
+    its files. Every recorded file is read whole once (about a second per GB)."""
+    files = summary.get(FILES_KEY)
+    if not isinstance(files, dict):
+        return []
+    needed = "parquet" if summary.get("table_formats") == ["parquet"] else "csv"
+    out = []
+    for name, entry in sorted(files.items()):
+        if name not in TABLE_FILES:
+            out.append((str(name)[:80], "not a table file of a results folder"))
+            continue
+        path = folder / name
+        if not os.path.lexists(path):
+            if name.endswith("." + needed):
+                out.append((name, "missing"))
+            continue
+        why = mismatch(path, entry) if isinstance(entry, dict) else "not recorded"
+        if why is not None:
+            out.append((name, why))
+    return out
+
+
+def intact_copy(
+    folder: Path, name: str, summary: dict[str, Any], damage: list[tuple[str, str]]
+) -> str | None:
+    """The name of the copy of table file ``name`` in the other format, if summary.json records
+    it, it is there and it is not in ``damage`` (:func:`table_damage` of the folder)."""
+    stem, _, kind = name.rpartition(".")
+    if name not in TABLE_FILES:
+        return None
+    other = f"{stem}.{TABLE_FILE_KINDS[1 - TABLE_FILE_KINDS.index(kind)]}"
+    if recorded(summary, other) is None or other in {n for n, _ in damage}:
+        return None
+    return other if (folder / other).is_file() else None
+
+
+def check_recorded(folder: Path, name: str, summary: dict[str, Any]) -> None:
+    """Refuse a table file ``name`` that summary.json, recording its files, does not list."""
+    if recorded(summary, name) is None and isinstance(summary.get(FILES_KEY), dict):
         raise ConfigError(
-            "DIR",
-            f"{str(folder / name)!r} is damaged or was edited since it was written ({why}); {REMEDY}",
+            "DIR", f"{str(folder / name)!r} is not among the files summary.json records; {REMEDY}"
         )
+
+
+def check_tables(folder: Path, summary: dict[str, Any]) -> None:
+    """Refuse, in one line naming the file and what is wrong, a folder one of whose table files
+    is not what was written (:func:`table_damage`): every recorded file is verified, not only
+    those a reader reads. Where the table's copy in the other format is intact, the line says that
+    ``--resume`` rewrites the damaged file from it."""
+    damage = table_damage(folder, summary)
+    if not damage:
+        return
+    name, why = damage[0]
+    path = str(folder / name)
+    if why == "missing":
+        what = f"{path!r} is missing"
+    else:
+        what = f"{path!r} is damaged or was edited since it was written ({why})"
+    more = f" (and {len(damage) - 1} more file(s))" if len(damage) > 1 else ""
+    copy = intact_copy(folder, name, summary, damage)
+    if copy is not None and all(intact_copy(folder, n, summary, damage) for n, _ in damage):
+        scenario = summary.get("scenario_file")
+        scenario = scenario if isinstance(scenario, str) and scenario else "SCENARIO"
+        remedy = (
+            f"its copy {copy} is intact: gossipsim run {scenario} --out {folder} --resume "
+            f"rewrites it from that, or {REMEDY}"
+        )
+    else:
+        remedy = REMEDY
+    raise ConfigError("DIR", f"{what}{more}; {remedy}")
 
 
 def check_rows(folder: Path, name: str, summary: dict[str, Any], rows: int) -> None:
@@ -137,9 +209,8 @@ def check_rows(folder: Path, name: str, summary: dict[str, Any], rows: int) -> N
 
 def folder_damage(folder: Path) -> list[str]:
     """``name: why`` of every file of a finished folder that is not what was written: summary.json
-    itself, a table file summary.json records that differs from it, or one of the files the tables
-    are read from that is missing (Parquet copies beside CSV files may be deleted). Empty for a
-    folder written before summary.json recorded its files."""
+    itself, or a table file (:func:`table_damage`). Empty for a folder written before summary.json
+    recorded its files."""
     try:
         summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -152,18 +223,4 @@ def folder_damage(folder: Path) -> list[str]:
         check_summary(summary, folder / "summary.json")
     except ConfigError:
         return ["summary.json: does not match its checksum"]
-    files = summary.get(FILES_KEY)
-    if not isinstance(files, dict):
-        return []
-    needed = "parquet" if summary.get("table_formats") == ["parquet"] else "csv"
-    out = []
-    for name, entry in sorted(files.items()):
-        path = folder / name
-        if not os.path.lexists(path):
-            if name.endswith("." + needed):
-                out.append(f"{name}: missing")
-            continue
-        why = mismatch(path, entry) if isinstance(entry, dict) else "not recorded"
-        if why is not None:
-            out.append(f"{name}: {why}")
-    return out
+    return [f"{name}: {why}" for name, why in table_damage(folder, summary)]

@@ -39,7 +39,21 @@ from .folderfiles import (  # stale staging folders are removed by the next run 
     read_meta,
 )
 from .graphfiles import LAYOUT_KEYS, MAX_SAVED_NODES, graph_files, read_graph, write_graphs
-from .manifest import DIGEST_KEY, FILES_KEY, check_file, check_rows, check_summary, recorded, sealed
+from .manifest import (
+    DIGEST_KEY,
+    FILES_KEY,
+    TABLE_FILE_KINDS,
+    TABLES,
+    check_recorded,
+    check_rows,
+    check_summary,
+    check_tables,
+    file_sha256,
+    intact_copy,
+    recorded,
+    sealed,
+    table_damage,
+)
 from .metrics import quantile_summary
 from .plotting.stats import cover_moves, interval_record
 from .sweeps import GRAPH_SWEEP_KEY, is_graph_description
@@ -760,10 +774,8 @@ def parquet_available() -> bool:
 
 
 #: ``tables=`` (``--tables``): auto (CSV, plus Parquet copies where pyarrow is installed), csv,
-#: parquet (Parquet only), both
+#: parquet (Parquet only), both; the kinds of table files are :data:`TABLE_FILE_KINDS`
 TABLE_FORMATS = ("auto", "csv", "parquet", "both")
-#: the kinds of table files, by extension
-TABLE_FILE_KINDS = ("csv", "parquet")
 PARQUET_HINT = "pip install 'gossipsim[parquet]'"
 
 
@@ -817,7 +829,6 @@ def _parquet_ready(table: pd.DataFrame) -> pd.DataFrame:
 
 
 GRAPHS = "graphs"
-TABLES = ("metrics", "runs", "requests", "visits", "failures", "particles")
 #: column types of folders written before summary.json recorded them
 _OLD_TYPES = {
     **dict.fromkeys(
@@ -891,6 +902,70 @@ def _load(d: Path) -> Results:
     return results
 
 
+def repair_tables(
+    out_dir: str | os.PathLike[str], study: Study | None = None, key: str = "--resume"
+) -> list[str]:
+    """Rewrite each table file of a finished folder that is not what was written (truncated,
+    edited, emptied, widened or missing: :func:`gossipsim.manifest.table_damage`) from its copy
+    in the other format (``metrics.csv`` from ``metrics.parquet`` or the other way round), where
+    that copy is intact, and only if the file rewritten is byte for byte the one written (the
+    SHA-256 summary.json records): the folder is then exactly as it was written. What ``--resume``
+    of a finished folder does first. ``study``: the folder's (else rebuilt from summary.json).
+
+    Returns one ``name was damaged (why): rewritten from copy`` per file rewritten (none for a whole folder).
+    A damaged summary.json, a damaged file without an intact copy, or a copy that does not give
+    the file written back, is a one-line ConfigError for ``key`` naming the file; nothing is
+    then changed."""
+    d = Path(out_dir)
+    try:
+        summary = _read_summary(d)
+        damage = table_damage(d, summary)
+        plan: dict[str, str] = {}
+        for name, why in damage:
+            copy = intact_copy(d, name, summary, damage)
+            if copy is None:
+                what = "is missing" if why == "missing" else f"is damaged ({why})"
+                raise ConfigError(
+                    key,
+                    f"{str(d / name)!r} {what} and has no intact copy to rewrite it from; run "
+                    "without --resume to start over",
+                )
+            plan[name] = copy
+        if not plan:
+            return []
+        study = _rebuilt_study(summary, d) if study is None else study
+        labels = [v.label for v in study.variants]
+        values = [v.values for v in study.variants]
+        sources = {name.rpartition(".")[0]: copy.rpartition(".")[2] for name, copy in plan.items()}
+        tables = _read_tables(d, summary, labels, values, sources=sources)
+        entries = summary.get("variants", {})
+        graphs = _read_graphs(d, {label: entries.get(label) for label in labels})
+        _restore_node_labels(tables, graphs.values())
+    except ConfigError as exc:
+        raise ConfigError(key, exc.message) from None
+    done = []
+    with _staging(d) as staging:
+        for name, copy in plan.items():
+            stem, _, kind = name.rpartition(".")
+            if kind == "csv":
+                write_csv(tables[stem], staging / name)
+            else:
+                _write_parquet({stem: tables[stem]}, staging)
+            if file_sha256(staging / name) != (recorded(summary, name) or {}).get("sha256"):
+                raise ConfigError(
+                    key,
+                    f"{str(d / name)!r} is damaged ({dict(damage)[name]}), and rewritten from "
+                    f"{copy} it would not be the file written (another pyarrow or pandas?); run "
+                    "without --resume to start over",
+                )
+        for name, copy in plan.items():
+            os.replace(staging / name, d / name)
+            why = dict(damage)[name]
+            was = "missing" if why == "missing" else f"damaged ({why})"
+            done.append(f"{name} was {was}: rewritten from {copy}")
+    return done
+
+
 def _read_tables(
     d: Path,
     summary: dict[str, Any],
@@ -898,30 +973,38 @@ def _read_tables(
     values: Sequence[Mapping[str, Any]],
     *,
     unread: Mapping[str, Collection[str]] | None = None,
+    sources: Mapping[str, str] | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Every table of the folder, checked (:func:`_read_table`), with its recorded column types
     and tidy (:func:`~gossipsim.tidy.tidy`: the variant's swept keys as columns, from
-    ``values``). The swept keys' columns in the files are not read (tidy makes them again), nor
-    the columns ``unread`` names for a table."""
+    ``values``). Every table file summary.json records is verified first, whatever format is read
+    (:func:`gossipsim.manifest.check_tables`). The swept keys' columns in the files are not read
+    (tidy makes them again), nor the columns ``unread`` names for a table. With ``sources``
+    (table -> the kind of file to read it from: what :func:`repair_tables` rewrites a damaged file
+    from, once it has verified those files) only those tables are read."""
     types = _column_types(summary, d / "summary.json")
     empty = {"visits": VISIT_COLUMNS, "failures": FAILURE_COLUMNS, "particles": PARTICLE_COLUMNS}
     swept = {key for v in values for key in flat_values(v)}  # tidy makes their columns
     tables = {}
+    if sources is None:
+        check_tables(d, summary)
     # the files that must hold the tables: the CSV files, unless summary.json says the tables
     # were written as Parquet only (Parquet copies beside CSV files may be deleted; they are read
     # where they are there)
     written = summary.get("table_formats")
     required = "parquet" if written == ["parquet"] else "csv"
-    for stem in TABLES:
+    for stem in TABLES if sources is None else list(sources):
         skip = swept | set((unread or {}).get(stem, ()))
-        table, path = _read_table(d, stem, labels, empty.get(stem), required, summary, skip)
+        table, path = _read_table(
+            d, stem, labels, empty.get(stem), required, summary, skip, (sources or {}).get(stem)
+        )
         table = _with_types(table, (types or {}).get(stem) or _OLD_TYPES, labels, path)
         if path is not None and "variant" in table and table["variant"].isna().any():
             raise ConfigError(
                 "DIR", f"{str(path)!r} has rows of no variant of the study; run the scenario again"
             )
         tables[stem] = tidy(table, labels, values)
-    if "served" not in tables["requests"].columns:  # a folder of an older gossipsim
+    if "requests" in tables and "served" not in tables["requests"].columns:  # an older folder
         tables["requests"] = with_censoring(tables["requests"], tables["runs"])
     return tables
 
@@ -1016,7 +1099,7 @@ def _restore_node_labels(tables: dict[str, pd.DataFrame], graphs: Iterable[nx.Gr
         (tables[stem], name)
         for stem, names in NODE_COLUMNS.items()
         for name in names
-        if name in tables[stem].columns and tables[stem][name].dtype == object
+        if stem in tables and name in tables[stem].columns and tables[stem][name].dtype == object
     ]
     if not columns:  # integer labels come back as integers: nothing to restore
         return
@@ -1177,15 +1260,17 @@ def _read_table(
     required: str,
     summary: dict[str, Any],
     skip: Collection[str] = (),
+    source: str | None = None,
 ) -> tuple[pd.DataFrame, Path | None]:
     """A table from its Parquet file when there is one (and pyarrow to read it), else its CSV
-    file (the file of the ``required`` kind must exist), and the file it came from; the file is
-    first checked against what summary.json records of it (size, checksum), and its rows after.
-    The columns of ``skip`` are left unread (a Parquet file's are known from summary.json's
-    column types; where it records none, every column is read)."""
+    file (the file of the ``required`` kind must exist), or from the file of kind ``source``
+    where given, and the file it came from; the file must be one summary.json records (the
+    caller has verified every recorded file: :func:`gossipsim.manifest.check_tables`), and its
+    rows are checked after. The columns of ``skip`` are left unread (a Parquet file's are known
+    from summary.json's column types; where it records none, every column is read)."""
     path = d / f"{stem}.csv"
     copy = d / f"{stem}.parquet"
-    needed = d / f"{stem}.{required}"
+    needed = d / f"{stem}.{required if source is None else source}"
     if not needed.is_file():
         written = recorded(summary, needed.name) is not None  # then it must be there
         if optional is not None and not path.exists() and not copy.exists() and not written:
@@ -1199,8 +1284,11 @@ def _read_table(
             f"{str(d)!r} holds its tables as Parquet files only, which needs pyarrow: "
             f"{PARQUET_HINT}",
         )
-    where = copy if copy.is_file() and parquet_available() else path
-    check_file(d, where.name, summary)
+    if source is not None:
+        where = needed
+    else:
+        where = copy if copy.is_file() and parquet_available() else path
+    check_recorded(d, where.name, summary)
     try:
         if where == copy:
             names = ((summary.get("columns") or {}).get(stem) or {}) if skip else {}
