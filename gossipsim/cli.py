@@ -556,7 +556,12 @@ def _cmd_status(args: argparse.Namespace) -> int:
         shown = "; ".join(damaged[:3]) + (
             f"; and {len(damaged) - 3} more" if len(damaged) > 3 else ""
         )
-        if damaged_tables:
+        if damaged_tables and info.get("repairable"):
+            line += (
+                f"; damaged: {shown}; --resume rewrites them from their intact copies (or run "
+                "the scenario again)"
+            )
+        elif damaged_tables:
             line += f"; damaged: {shown}; run the scenario again"
         elif damaged:
             line += f"; not counted, damaged: {shown} (--resume runs their runs again)"

@@ -19,6 +19,7 @@ import json
 import os
 import re
 import stat
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -119,19 +120,24 @@ def mismatch(path: Path, entry: dict[str, Any]) -> str | None:
     return None
 
 
-def table_damage(folder: Path, summary: dict[str, Any]) -> list[tuple[str, str]]:
+def table_damage(
+    folder: Path, summary: dict[str, Any], names: Collection[str] | None = None
+) -> list[tuple[str, str]]:
     """``(name, why)`` of every table file ``summary`` (checked: :func:`check_summary`) records
-    that is not what was written, whatever format a reader reads (truncated, edited, emptied,
-    widened: another size or checksum), and of each file the tables are read from that is missing
-    (the CSV files, or the Parquet files of a folder written as Parquet only; Parquet copies
-    beside CSV files may be deleted). Empty for a folder written before summary.json recorded
-    its files. Every recorded file is read whole once (about a second per GB)."""
+    (of those ``names`` lists, where given) that is not what was written, whatever format a reader
+    reads (truncated, edited, emptied, widened: another size or checksum), and of each file the
+    tables are read from that is missing (the CSV files, or the Parquet files of a folder written
+    as Parquet only; Parquet copies beside CSV files may be deleted). Empty for a folder written
+    before summary.json recorded its files. Each file is read whole once (about a second per
+    GB)."""
     files = summary.get(FILES_KEY)
     if not isinstance(files, dict):
         return []
     needed = "parquet" if summary.get("table_formats") == ["parquet"] else "csv"
     out = []
     for name, entry in sorted(files.items()):
+        if names is not None and name not in names:
+            continue
         if name not in TABLE_FILES:
             out.append((str(name)[:80], "not a table file of a results folder"))
             continue
@@ -168,12 +174,14 @@ def check_recorded(folder: Path, name: str, summary: dict[str, Any]) -> None:
         )
 
 
-def check_tables(folder: Path, summary: dict[str, Any]) -> None:
+def check_tables(
+    folder: Path, summary: dict[str, Any], damage: list[tuple[str, str]] | None = None
+) -> None:
     """Refuse, in one line naming the file and what is wrong, a folder one of whose table files
-    is not what was written (:func:`table_damage`): every recorded file is verified, not only
-    those a reader reads. Where the table's copy in the other format is intact, the line says that
-    ``--resume`` rewrites the damaged file from it."""
-    damage = table_damage(folder, summary)
+    is not what was written (``damage``, else :func:`table_damage` of every recorded file, not
+    only those a reader reads). Where the table's copy in the other format is intact, the line
+    says that ``--resume`` rewrites the damaged file from it."""
+    damage = sorted(table_damage(folder, summary) if damage is None else damage)
     if not damage:
         return
     name, why = damage[0]
@@ -207,20 +215,23 @@ def check_rows(folder: Path, name: str, summary: dict[str, Any], rows: int) -> N
         )
 
 
-def folder_damage(folder: Path) -> list[str]:
+def folder_damage(folder: Path) -> tuple[list[str], bool]:
     """``name: why`` of every file of a finished folder that is not what was written: summary.json
-    itself, or a table file (:func:`table_damage`). Empty for a folder written before summary.json
-    recorded its files."""
+    itself, or a table file (:func:`table_damage`); and whether ``--resume`` can rewrite each such
+    file from its intact copy in the other format (:func:`intact_copy`). Empty for a folder
+    written before summary.json recorded its files."""
     try:
         summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
     except FileNotFoundError:
-        return ["summary.json: missing"]
+        return ["summary.json: missing"], False
     except (OSError, ValueError, RecursionError) as exc:
-        return [f"summary.json: cannot be read ({type(exc).__name__})"]
+        return [f"summary.json: cannot be read ({type(exc).__name__})"], False
     if not isinstance(summary, dict):
-        return ["summary.json: not a gossipsim summary"]
+        return ["summary.json: not a gossipsim summary"], False
     try:
         check_summary(summary, folder / "summary.json")
     except ConfigError:
-        return ["summary.json: does not match its checksum"]
-    return [f"{name}: {why}" for name, why in table_damage(folder, summary)]
+        return ["summary.json: does not match its checksum"], False
+    damage = table_damage(folder, summary)
+    repairable = bool(damage) and all(intact_copy(folder, n, summary, damage) for n, _ in damage)
+    return [f"{name}: {why}" for name, why in damage], repairable

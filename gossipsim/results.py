@@ -977,27 +977,55 @@ def _read_tables(
 ) -> dict[str, pd.DataFrame]:
     """Every table of the folder, checked (:func:`_read_table`), with its recorded column types
     and tidy (:func:`~gossipsim.tidy.tidy`: the variant's swept keys as columns, from
-    ``values``). Every table file summary.json records is verified first, whatever format is read
-    (:func:`gossipsim.manifest.check_tables`). The swept keys' columns in the files are not read
-    (tidy makes them again), nor the columns ``unread`` names for a table. With ``sources``
-    (table -> the kind of file to read it from: what :func:`repair_tables` rewrites a damaged file
-    from, once it has verified those files) only those tables are read."""
+    ``values``). The swept keys' columns in the files are not read (tidy makes them again), nor
+    the columns ``unread`` names for a table.
+
+    Every table file summary.json records is verified, whatever format is read
+    (:func:`gossipsim.manifest.table_damage`): the files read before any is parsed, the others
+    (the CSV files beside the Parquet copies read) on a thread of their own while the tables are
+    read (hashing releases the GIL: on two cores it costs ``gossipsim plot`` little time), and
+    a damaged one is refused once they are (:func:`gossipsim.manifest.check_tables`). With
+    ``sources`` (table -> the kind of file to read it from: what :func:`repair_tables` rewrites
+    a damaged file from, once it has verified those files) only those tables are read."""
+    written = summary.get("table_formats")
+    # the files that must hold the tables: the CSV files, unless summary.json says the tables
+    # were written as Parquet only (Parquet copies beside CSV files may be deleted; they are read
+    # where they are there)
+    required = "parquet" if written == ["parquet"] else "csv"
+    stems = list(TABLES if sources is None else sources)
+    reading = {stem: _table_file(d, stem, (sources or {}).get(stem)) for stem in stems}
+    if sources is not None:
+        return _parsed_tables(d, summary, labels, values, reading, required, unread)
+    read = {path.name for path in reading.values()}
+    files = summary.get(FILES_KEY)
+    others = [name for name in files if name not in read] if isinstance(files, dict) else []
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        rest = pool.submit(table_damage, d, summary, others)
+        damage = table_damage(d, summary, read)
+        if damage:  # nothing is parsed from a damaged file
+            check_tables(d, summary, damage + rest.result())
+        tables = _parsed_tables(d, summary, labels, values, reading, required, unread)
+        check_tables(d, summary, rest.result())
+    return tables
+
+
+def _parsed_tables(
+    d: Path,
+    summary: dict[str, Any],
+    labels: Sequence[str],
+    values: Sequence[Mapping[str, Any]],
+    reading: Mapping[str, Path],
+    required: str,
+    unread: Mapping[str, Collection[str]] | None,
+) -> dict[str, pd.DataFrame]:
+    """The tables of :func:`_read_tables` read from the files ``reading`` names."""
     types = _column_types(summary, d / "summary.json")
     empty = {"visits": VISIT_COLUMNS, "failures": FAILURE_COLUMNS, "particles": PARTICLE_COLUMNS}
     swept = {key for v in values for key in flat_values(v)}  # tidy makes their columns
     tables = {}
-    if sources is None:
-        check_tables(d, summary)
-    # the files that must hold the tables: the CSV files, unless summary.json says the tables
-    # were written as Parquet only (Parquet copies beside CSV files may be deleted; they are read
-    # where they are there)
-    written = summary.get("table_formats")
-    required = "parquet" if written == ["parquet"] else "csv"
-    for stem in TABLES if sources is None else list(sources):
+    for stem, where in reading.items():
         skip = swept | set((unread or {}).get(stem, ()))
-        table, path = _read_table(
-            d, stem, labels, empty.get(stem), required, summary, skip, (sources or {}).get(stem)
-        )
+        table, path = _read_table(d, stem, where, labels, empty.get(stem), required, summary, skip)
         table = _with_types(table, (types or {}).get(stem) or _OLD_TYPES, labels, path)
         if path is not None and "variant" in table and table["variant"].isna().any():
             raise ConfigError(
@@ -1007,6 +1035,15 @@ def _read_tables(
     if "requests" in tables and "served" not in tables["requests"].columns:  # an older folder
         tables["requests"] = with_censoring(tables["requests"], tables["runs"])
     return tables
+
+
+def _table_file(d: Path, stem: str, source: str | None = None) -> Path:
+    """The file a table is read from: its Parquet copy when there is one (and pyarrow to read
+    it), else its CSV file; the file of kind ``source`` where given."""
+    if source is not None:
+        return d / f"{stem}.{source}"
+    copy = d / f"{stem}.parquet"
+    return copy if copy.is_file() and parquet_available() else d / f"{stem}.csv"
 
 
 #: metrics.csv's columns that no figure draws (``gossipsim plot`` does not read them)
@@ -1255,39 +1292,38 @@ def _infinities(x: Any) -> Any:
 def _read_table(
     d: Path,
     stem: str,
+    where: Path,
     labels: Sequence[str],
     optional: Sequence[str] | None,
     required: str,
     summary: dict[str, Any],
     skip: Collection[str] = (),
-    source: str | None = None,
 ) -> tuple[pd.DataFrame, Path | None]:
-    """A table from its Parquet file when there is one (and pyarrow to read it), else its CSV
-    file (the file of the ``required`` kind must exist), or from the file of kind ``source``
-    where given, and the file it came from; the file must be one summary.json records (the
-    caller has verified every recorded file: :func:`gossipsim.manifest.check_tables`), and its
-    rows are checked after. The columns of ``skip`` are left unread (a Parquet file's are known
-    from summary.json's column types; where it records none, every column is read)."""
+    """A table from the file ``where`` (:func:`_table_file`) and that file (None for an optional
+    table the folder does not hold: an empty one). The file must be one summary.json records (the
+    caller verifies every recorded file: :func:`gossipsim.manifest.table_damage`, which also
+    reports a recorded file that is missing); in a folder whose summary.json records no files
+    (an older gossipsim's), the file of the ``required`` kind must be there. Its rows are
+    checked after. The columns of ``skip`` are left unread (a Parquet file's are known from
+    summary.json's column types; where it records none, every column is read)."""
     path = d / f"{stem}.csv"
     copy = d / f"{stem}.parquet"
-    needed = d / f"{stem}.{required if source is None else source}"
-    if not needed.is_file():
-        written = recorded(summary, needed.name) is not None  # then it must be there
-        if optional is not None and not path.exists() and not copy.exists() and not written:
-            return pd.DataFrame(columns=list(optional)), None
-        raise ConfigError(
-            "DIR", f"{str(needed)!r} is missing: not a finished gossipsim results folder"
-        )
-    if not path.is_file() and not parquet_available():
+    if not path.is_file() and copy.is_file() and not parquet_available():
         raise ConfigError(
             "DIR",
             f"{str(d)!r} holds its tables as Parquet files only, which needs pyarrow: "
             f"{PARQUET_HINT}",
         )
-    if source is not None:
-        where = needed
-    else:
-        where = copy if copy.is_file() and parquet_available() else path
+    needed = d / f"{stem}.{required}"
+    for must in (where,) if isinstance(summary.get(FILES_KEY), dict) else (needed, where):
+        if must.is_file():
+            continue
+        written = recorded(summary, must.name) is not None  # then it must be there
+        if optional is not None and not path.exists() and not copy.exists() and not written:
+            return pd.DataFrame(columns=list(optional)), None
+        raise ConfigError(
+            "DIR", f"{str(must)!r} is missing: not a finished gossipsim results folder"
+        )
     check_recorded(d, where.name, summary)
     try:
         if where == copy:

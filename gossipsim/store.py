@@ -715,8 +715,9 @@ def status(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """Runs done, failed and remaining of a results folder (finished or interrupted), whether a
     command holds it (``running``: its process id, else None), what is damaged (``damaged``:
     ``name: why`` of each part that will not be merged, or of each file of finished tables that
-    is not what was written) and how many parts hold runs of other parts (``duplicate_parts``:
-    each run is counted once)."""
+    is not what was written; ``repairable``: whether ``--resume`` rewrites each such file from
+    its intact copy in the other format) and how many parts hold runs of other parts
+    (``duplicate_parts``: each run is counted once)."""
     d = Path(out_dir)
     meta = read_meta(d)
     if meta is None:
@@ -732,6 +733,7 @@ def status(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
         failed = meta.get("failed")
         if type(failed) is not int:  # recorded by an older gossipsim: count failures.csv
             failed = _failures_written(d)
+        damaged, repairable = folder_damage(d)
         return {
             "name": meta.get("name"),
             "complete": True,
@@ -740,7 +742,8 @@ def status(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
             "failed": failed,
             "remaining": 0,
             "running": running,
-            "damaged": folder_damage(d),
+            "damaged": damaged,
+            "repairable": repairable,
             "duplicate_parts": 0,
         }
     refuse_pickled_parts(d, "DIR")
@@ -756,6 +759,7 @@ def status(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
         "remaining": max(total - done - failed, 0),
         "running": running,
         "damaged": damaged,
+        "repairable": False,
         "duplicate_parts": len(scan.duplicates),
     }
 

@@ -26,6 +26,7 @@ from gossipsim.errors import ConfigError
 from gossipsim.store import RunStore, decode_part, encode_part, status
 from tests.folders import interrupted, parts_of
 from tests.helpers import to_toml
+from tests.test_folder_integrity import _one_line
 
 TABLE_FILES = ("metrics", "runs", "requests", "visits", "failures", "particles")
 
@@ -40,12 +41,6 @@ def _raw(runs: int = 3) -> dict:
         "metrics": {"record_every": 10, "particles": "recorded", "particle_runs": 2},
         "unlearning": [{"node": 2, "at_iteration": 20}],
     }
-
-
-def _one_line(err: str) -> str:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
 
 
 def _tables(folder: Path) -> dict[str, bytes]:
@@ -128,9 +123,12 @@ CASES = [
 ]
 
 
-def _refused_by_every_reader(out: Path, tmp_path: Path, capsys, name: str) -> str:
+def _refused_by_every_reader(
+    out: Path, tmp_path: Path, capsys, name: str, repairable: bool = True
+) -> str:
     """load_results, plot and compare refuse the folder in one line naming ``name`` (exit 2) and
-    write nothing; status reports it (exit 1). Returns load_results' line."""
+    write nothing; status reports it (exit 1), and whether --resume can rewrite it. Returns
+    load_results' line."""
     with pytest.raises(ConfigError, match=rf"^DIR: .*{name}") as caught:
         gs.load_results(out)
     line = str(caught.value)
@@ -144,8 +142,11 @@ def _refused_by_every_reader(out: Path, tmp_path: Path, capsys, name: str) -> st
     assert not (tmp_path / "c.png").exists()
     info = status(out)
     assert [d.split(":")[0] for d in info["damaged"]] == [name], info
+    assert info["repairable"] is repairable
     assert main(["status", str(out)]) == 1
-    assert f"damaged: {name}" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert f"damaged: {name}" in said
+    assert ("--resume rewrites them from their intact copies" in said) is repairable
     return line
 
 
@@ -202,7 +203,7 @@ def test_resume_refuses_a_damaged_file_without_an_intact_copy(tmp_path, capsys, 
     assert main(["run", str(scenario), "--out", str(out), "--no-plots", "--tables", tables]) == 0
     _edit(out / f"metrics.{tables}")
     damaged = _tables(out)
-    line = _refused_by_every_reader(out, tmp_path, capsys, f"metrics.{tables}")
+    line = _refused_by_every_reader(out, tmp_path, capsys, f"metrics.{tables}", False)
     assert "its copy" not in line and line.endswith("run the scenario again")
     assert main(["run", str(scenario), "--out", str(out), "--no-plots", "--resume"]) == 2
     line = _one_line(capsys.readouterr().err)
