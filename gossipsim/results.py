@@ -912,23 +912,31 @@ def repair_tables(
     SHA-256 summary.json records): the folder is then exactly as it was written. What ``--resume``
     of a finished folder does first. ``study``: the folder's (else rebuilt from summary.json).
 
-    Returns one ``name was damaged (why): rewritten from copy`` per file rewritten (none for a whole folder).
-    A damaged summary.json, a damaged file without an intact copy, or a copy that does not give
-    the file written back, is a one-line ConfigError for ``key`` naming the file; nothing is
-    then changed."""
+    Returns one ``name was damaged (why): rewritten from copy`` per file rewritten (none for a
+    whole folder). A damaged summary.json, a damaged file without an intact copy, or a copy that
+    does not give the file written back, is a one-line ConfigError for ``key`` naming the file;
+    nothing is then changed. The caller holds the folder's lock (``--resume`` does)."""
     d = Path(out_dir)
     try:
         summary = _read_summary(d)
         damage = table_damage(d, summary)
         plan: dict[str, str] = {}
-        for name, why in damage:
+        state = {
+            name: "missing" if why == "missing" else f"damaged ({why})" for name, why in damage
+        }
+        for name, _ in damage:
             copy = intact_copy(d, name, summary, damage)
             if copy is None:
-                what = "is missing" if why == "missing" else f"is damaged ({why})"
                 raise ConfigError(
                     key,
-                    f"{str(d / name)!r} {what} and has no intact copy to rewrite it from; run "
+                    f"{str(d / name)!r} is {state[name]} and has no intact copy to rewrite it from; run "
                     "without --resume to start over",
+                )
+            if "parquet" in (name.rpartition(".")[2], copy.rpartition(".")[2]) and (
+                not parquet_available()
+            ):
+                raise ConfigError(
+                    key, f"rewriting {str(d / name)!r} from {copy} needs pyarrow: {PARQUET_HINT}"
                 )
             plan[name] = copy
         if not plan:
@@ -954,15 +962,13 @@ def repair_tables(
             if file_sha256(staging / name) != (recorded(summary, name) or {}).get("sha256"):
                 raise ConfigError(
                     key,
-                    f"{str(d / name)!r} is damaged ({dict(damage)[name]}), and rewritten from "
-                    f"{copy} it would not be the file written (another pyarrow or pandas?); run "
-                    "without --resume to start over",
+                    f"{str(d / name)!r} is {state[name]}, and rewritten from {copy} it would "
+                    "not be the file written (another pyarrow or pandas?); run without --resume "
+                    "to start over",
                 )
         for name, copy in plan.items():
             os.replace(staging / name, d / name)
-            why = dict(damage)[name]
-            was = "missing" if why == "missing" else f"damaged ({why})"
-            done.append(f"{name} was {was}: rewritten from {copy}")
+            done.append(f"{name} was {state[name]}: rewritten from {copy}")
     return done
 
 
