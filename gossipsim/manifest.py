@@ -15,10 +15,12 @@ recorded them are read as they are.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import re
 import stat
+import threading
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
@@ -130,26 +132,88 @@ def table_damage(
     as Parquet only; Parquet copies beside CSV files may be deleted). Empty for a folder written
     before summary.json recorded its files. Each file is read whole once (about a second per
     GB)."""
-    files = summary.get(FILES_KEY)
-    if not isinstance(files, dict):
-        return []
-    needed = "parquet" if summary.get("table_formats") == ["parquet"] else "csv"
     out = []
-    for name, entry in sorted(files.items()):
-        if names is not None and name not in names:
-            continue
-        if name not in TABLE_FILES:
-            out.append((str(name)[:80], "not a table file of a results folder"))
-            continue
-        path = folder / name
-        if not os.path.lexists(path):
-            if name.endswith("." + needed):
-                out.append((name, "missing"))
-            continue
-        why = mismatch(path, entry) if isinstance(entry, dict) else "not recorded"
-        if why is not None:
-            out.append((name, why))
+    for name in recorded_names(summary):
+        if names is None or name in names:
+            why = file_damage(folder, summary, name)
+            if why is not None:
+                out.append((str(name)[:80], why))
     return out
+
+
+def recorded_names(summary: dict[str, Any]) -> list[str]:
+    """The names of the files summary.json records (none for a folder of an older gossipsim)."""
+    files = summary.get(FILES_KEY)
+    return sorted(files) if isinstance(files, dict) else []
+
+
+def file_damage(folder: Path, summary: dict[str, Any], name: str) -> str | None:
+    """Why recorded file ``name`` is not what was written (None if it is, or if it is a Parquet
+    copy that was deleted): :func:`table_damage` of one file."""
+    if name not in TABLE_FILES:
+        return "not a table file of a results folder"
+    path = folder / name
+    if not os.path.lexists(path):
+        needed = "parquet" if summary.get("table_formats") == ["parquet"] else "csv"
+        return "missing" if name.endswith("." + needed) else None
+    entry = recorded(summary, name)
+    return mismatch(path, entry) if entry is not None else "not recorded"
+
+
+class TableCheck:
+    """:func:`table_damage` of every file a folder's summary.json records, computed on a thread of
+    its own from construction, the files ``first`` (those a reader parses) first. A reader waits
+    only for the files it asks about (:meth:`damage`): the others are hashed while it reads, and
+    ``gossipsim plot`` starts the check before its imports (about a second), so that on two cores
+    verifying every file costs the command next to no time. Hashing releases the GIL."""
+
+    def __init__(self, folder: Path, summary: dict[str, Any], first: Collection[str] = ()) -> None:
+        self.folder = Path(folder)
+        self.summary = summary
+        names = recorded_names(summary)
+        self._order = sorted(names, key=lambda name: (name not in first, name))
+        self._found: dict[str, str | None] = {}
+        self._ready = threading.Condition()
+        self._thread = threading.Thread(target=self._check, name="gossipsim-tables", daemon=True)
+        self._thread.start()
+
+    def _check(self) -> None:
+        for name in self._order:
+            try:
+                why = file_damage(self.folder, self.summary, name)
+            except Exception as exc:  # noqa: BLE001 - reported as the file's damage, not lost
+                why = f"cannot be checked ({type(exc).__name__})"
+            with self._ready:
+                self._found[name] = why
+                self._ready.notify_all()
+
+    def damage(self, names: Collection[str] | None = None) -> list[tuple[str, str]]:
+        """``(name, why)`` of the damaged files among ``names`` (every recorded file if None), once
+        they are checked."""
+        wanted = [n for n in self._order if names is None or n in names]
+        with self._ready:
+            self._ready.wait_for(lambda: all(n in self._found for n in wanted))
+            return [(n[:80], why) for n in wanted if (why := self._found[n]) is not None]
+
+
+def start_check(folder: Path) -> TableCheck | None:
+    """A :class:`TableCheck` of ``folder`` started now (its Parquet copies, which readers parse
+    where pyarrow is installed, first); None where summary.json cannot be read or does not match
+    its checksum (the reader then refuses it itself)."""
+    try:
+        summary = json.loads((Path(folder) / "summary.json").read_text(encoding="utf-8"))
+        if not isinstance(summary, dict):
+            return None
+        check_summary(summary, Path(folder) / "summary.json")
+    except (OSError, ValueError, RecursionError):  # ConfigError is a ValueError
+        return None
+    first = {f"{stem}.parquet" for stem in TABLES} if parquet_available() else set()
+    return TableCheck(Path(folder), summary, first)
+
+
+def parquet_available() -> bool:
+    """Whether pandas can read and write Parquet here (pyarrow is installed)."""
+    return importlib.util.find_spec("pyarrow") is not None
 
 
 def intact_copy(

@@ -13,7 +13,6 @@ never converged) are empty cells.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import math
 import os
@@ -44,12 +43,14 @@ from .manifest import (
     FILES_KEY,
     TABLE_FILE_KINDS,
     TABLES,
+    TableCheck,
     check_recorded,
     check_rows,
     check_summary,
     check_tables,
     file_sha256,
     intact_copy,
+    parquet_available,
     recorded,
     sealed,
     table_damage,
@@ -768,11 +769,6 @@ def particle_table(
     return pd.DataFrame(data, copy=False)
 
 
-def parquet_available() -> bool:
-    """Whether pandas can write Parquet here (pyarrow is installed)."""
-    return importlib.util.find_spec("pyarrow") is not None
-
-
 #: ``tables=`` (``--tables``): auto (CSV, plus Parquet copies where pyarrow is installed), csv,
 #: parquet (Parquet only), both; the kinds of table files are :data:`TABLE_FILE_KINDS`
 TABLE_FORMATS = ("auto", "csv", "parquet", "both")
@@ -980,6 +976,7 @@ def _read_tables(
     *,
     unread: Mapping[str, Collection[str]] | None = None,
     sources: Mapping[str, str] | None = None,
+    check: TableCheck | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Every table of the folder, checked (:func:`_read_table`), with its recorded column types
     and tidy (:func:`~gossipsim.tidy.tidy`: the variant's swept keys as columns, from
@@ -987,10 +984,10 @@ def _read_tables(
     the columns ``unread`` names for a table.
 
     Every table file summary.json records is verified, whatever format is read
-    (:func:`gossipsim.manifest.table_damage`): the files read before any is parsed, the others
-    (the CSV files beside the Parquet copies read) on a thread of their own while the tables are
-    read (hashing releases the GIL: on two cores it costs ``gossipsim plot`` little time), and
-    a damaged one is refused once they are (:func:`gossipsim.manifest.check_tables`). With
+    (:class:`gossipsim.manifest.TableCheck`, ``check`` where the caller started it early, as
+    ``gossipsim plot`` does): the files read before any is parsed, the others (the CSV files
+    beside the Parquet copies read) on a thread of their own while the tables are read, and a
+    damaged one is refused once they are (:func:`gossipsim.manifest.check_tables`). With
     ``sources`` (table -> the kind of file to read it from: what :func:`repair_tables` rewrites
     a damaged file from, once it has verified those files) only those tables are read."""
     written = summary.get("table_formats")
@@ -1003,15 +1000,12 @@ def _read_tables(
     if sources is not None:
         return _parsed_tables(d, summary, labels, values, reading, required, unread)
     read = {path.name for path in reading.values()}
-    files = summary.get(FILES_KEY)
-    others = [name for name in files if name not in read] if isinstance(files, dict) else []
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        rest = pool.submit(table_damage, d, summary, others)
-        damage = table_damage(d, summary, read)
-        if damage:  # nothing is parsed from a damaged file
-            check_tables(d, summary, damage + rest.result())
-        tables = _parsed_tables(d, summary, labels, values, reading, required, unread)
-        check_tables(d, summary, rest.result())
+    if check is None or check.folder != d or check.summary != summary:
+        check = TableCheck(d, summary, first=read)
+    if check.damage(read):  # nothing is parsed from a damaged file
+        check_tables(d, summary, check.damage())
+    tables = _parsed_tables(d, summary, labels, values, reading, required, unread)
+    check_tables(d, summary, check.damage())
     return tables
 
 
@@ -1071,19 +1065,22 @@ class FigureTables:
     graphs: dict[str, nx.Graph]
 
 
-def load_figure_tables(out_dir: str | os.PathLike[str]) -> FigureTables | None:
+def load_figure_tables(
+    out_dir: str | os.PathLike[str], check: TableCheck | None = None
+) -> FigureTables | None:
     """What the figures of a results folder draw, read without rebuilding its study (which imports
     the scenario's model, family and SciPy: about 0.15-0.3 s of ``gossipsim plot``): the
     figures' summary is summary.json's, which is :meth:`Results.figure_summary` of the folder
     when this gossipsim wrote it (its version and the hash of each of its source files, as the
     folder's record ``.gossipsim/study.json`` holds them, are this one's). None for any other
     folder (another version's, one without a record or without its graphs): then
-    :func:`load_results`. The tables are checked as :func:`load_results` checks them, and a
-    damaged folder is the same one-line ConfigError."""
-    return _reading(checked_path(out_dir, "DIR"), _load_figure_tables)
+    :func:`load_results`. The tables are checked as :func:`load_results` checks them (``check``:
+    the verification of the folder's files, started early: :func:`gossipsim.manifest.start_check`),
+    and a damaged folder is the same one-line ConfigError."""
+    return _reading(checked_path(out_dir, "DIR"), lambda d: _load_figure_tables(d, check))
 
 
-def _load_figure_tables(d: Path) -> FigureTables | None:
+def _load_figure_tables(d: Path, check: TableCheck | None = None) -> FigureTables | None:
     summary = _read_summary(d)
     entries = summary.get("variants")
     if (
@@ -1100,7 +1097,7 @@ def _load_figure_tables(d: Path) -> FigureTables | None:
     labels = list(entries)
     swept = {key for entry in entries.values() for key in flat_values(entry["values"])}
     unread = {stem: swept | set(UNDRAWN_COLUMNS.get(stem, ())) for stem in TABLES}
-    tables = _read_tables(d, summary, labels, [{}] * len(labels), unread=unread)
+    tables = _read_tables(d, summary, labels, [{}] * len(labels), unread=unread, check=check)
     _restore_node_labels(tables, graphs.values())
     figures = {
         k: v for k, v in summary.items() if k not in (FILES_KEY, DIGEST_KEY, "table_formats")
