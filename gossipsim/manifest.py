@@ -192,8 +192,13 @@ class TableCheck:
         they are checked."""
         wanted = [n for n in self._order if names is None or n in names]
         with self._ready:
-            self._ready.wait_for(lambda: all(n in self._found for n in wanted))
-            return [(n[:80], why) for n in wanted if (why := self._found[n]) is not None]
+            while not all(n in self._found for n in wanted) and self._thread.is_alive():
+                self._ready.wait(0.5)  # woken at each file; the timeout: a thread that died
+            found = dict(self._found)
+        for name in wanted:  # (never left unchecked, even by a thread that died)
+            if name not in found:
+                found[name] = file_damage(self.folder, self.summary, name)
+        return [(n[:80], why) for n in wanted if (why := found[n]) is not None]
 
 
 def start_check(folder: Path) -> TableCheck | None:

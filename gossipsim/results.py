@@ -996,7 +996,7 @@ def _read_tables(
     # where they are there)
     required = "parquet" if written == ["parquet"] else "csv"
     stems = list(TABLES if sources is None else sources)
-    reading = {stem: _table_file(d, stem, (sources or {}).get(stem)) for stem in stems}
+    reading = {stem: _table_file(d, stem, required, (sources or {}).get(stem)) for stem in stems}
     if sources is not None:
         return _parsed_tables(d, summary, labels, values, reading, required, unread)
     read = {path.name for path in reading.values()}
@@ -1037,13 +1037,16 @@ def _parsed_tables(
     return tables
 
 
-def _table_file(d: Path, stem: str, source: str | None = None) -> Path:
-    """The file a table is read from: its Parquet copy when there is one (and pyarrow to read
-    it), else its CSV file; the file of kind ``source`` where given."""
+def _table_file(d: Path, stem: str, required: str, source: str | None = None) -> Path:
+    """The file a table is read from: its Parquet file in a folder of Parquet files only
+    (``required``), else its Parquet copy when there is one (and pyarrow to read it), else its
+    CSV file; the file of kind ``source`` where given."""
     if source is not None:
         return d / f"{stem}.{source}"
     copy = d / f"{stem}.parquet"
-    return copy if copy.is_file() and parquet_available() else d / f"{stem}.csv"
+    if required == "parquet" or (copy.is_file() and parquet_available()):
+        return copy
+    return d / f"{stem}.csv"
 
 
 #: metrics.csv's columns that no figure draws (``gossipsim plot`` does not read them)
