@@ -21,6 +21,7 @@ import pytest
 
 import gossipsim as gs
 from gossipsim import results as results_module
+from gossipsim import store
 from gossipsim.cli import main
 from gossipsim.errors import ConfigError
 from gossipsim.store import RunStore, decode_part, encode_part, status
@@ -54,13 +55,19 @@ def _tables(folder: Path) -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory) -> tuple[Path, Path]:
-    """A finished folder with CSV files and Parquet copies, and its scenario file."""
+    """A finished folder with CSV files and Parquet copies, and its scenario file (the tables it
+    holds: :func:`tables_read`)."""
     base = tmp_path_factory.mktemp("dmg")
     scenario = base / "s.toml"
     scenario.write_text(to_toml(_raw()))
     assert main(["run", str(scenario), "--out", str(base / "R"), "--no-plots"]) == 0
     assert {f"{t}.{k}" for t in TABLE_FILES for k in ("csv", "parquet")} <= set(_tables(base / "R"))
     return scenario, base / "R"
+
+
+@pytest.fixture(scope="module")
+def tables_read(template) -> gs.Results:
+    return gs.load_results(template[1])
 
 
 def _copy(template: tuple[Path, Path], tmp_path: Path) -> tuple[Path, Path]:
@@ -114,12 +121,19 @@ DAMAGE = {
     "widened": _widen,
     "deleted": _delete,
 }
-#: (the file damaged, its intact copy)
-CASES = [
-    ("metrics.csv", "metrics.parquet"),
-    ("particles.csv", "particles.parquet"),
-    ("metrics.parquet", "metrics.csv"),
-    ("particles.parquet", "particles.csv"),
+#: (damage, the file damaged, its intact copy): each damage kind of a CSV file beside its intact
+#: Parquet copy and of a Parquet copy beside its intact CSV file, metrics and particles in turn
+#: (Parquet copies beside CSV files may be deleted, the CSV files then read: that is no damage)
+DAMAGED = [
+    ("truncated", "metrics.csv", "metrics.parquet"),
+    ("edited", "particles.csv", "particles.parquet"),
+    ("emptied", "metrics.csv", "metrics.parquet"),
+    ("widened", "particles.csv", "particles.parquet"),
+    ("deleted", "metrics.csv", "metrics.parquet"),
+    ("truncated", "particles.parquet", "particles.csv"),
+    ("edited", "metrics.parquet", "metrics.csv"),
+    ("emptied", "particles.parquet", "particles.csv"),
+    ("widened", "metrics.parquet", "metrics.csv"),
 ]
 
 
@@ -150,27 +164,17 @@ def _refused_by_every_reader(
     return line
 
 
-#: Parquet copies beside CSV files may be deleted (the CSV files are then read): not damage
-DAMAGED = [
-    (damage, name, copy)
-    for name, copy in CASES
-    for damage in sorted(DAMAGE)
-    if not (damage == "deleted" and name.endswith(".parquet"))
-]
-
-
 @pytest.mark.parametrize(
     ("damage", "name", "copy"), DAMAGED, ids=[f"{d}-{n}" for d, n, _ in DAMAGED]
 )
 def test_a_damaged_table_file_is_refused_and_resume_rewrites_it(
-    template, tmp_path, capsys, damage, name, copy
+    template, tables_read, tmp_path, capsys, damage, name, copy
 ):
     """Every reader refuses the damaged file, whichever format it reads, naming the file and its
     intact copy; --resume rewrites it from the copy: every table file and summary.json are then
     byte for byte those written, and the folder reads back as before."""
     scenario, out = _copy(template, tmp_path)
     written = _tables(out)
-    before = gs.load_results(out)
     DAMAGE[damage](out / name)
     line = _refused_by_every_reader(out, tmp_path, capsys, name)
     assert f"its copy {copy} is intact" in line and "--resume" in line, line
@@ -180,7 +184,7 @@ def test_a_damaged_table_file_is_refused_and_resume_rewrites_it(
     assert _tables(out) == written
     after = gs.load_results(out)
     for table in TABLE_FILES:
-        pd.testing.assert_frame_equal(getattr(after, table), getattr(before, table), obj=table)
+        pd.testing.assert_frame_equal(getattr(after, table), getattr(tables_read, table), obj=table)
     assert status(out)["damaged"] == []
 
 
@@ -275,7 +279,9 @@ def _without_particles(part: Path) -> None:
     part.write_bytes(encode_part(outcomes, variant=header_variant))
 
 
-def test_a_part_without_the_particle_sets_its_variant_keeps_is_never_merged(tmp_path, capsys):
+def test_a_part_without_the_particle_sets_its_variant_keeps_is_never_merged(
+    tmp_path, capsys, monkeypatch
+):
     """A part of runs 0 and 1 (which keep their particle sets) without its particles.* arrays:
     status reports it and does not count its runs, merging it is refused naming the part and the
     table, and --resume sets it aside and runs its runs again: the tables of an uninterrupted
@@ -284,7 +290,9 @@ def test_a_part_without_the_particle_sets_its_variant_keeps_is_never_merged(tmp_
     whole = gs.run(study)
     assert sorted(whole.particles["run"].unique().tolist()) == [0, 1]
     out = tmp_path / "R"
+    monkeypatch.setattr(store, "COMMIT_SECONDS", 600.0)  # runs 0 and 1 in one part, however slow
     interrupted(study, out, [(0, [0, 1]), (0, [2])])
+    monkeypatch.undo()
     part = parts_of(out)[0]
     _without_particles(part)
     decode_part(bytearray(part.read_bytes()))  # whole and well-formed: only its content is short
