@@ -366,12 +366,16 @@ def _finished(
     make_plots: Callable[[Results, Path], None] | None,
     formats: tuple[str, ...],
 ) -> Results:
-    """A finished sweep resumed: its tables read back (nothing is run), written again only in
-    formats they do not have yet (``tables``), and the figures drawn again."""
-    from .results import TABLE_FILE_KINDS, PostProcessingError, load_results
+    """A finished sweep resumed: a damaged or missing table file rewritten from its intact copy
+    in the other format, byte for byte the file written (:func:`~gossipsim.results.repair_tables`;
+    a warning says so), its tables read back (nothing is run), written again only in formats they
+    do not have yet (``tables``), and the figures drawn again."""
+    from .results import TABLE_FILE_KINDS, PostProcessingError, load_results, repair_tables
 
     store.open()  # only removes what a killed process left behind
     try:
+        for line in repair_tables(store.dir, study):
+            warnings.warn(f"{store.dir}/{line}, byte for byte the file written", stacklevel=3)
         results = load_results(store.dir)
     except ConfigError as exc:  # damaged tables: nothing to resume from
         raise ConfigError("--resume", exc.message) from None

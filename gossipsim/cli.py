@@ -556,7 +556,12 @@ def _cmd_status(args: argparse.Namespace) -> int:
         shown = "; ".join(damaged[:3]) + (
             f"; and {len(damaged) - 3} more" if len(damaged) > 3 else ""
         )
-        if damaged_tables:
+        if damaged_tables and info.get("repairable"):
+            line += (
+                f"; damaged: {shown}; --resume rewrites them from their intact copies (or run "
+                "the scenario again)"
+            )
+        elif damaged_tables:
             line += f"; damaged: {shown}; run the scenario again"
         elif damaged:
             line += f"; not counted, damaged: {shown} (--resume runs their runs again)"
@@ -819,7 +824,12 @@ def _cmd_hitting(args: argparse.Namespace) -> int:
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
+    from .manifest import start_check
+
     folder = Path(args.dir)
+    # every table file the folder records is hashed on a thread from now on, while the modules
+    # below are imported (about a second): on two cores, verifying costs the command little time
+    check = start_check(folder)
     with _collector_paused(getattr(args, "own_process", False)):
         from .folderfiles import check_output_folder
         from .plots import FIGURES, plot_results  # matplotlib: imported with the collector paused
@@ -832,7 +842,7 @@ def _cmd_plot(args: argparse.Namespace) -> int:
                     "--figure", f"unknown figure {unknown[0]!r}; allowed: {', '.join(FIGURES)}"
                 )
         # a folder this gossipsim wrote: its tables and summary.json, without its study
-        drawn = load_figure_tables(folder)
+        drawn = load_figure_tables(folder, check)
         results = None
         if drawn is None:  # another version's folder, or one without its graphs: the study too
             from .results import load_results

@@ -13,7 +13,6 @@ never converged) are empty cells.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import math
 import os
@@ -39,7 +38,23 @@ from .folderfiles import (  # stale staging folders are removed by the next run 
     read_meta,
 )
 from .graphfiles import LAYOUT_KEYS, MAX_SAVED_NODES, graph_files, read_graph, write_graphs
-from .manifest import DIGEST_KEY, FILES_KEY, check_file, check_rows, check_summary, recorded, sealed
+from .manifest import (
+    DIGEST_KEY,
+    FILES_KEY,
+    TABLE_FILE_KINDS,
+    TABLES,
+    TableCheck,
+    check_recorded,
+    check_rows,
+    check_summary,
+    check_tables,
+    file_sha256,
+    intact_copy,
+    parquet_available,
+    recorded,
+    sealed,
+    table_damage,
+)
 from .metrics import quantile_summary
 from .plotting.stats import cover_moves, interval_record
 from .sweeps import GRAPH_SWEEP_KEY, is_graph_description
@@ -754,16 +769,9 @@ def particle_table(
     return pd.DataFrame(data, copy=False)
 
 
-def parquet_available() -> bool:
-    """Whether pandas can write Parquet here (pyarrow is installed)."""
-    return importlib.util.find_spec("pyarrow") is not None
-
-
 #: ``tables=`` (``--tables``): auto (CSV, plus Parquet copies where pyarrow is installed), csv,
-#: parquet (Parquet only), both
+#: parquet (Parquet only), both; the kinds of table files are :data:`TABLE_FILE_KINDS`
 TABLE_FORMATS = ("auto", "csv", "parquet", "both")
-#: the kinds of table files, by extension
-TABLE_FILE_KINDS = ("csv", "parquet")
 PARQUET_HINT = "pip install 'gossipsim[parquet]'"
 
 
@@ -817,7 +825,6 @@ def _parquet_ready(table: pd.DataFrame) -> pd.DataFrame:
 
 
 GRAPHS = "graphs"
-TABLES = ("metrics", "runs", "requests", "visits", "failures", "particles")
 #: column types of folders written before summary.json recorded them
 _OLD_TYPES = {
     **dict.fromkeys(
@@ -891,6 +898,76 @@ def _load(d: Path) -> Results:
     return results
 
 
+def repair_tables(
+    out_dir: str | os.PathLike[str], study: Study | None = None, key: str = "--resume"
+) -> list[str]:
+    """Rewrite each table file of a finished folder that is not what was written (truncated,
+    edited, emptied, widened or missing: :func:`gossipsim.manifest.table_damage`) from its copy
+    in the other format (``metrics.csv`` from ``metrics.parquet`` or the other way round), where
+    that copy is intact, and only if the file rewritten is byte for byte the one written (the
+    SHA-256 summary.json records): the folder is then exactly as it was written. What ``--resume``
+    of a finished folder does first. ``study``: the folder's (else rebuilt from summary.json).
+
+    Returns one ``name was damaged (why): rewritten from copy`` per file rewritten (none for a
+    whole folder). A damaged summary.json, a damaged file without an intact copy, or a copy that
+    does not give the file written back, is a one-line ConfigError for ``key`` naming the file;
+    nothing is then changed. The caller holds the folder's lock (``--resume`` does)."""
+    d = Path(out_dir)
+    try:
+        summary = _read_summary(d)
+        damage = table_damage(d, summary)
+        plan: dict[str, str] = {}
+        state = {
+            name: "missing" if why == "missing" else f"damaged ({why})" for name, why in damage
+        }
+        for name, _ in damage:
+            copy = intact_copy(d, name, summary, damage)
+            if copy is None:
+                raise ConfigError(
+                    key,
+                    f"{str(d / name)!r} is {state[name]} and has no intact copy to rewrite it from; run "
+                    "without --resume to start over",
+                )
+            if "parquet" in (name.rpartition(".")[2], copy.rpartition(".")[2]) and (
+                not parquet_available()
+            ):
+                raise ConfigError(
+                    key, f"rewriting {str(d / name)!r} from {copy} needs pyarrow: {PARQUET_HINT}"
+                )
+            plan[name] = copy
+        if not plan:
+            return []
+        study = _rebuilt_study(summary, d) if study is None else study
+        labels = [v.label for v in study.variants]
+        values = [v.values for v in study.variants]
+        sources = {name.rpartition(".")[0]: copy.rpartition(".")[2] for name, copy in plan.items()}
+        tables = _read_tables(d, summary, labels, values, sources=sources)
+        entries = summary.get("variants", {})
+        graphs = _read_graphs(d, {label: entries.get(label) for label in labels})
+        _restore_node_labels(tables, graphs.values())
+    except ConfigError as exc:
+        raise ConfigError(key, exc.message) from None
+    done = []
+    with _staging(d) as staging:
+        for name, copy in plan.items():
+            stem, _, kind = name.rpartition(".")
+            if kind == "csv":
+                write_csv(tables[stem], staging / name)
+            else:
+                _write_parquet({stem: tables[stem]}, staging)
+            if file_sha256(staging / name) != (recorded(summary, name) or {}).get("sha256"):
+                raise ConfigError(
+                    key,
+                    f"{str(d / name)!r} is {state[name]}, and rewritten from {copy} it would "
+                    "not be the file written (another pyarrow or pandas?); run without --resume "
+                    "to start over",
+                )
+        for name, copy in plan.items():
+            os.replace(staging / name, d / name)
+            done.append(f"{name} was {state[name]}: rewritten from {copy}")
+    return done
+
+
 def _read_tables(
     d: Path,
     summary: dict[str, Any],
@@ -898,32 +975,78 @@ def _read_tables(
     values: Sequence[Mapping[str, Any]],
     *,
     unread: Mapping[str, Collection[str]] | None = None,
+    sources: Mapping[str, str] | None = None,
+    check: TableCheck | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Every table of the folder, checked (:func:`_read_table`), with its recorded column types
     and tidy (:func:`~gossipsim.tidy.tidy`: the variant's swept keys as columns, from
     ``values``). The swept keys' columns in the files are not read (tidy makes them again), nor
-    the columns ``unread`` names for a table."""
+    the columns ``unread`` names for a table.
+
+    Every table file summary.json records is verified, whatever format is read
+    (:class:`gossipsim.manifest.TableCheck`, ``check`` where the caller started it early, as
+    ``gossipsim plot`` does): the files read before any is parsed, the others (the CSV files
+    beside the Parquet copies read) on a thread of their own while the tables are read, and a
+    damaged one is refused once they are (:func:`gossipsim.manifest.check_tables`). With
+    ``sources`` (table -> the kind of file to read it from: what :func:`repair_tables` rewrites
+    a damaged file from, once it has verified those files) only those tables are read."""
+    written = summary.get("table_formats")
+    # the files that must hold the tables: the CSV files, unless summary.json says the tables
+    # were written as Parquet only (Parquet copies beside CSV files may be deleted; they are read
+    # where they are there)
+    required = "parquet" if written == ["parquet"] else "csv"
+    stems = list(TABLES if sources is None else sources)
+    reading = {stem: _table_file(d, stem, required, (sources or {}).get(stem)) for stem in stems}
+    if sources is not None:
+        return _parsed_tables(d, summary, labels, values, reading, required, unread)
+    read = {path.name for path in reading.values()}
+    if check is None or check.folder != d or check.summary != summary:
+        check = TableCheck(d, summary, first=read)
+    if check.damage(read):  # nothing is parsed from a damaged file
+        check_tables(d, summary, check.damage())
+    tables = _parsed_tables(d, summary, labels, values, reading, required, unread)
+    check_tables(d, summary, check.damage())
+    return tables
+
+
+def _parsed_tables(
+    d: Path,
+    summary: dict[str, Any],
+    labels: Sequence[str],
+    values: Sequence[Mapping[str, Any]],
+    reading: Mapping[str, Path],
+    required: str,
+    unread: Mapping[str, Collection[str]] | None,
+) -> dict[str, pd.DataFrame]:
+    """The tables of :func:`_read_tables` read from the files ``reading`` names."""
     types = _column_types(summary, d / "summary.json")
     empty = {"visits": VISIT_COLUMNS, "failures": FAILURE_COLUMNS, "particles": PARTICLE_COLUMNS}
     swept = {key for v in values for key in flat_values(v)}  # tidy makes their columns
     tables = {}
-    # the files that must hold the tables: the CSV files, unless summary.json says the tables
-    # were written as Parquet only (Parquet copies beside CSV files may be deleted; they are read
-    # where they are there)
-    written = summary.get("table_formats")
-    required = "parquet" if written == ["parquet"] else "csv"
-    for stem in TABLES:
+    for stem, where in reading.items():
         skip = swept | set((unread or {}).get(stem, ()))
-        table, path = _read_table(d, stem, labels, empty.get(stem), required, summary, skip)
+        table, path = _read_table(d, stem, where, labels, empty.get(stem), required, summary, skip)
         table = _with_types(table, (types or {}).get(stem) or _OLD_TYPES, labels, path)
         if path is not None and "variant" in table and table["variant"].isna().any():
             raise ConfigError(
                 "DIR", f"{str(path)!r} has rows of no variant of the study; run the scenario again"
             )
         tables[stem] = tidy(table, labels, values)
-    if "served" not in tables["requests"].columns:  # a folder of an older gossipsim
+    if "requests" in tables and "served" not in tables["requests"].columns:  # an older folder
         tables["requests"] = with_censoring(tables["requests"], tables["runs"])
     return tables
+
+
+def _table_file(d: Path, stem: str, required: str, source: str | None = None) -> Path:
+    """The file a table is read from: its Parquet file in a folder of Parquet files only
+    (``required``), else its Parquet copy when there is one (and pyarrow to read it), else its
+    CSV file; the file of kind ``source`` where given."""
+    if source is not None:
+        return d / f"{stem}.{source}"
+    copy = d / f"{stem}.parquet"
+    if required == "parquet" or (copy.is_file() and parquet_available()):
+        return copy
+    return d / f"{stem}.csv"
 
 
 #: metrics.csv's columns that no figure draws (``gossipsim plot`` does not read them)
@@ -945,19 +1068,22 @@ class FigureTables:
     graphs: dict[str, nx.Graph]
 
 
-def load_figure_tables(out_dir: str | os.PathLike[str]) -> FigureTables | None:
+def load_figure_tables(
+    out_dir: str | os.PathLike[str], check: TableCheck | None = None
+) -> FigureTables | None:
     """What the figures of a results folder draw, read without rebuilding its study (which imports
     the scenario's model, family and SciPy: about 0.15-0.3 s of ``gossipsim plot``): the
     figures' summary is summary.json's, which is :meth:`Results.figure_summary` of the folder
     when this gossipsim wrote it (its version and the hash of each of its source files, as the
     folder's record ``.gossipsim/study.json`` holds them, are this one's). None for any other
     folder (another version's, one without a record or without its graphs): then
-    :func:`load_results`. The tables are checked as :func:`load_results` checks them, and a
-    damaged folder is the same one-line ConfigError."""
-    return _reading(checked_path(out_dir, "DIR"), _load_figure_tables)
+    :func:`load_results`. The tables are checked as :func:`load_results` checks them (``check``:
+    the verification of the folder's files, started early: :func:`gossipsim.manifest.start_check`),
+    and a damaged folder is the same one-line ConfigError."""
+    return _reading(checked_path(out_dir, "DIR"), lambda d: _load_figure_tables(d, check))
 
 
-def _load_figure_tables(d: Path) -> FigureTables | None:
+def _load_figure_tables(d: Path, check: TableCheck | None = None) -> FigureTables | None:
     summary = _read_summary(d)
     entries = summary.get("variants")
     if (
@@ -974,7 +1100,7 @@ def _load_figure_tables(d: Path) -> FigureTables | None:
     labels = list(entries)
     swept = {key for entry in entries.values() for key in flat_values(entry["values"])}
     unread = {stem: swept | set(UNDRAWN_COLUMNS.get(stem, ())) for stem in TABLES}
-    tables = _read_tables(d, summary, labels, [{}] * len(labels), unread=unread)
+    tables = _read_tables(d, summary, labels, [{}] * len(labels), unread=unread, check=check)
     _restore_node_labels(tables, graphs.values())
     figures = {
         k: v for k, v in summary.items() if k not in (FILES_KEY, DIGEST_KEY, "table_formats")
@@ -1016,7 +1142,7 @@ def _restore_node_labels(tables: dict[str, pd.DataFrame], graphs: Iterable[nx.Gr
         (tables[stem], name)
         for stem, names in NODE_COLUMNS.items()
         for name in names
-        if name in tables[stem].columns and tables[stem][name].dtype == object
+        if stem in tables and name in tables[stem].columns and tables[stem][name].dtype == object
     ]
     if not columns:  # integer labels come back as integers: nothing to restore
         return
@@ -1172,35 +1298,39 @@ def _infinities(x: Any) -> Any:
 def _read_table(
     d: Path,
     stem: str,
+    where: Path,
     labels: Sequence[str],
     optional: Sequence[str] | None,
     required: str,
     summary: dict[str, Any],
     skip: Collection[str] = (),
 ) -> tuple[pd.DataFrame, Path | None]:
-    """A table from its Parquet file when there is one (and pyarrow to read it), else its CSV
-    file (the file of the ``required`` kind must exist), and the file it came from; the file is
-    first checked against what summary.json records of it (size, checksum), and its rows after.
-    The columns of ``skip`` are left unread (a Parquet file's are known from summary.json's
-    column types; where it records none, every column is read)."""
+    """A table from the file ``where`` (:func:`_table_file`) and that file (None for an optional
+    table the folder does not hold: an empty one). The file must be one summary.json records (the
+    caller verifies every recorded file: :func:`gossipsim.manifest.table_damage`, which also
+    reports a recorded file that is missing); in a folder whose summary.json records no files
+    (an older gossipsim's), the file of the ``required`` kind must be there. Its rows are
+    checked after. The columns of ``skip`` are left unread (a Parquet file's are known from
+    summary.json's column types; where it records none, every column is read)."""
     path = d / f"{stem}.csv"
     copy = d / f"{stem}.parquet"
-    needed = d / f"{stem}.{required}"
-    if not needed.is_file():
-        written = recorded(summary, needed.name) is not None  # then it must be there
-        if optional is not None and not path.exists() and not copy.exists() and not written:
-            return pd.DataFrame(columns=list(optional)), None
-        raise ConfigError(
-            "DIR", f"{str(needed)!r} is missing: not a finished gossipsim results folder"
-        )
-    if not path.is_file() and not parquet_available():
+    if not path.is_file() and copy.is_file() and not parquet_available():
         raise ConfigError(
             "DIR",
             f"{str(d)!r} holds its tables as Parquet files only, which needs pyarrow: "
             f"{PARQUET_HINT}",
         )
-    where = copy if copy.is_file() and parquet_available() else path
-    check_file(d, where.name, summary)
+    needed = d / f"{stem}.{required}"
+    for must in (where,) if isinstance(summary.get(FILES_KEY), dict) else (needed, where):
+        if must.is_file():
+            continue
+        written = recorded(summary, must.name) is not None  # then it must be there
+        if optional is not None and not path.exists() and not copy.exists() and not written:
+            return pd.DataFrame(columns=list(optional)), None
+        raise ConfigError(
+            "DIR", f"{str(must)!r} is missing: not a finished gossipsim results folder"
+        )
+    check_recorded(d, where.name, summary)
     try:
         if where == copy:
             names = ((summary.get("columns") or {}).get(stem) or {}) if skip else {}

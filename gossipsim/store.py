@@ -56,6 +56,8 @@ import os
 import shutil
 import tempfile
 import time
+import warnings
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -76,7 +78,7 @@ from .partformat import decoded, read_bytes
 from .partformat import encode_part as encode_part
 from .partformat import read_header as read_header
 from .provenance import code_changes, code_fingerprint
-from .scenario import Study
+from .scenario import Scenario, Study, parse_study, records_particle_sets
 
 PART_SUFFIX = ".part"
 DAMAGED_SUFFIX = ".damaged"  # a damaged part set aside by --resume (its runs are run again)
@@ -248,6 +250,10 @@ def scan_parts(parts: Path, study: Study | None = None) -> PartScan:
     return scan
 
 
+def _listed(runs: list[int]) -> str:
+    return ", ".join(map(str, runs[:3])) + (", ..." if len(runs) > 3 else "")
+
+
 def _reason(exc: BaseException) -> str:
     return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
 
@@ -278,6 +284,51 @@ def _check_against(
             raise ValueError(f"run {max(runs)} is beyond the variant's {total} runs")
     if sorted(r for outcome in outcomes for r in outcome.runs) != sorted(runs):
         raise ValueError("its runs and its header's runs differ")
+    if study is not None:
+        for outcome in outcomes:
+            why = missing_tables(study.variants[variant].scenario, outcome)
+            if why is not None:
+                raise ValueError(why)
+
+
+def missing_tables(scenario: Scenario, outcome: Outcome) -> str | None:
+    """Why a part's runs (``outcome``) do not hold every table their variant records (None if
+    they do): metrics.csv rows for each run, requests.csv rows for each of the variant's
+    requests in each run, and particles.csv rows (the ``particles.*`` arrays) for exactly the runs
+    that keep their particle sets (``[metrics] particles``, ``particle_runs``). A part holding
+    less would be merged into tables silently missing the rows of its runs."""
+    if isinstance(outcome, RunFailure):
+        return None
+    runs = list(outcome.runs)
+    if isinstance(outcome, BatchOutput):
+        with_metrics = set(np.unique(outcome.metric_runs).tolist()) if outcome.metrics else set()
+        if outcome.request_columns:
+            asked = outcome.request_columns.get("run", np.zeros(0, dtype=np.int64))
+            requested = Counter(np.asarray(asked).tolist())
+        else:
+            requested = Counter(row.get("run") for row in outcome.request_rows)
+        particles = outcome.particles
+        with_particles = set(np.unique(particles["run"]).tolist()) if particles else set()
+    else:
+        columns = list(outcome.metrics.values())
+        with_metrics = {outcome.run} if columns and len(columns[0]) else set()
+        requested = Counter({outcome.run: len(outcome.request_rows)})
+        kept = outcome.particles
+        with_particles = {outcome.run} if kept and len(kept.get("iteration", ())) else set()
+    keeps = records_particle_sets(scenario)
+    keeping = {r for r in runs if keeps and scenario.metrics.keeps_particles(r)}
+    requests = len(scenario.unlearning)
+    for table, missing in (
+        ("metrics.csv rows (metrics.* arrays)", [r for r in runs if r not in with_metrics]),
+        ("requests.csv rows", [r for r in runs if requested[r] != requests]),
+        ("particles.csv rows (particles.* arrays)", sorted(keeping - with_particles)),
+    ):
+        if missing:
+            return f"it holds no {table} for run(s) {_listed(missing)}, which its variant records"
+    extra = sorted(with_particles - keeping)
+    if extra:
+        return f"it holds particle sets of run(s) {_listed(extra)}, which its variant does not keep"
+    return None
 
 
 class RunStore:
@@ -664,8 +715,9 @@ def status(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """Runs done, failed and remaining of a results folder (finished or interrupted), whether a
     command holds it (``running``: its process id, else None), what is damaged (``damaged``:
     ``name: why`` of each part that will not be merged, or of each file of finished tables that
-    is not what was written) and how many parts hold runs of other parts (``duplicate_parts``:
-    each run is counted once)."""
+    is not what was written; ``repairable``: whether ``--resume`` rewrites each such file from
+    its intact copy in the other format) and how many parts hold runs of other parts
+    (``duplicate_parts``: each run is counted once)."""
     d = Path(out_dir)
     meta = read_meta(d)
     if meta is None:
@@ -681,6 +733,7 @@ def status(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
         failed = meta.get("failed")
         if type(failed) is not int:  # recorded by an older gossipsim: count failures.csv
             failed = _failures_written(d)
+        damaged, repairable = folder_damage(d)
         return {
             "name": meta.get("name"),
             "complete": True,
@@ -689,11 +742,12 @@ def status(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
             "failed": failed,
             "remaining": 0,
             "running": running,
-            "damaged": folder_damage(d),
+            "damaged": damaged,
+            "repairable": repairable,
             "duplicate_parts": 0,
         }
     refuse_pickled_parts(d, "DIR")
-    scan = scan_parts(d / META / "parts")
+    scan = scan_parts(d / META / "parts", _study_of(meta))
     done, failed = len(scan.runs(failed=False)), len(scan.runs(failed=True))
     damaged = [f"{path.name}: {why}" for path, why in scan.damaged]
     return {
@@ -705,8 +759,24 @@ def status(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
         "remaining": max(total - done - failed, 0),
         "running": running,
         "damaged": damaged,
+        "repairable": False,
         "duplicate_parts": len(scan.duplicates),
     }
+
+
+def _study_of(record: dict[str, Any]) -> Study | None:
+    """The study a folder's record holds (its scenario as the sweep ran it), which its parts are
+    checked against (every table their variant records: :func:`missing_tables`); None where this
+    gossipsim cannot rebuild it (a data file or plug-in gone): the parts are then checked alone."""
+    raw = record.get("scenario")
+    if not isinstance(raw, dict):
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return parse_study(raw)
+    except Exception:  # noqa: BLE001 - status reports what it can read
+        return None
 
 
 def _failures_written(d: Path) -> int:

@@ -226,6 +226,28 @@ def test_rows_taken_in_blocks_give_the_same_sums(monkeypatch):
     np.testing.assert_allclose(blocks[1], whole[1], rtol=1e-10, atol=1e-12)
 
 
+def test_a_set_s_likelihood_is_the_same_bits_alone_or_in_a_batch(monkeypatch):
+    """The rows are summed in blocks sized by one set's activations, never by the batch's: a set
+    computed alone (one run of the event engine) and in a batch (the vectorized engine's runs, a
+    KSD call's sets) gives the same bits, whatever CHUNK_VALUES. Blocks sized by the batch (5
+    rows alone, 1 row in the batch of 5 sets here) summed in another order: last-bit differences
+    of the ``bnn`` KSD and particle sets between the engines (issue 30, item 9)."""
+    model = _model({"hidden": 3}, {"dataset": "digits"}, nodes=2)
+    data = model.fixed_data
+    sets = np.stack([_particles(model, 5, seed) for seed in range(5)])  # (5 sets, 5, d)
+    monkeypatch.setattr("gossipsim.models.bnn.CHUNK_VALUES", 500)  # 5 particles x 17: 5 rows
+    for rows in (None, np.arange(0, 40, 3)):
+        value, gradient = model.log_likelihood(data, 0, sets, rows)
+        for i, one in enumerate(sets):
+            alone = model.log_likelihood(data, 0, one, rows)
+            np.testing.assert_array_equal(alone[0], value[i])
+            np.testing.assert_array_equal(alone[1], gradient[i])
+    # a batch of batches keeps its leading axes
+    value, gradient = model.log_likelihood(data, 1, sets.reshape(5, 1, 5, -1))
+    assert value.shape == (5, 1, 5) and gradient.shape == (5, 1, *sets.shape[1:])
+    np.testing.assert_array_equal(gradient[:, 0], model.log_likelihood(data, 1, sets)[1])
+
+
 PRIORS = {
     "hierarchical": {"weight_prior": "hierarchical",
                      "prior": {"weight_shape": 1.5, "weight_rate": 0.3, "noise_shape": 2.0,

@@ -94,6 +94,34 @@ def test_bnn_final_particles_on_both_engines():
     assert set(vectorized.particles["iteration"]) == {60}
 
 
+def test_bnn_on_fashion_mnist_gives_the_same_ksd_on_both_engines(tmp_path, monkeypatch):
+    """The softmax last layer on Fashion-MNIST's feature map (hidden = 0, 10 components, 8
+    particles, a synthetic image folder), with the parameter server and Forget-SVGD: the ksd and
+    retrain_ksd columns and the particle sets are the same bits on both engines. CHUNK_VALUES is
+    small so that the likelihood's rows are summed in several blocks: blocks sized by the batch
+    (a run alone on the event engine, two runs on the vectorized one) made the tables differ in
+    ksd, nll and ece (issue 30, item 9; docs/particles.md)."""
+    from tests.test_imagetask import _folder
+
+    folder = _folder(tmp_path, train=60, test=20)
+    monkeypatch.setattr("gossipsim.models.bnn.CHUNK_VALUES", 1000)  # 8 particles x 30: 4 rows
+    raw = {
+        "scenario": {"name": "fm", "seed": 1, "runs": 2, "iterations": 20},
+        "topology": {"kind": "complete", "nodes": 4},
+        "scheduler": {"kind": "round-robin", "start": 0},
+        "model": {"kind": "bnn", "hidden": 0},
+        "data": {"dataset": "fashion_mnist", "folder": str(folder), "components": 10,
+                 "rows_per_node": 10, "test_rows": 10},
+        "protocol": {"kind": "dsvgd", "architecture": "server", "particles": 8},
+        "metrics": {"record_every": 5, "particles": "final"},
+        "unlearning": [{"node": 3, "at_iteration": 20}],
+    }  # fmt: skip
+    event, vectorized = gs.run(raw, engine="event"), gs.run(raw, engine="vectorized")
+    assert vectorized.engines == {"fm": "vectorized"}
+    assert_same_tables(event, vectorized)
+    assert vectorized.metrics["retrain_ksd"].notna().any()
+
+
 def test_results_identical_for_any_number_of_workers_and_batches(monkeypatch):
     """A run's numbers do not depend on which runs share its batch."""
     raw = _raw({"kind": "dsvgd", "particles": 5})

@@ -77,7 +77,7 @@ def test_a_folder_written_by_results_write_is_a_finished_sweep(tmp_path, monkeyp
     res.write(out)
     assert _status(out, capsys) == {
         "name": "w", "complete": True, "runs": 8, "done": 8, "failed": 0, "remaining": 0,
-        "running": None, "damaged": [], "duplicate_parts": 0,
+        "running": None, "damaged": [], "repairable": False, "duplicate_parts": 0,
     }  # fmt: skip
     before = _files(out)
     _nothing_runs(monkeypatch)

@@ -341,8 +341,15 @@ class BayesianNeuralNetwork(ParticleClassifier, ParticleModel):
     def log_likelihood(
         self, data: Any, node: int, particles: FloatArray, rows: NDArray[np.intp] | None = None
     ) -> tuple[FloatArray, FloatArray]:
-        """Σ log p(y | x, θ) over the node's rows, or over ``rows`` scaled by n_node/|rows|; the
-        rows are taken a block at a time (at most :data:`CHUNK_VALUES` activations) and summed."""
+        """Σ log p(y | x, θ) over the node's rows, or over ``rows`` scaled by n_node/|rows|.
+
+        The rows are summed a block at a time, blocks of as many rows as keep one particle set's
+        activations within :data:`CHUNK_VALUES`, and the sets of a batch ``(..., N, D)`` are taken a
+        few at a time (as many as keep a block's activations within it): the blocks are those of
+        a set alone, so a set's value and gradient are the same bits whether it is computed alone
+        or with others (one run of the event engine, a batch of runs of the vectorized engine, the
+        sets of a KSD call). Blocks sized by the whole batch summed its rows in other blocks, which
+        changed the last bits of the ``bnn`` KSD between the engines."""
         X, y = data.X[node], data.y[node]
         scale = 1.0
         if rows is not None:
@@ -352,8 +359,26 @@ class BayesianNeuralNetwork(ParticleClassifier, ParticleModel):
             scale = y.size / rows.size
             X, y = X[rows], y[rows]
         particles = np.asarray(particles, dtype=np.float64)
-        per_row = particles[..., 0].size * (2 * self.layout.hidden + 3 * self.layout.outputs)
-        block = max(1, int(CHUNK_VALUES // max(per_row, 1)))
+        count = particles.shape[-2] if particles.ndim >= 2 else 1  # particles of one set
+        per_row = count * (2 * self.layout.hidden + 3 * self.layout.outputs)
+        block = max(1, int(CHUNK_VALUES // max(per_row, 1)))  # rows: those of one set alone
+        if particles.ndim <= 2:
+            return self._summed_blocks(particles, X, y, scale, block)
+        sets = particles.reshape(-1, *particles.shape[-2:])
+        step = max(1, int(CHUNK_VALUES // max(per_row * min(block, y.size), 1)))
+        parts = [
+            self._summed_blocks(sets[begin : begin + step], X, y, scale, block)
+            for begin in range(0, sets.shape[0], step)
+        ]
+        value = np.concatenate([v for v, _ in parts], axis=0)
+        gradient = np.concatenate([g for _, g in parts], axis=0)
+        lead = particles.shape[:-2]
+        return value.reshape(*lead, *value.shape[1:]), gradient.reshape(particles.shape)
+
+    def _summed_blocks(
+        self, particles: FloatArray, X: FloatArray, y: FloatArray, scale: float, block: int
+    ) -> tuple[FloatArray, FloatArray]:
+        """:func:`bnn_log_likelihood` of ``particles`` summed over the rows, ``block`` at a time."""
         value, gradient = bnn_log_likelihood(
             self.layout, particles, X[:block], y[:block], scale=scale
         )

@@ -56,12 +56,16 @@ def kernel_stein_discrepancy(
     score_products = scores @ np.swapaxes(scores, -1, -2)
     # Σ_ij κ_ij (s_i − s_j)·(θ_i − θ_j) = 2 Σ_i s_i·(θ_i Σ_j κ_ij − Σ_j κ_ij θ_j), κ symmetric.
     pulled = particles * gram.sum(axis=-1)[..., None] - gram @ particles
-    cross = 2.0 * np.einsum("...nd,...nd->...", scores, pulled)
+    # every sum over two axes is taken one axis at a time (the last first): NumPy's einsum and
+    # reductions over several axes of a stack of sets add in an order that depends on how many
+    # sets the stack holds, and a set's KSD must be the same bits alone or in a batch
+    cross = 2.0 * np.einsum("...nd,...nd->...n", scores, pulled).sum(axis=-1)
     pair_terms = gram * (score_products + 2.0 * dimension / h_pairs - 4.0 * squared / h_pairs**2)
-    total = pair_terms.sum(axis=(-2, -1)) + (2.0 / h) * cross
+    total = pair_terms.sum(axis=-1).sum(axis=-1) + (2.0 / h) * cross
     if statistic == "v":
         return np.asarray(np.maximum(total, 0.0) / count**2)
-    diagonal = np.einsum("...nd,...nd->...", scores, scores) + count * 2.0 * dimension / h
+    diagonal = np.einsum("...nd,...nd->...n", scores, scores).sum(axis=-1)
+    diagonal = diagonal + count * 2.0 * dimension / h
     return np.asarray((total - diagonal) / (count * (count - 1)))
 
 
