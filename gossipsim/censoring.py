@@ -12,7 +12,10 @@ t ≥ t_j, censorings at c ≥ t_j); it is computed by SciPy (``scipy.stats.ecdf
   beyond the last censoring: then only "> c" can be said), with the Brookmeyer–Crowley confidence
   interval: the times whose pointwise band of S (the log-log "exponential Greenwood" band SciPy
   gives) contains 1/2, i.e. from the first t with lower(t) ≤ 1/2 to the first t with upper(t) ≤ 1/2
-  (unbounded when the upper band stays above 1/2 within the follow-up);
+  (unbounded when the upper band stays above 1/2 within the follow-up, which only censoring can
+  leave it doing: where S reaches 0 its band is {0}, see :meth:`Survival.band`; so where nothing is
+  censored the interval lies within the observed times, and a sample of equal times gives that time
+  as a point interval);
 - the restricted mean up to τ, E[min(T, τ)] = Σ_{t=0}^{τ−1} S(t): with every censoring at one time
   τ (runs of the same length) it is the mean of min(T_i, τ), a lower bound of the mean E[T]; without
   censoring and τ past the largest time it is the sample mean. Its variance is the Greenwood-type
@@ -63,8 +66,17 @@ class Survival:
 
     def band(self, level: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
         """The pointwise ``level`` band (lower, upper) of S at each event time: SciPy's log-log
-        ("exponential Greenwood") interval (``confidence_interval(method="log-log")``), undefined
-        where S = 0, which is given lower 0 and the upper bound of the event time before."""
+        ("exponential Greenwood") interval (``confidence_interval(method="log-log")``),
+        log(−log S) ± z sqrt(Σ_{t_j ≤ t} d_j / (n_j (n_j − d_j))) / |log S|, mapped back.
+
+        Where S = 0 (at the last event time, every observation still at risk having its event
+        there; with nothing censored, at the largest time) the formula is 0/0 (log 0, and the term
+        d_j / (n_j (n_j − d_j)) with n_j = d_j) and SciPy gives NaN. The band there is {0}:
+        Greenwood's variance S² Σ d_j / (n_j (n_j − d_j)) is 0·∞ there and is taken as 0, its value
+        without censoring (where it is the binomial S (1 − S) / n: 0 at S = 0 as at S = 1, where
+        the band is {1} before the first event time). lifelines does the same (its Greenwood term
+        with n_j = d_j is 0). So no time past the last event is in the Brookmeyer–Crowley
+        interval, as none before the first is."""
         if self.ecdf is None or not self.times.size:
             return np.zeros(0), np.zeros(0)
         with warnings.catch_warnings():  # SciPy warns where the formula is undefined (S = 0)
@@ -73,19 +85,7 @@ class Survival:
         lower = np.asarray(ci.low.evaluate(self.times), dtype=float)
         upper = np.asarray(ci.high.evaluate(self.times), dtype=float)
         zero = self.survival <= 0
-        return np.where(zero, 0.0, lower), _fill_forward(np.where(zero, np.nan, upper), 1.0)
-
-
-def _fill_forward(values: np.ndarray, first: float) -> np.ndarray:
-    """NaN entries replaced by the last finite value before them (``first`` at the start)."""
-    out = values.copy()
-    last = first
-    for i, v in enumerate(out):
-        if np.isfinite(v):
-            last = v
-        else:
-            out[i] = last
-    return out
+        return np.where(zero, 0.0, lower), np.where(zero, 0.0, upper)
 
 
 def _observations(
@@ -151,10 +151,24 @@ def km_median(times: npt.ArrayLike, censored_at: npt.ArrayLike) -> float:
 def km_median_ci(
     times: npt.ArrayLike, censored_at: npt.ArrayLike, level: float = CONFIDENCE
 ) -> tuple[float, float]:
-    """Brookmeyer–Crowley ``level`` interval of the Kaplan–Meier median: the first times at which
-    the lower and the upper pointwise log-log bands of S reach 1/2. The lower end is NaN when even
-    the lower band stays above 1/2, the upper end ``inf`` when the upper band does (the data do not
-    bound the median from above)."""
+    """Brookmeyer–Crowley ``level`` interval of the Kaplan–Meier median (Brookmeyer & Crowley,
+    Biometrics 38, 1982): the times t whose pointwise band of S(t) (:meth:`Survival.band`) contains
+    1/2, taken as from the first event time at which the lower band is ≤ 1/2 to the first at which
+    the upper band is (lifelines' ``median_survival_times`` of its band takes the same
+    crossings), so that it always holds the median. Both ends are event times; tied times
+    are one step of S with d_j events (Greenwood's d_j / (n_j (n_j − d_j))).
+
+    - The lower end is NaN when even the lower band stays above 1/2 (censoring only), the upper
+      end ``inf`` when the upper band does: the data do not bound the median from above. That
+      needs censoring: S reaches 0 at the last event time when no censoring is at or after it,
+      and its band there is {0}.
+    - Without censoring the interval lies within the smallest and the largest time; a sample of
+      equal times c (all 0, say) gives [c, c]: Greenwood's variance is 0 on both sides of c.
+    - It is a large-sample interval. Without censoring, the true median lies outside
+      [min, max] with probability at most 2^(1−n) (all n times on one side of it; exactly that
+      for a continuous law), so for n ≤ 5 no interval within the observations reaches 95%, and
+      this one, like any Wald-type interval, is then narrower than ``level`` says: three times
+      give [min, max] (75% for a continuous law), a single time x gives [x, x]."""
     s = kaplan_meier(times, censored_at)
     if not s.times.size:
         return float("nan"), float("inf")

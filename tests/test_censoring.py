@@ -165,11 +165,119 @@ def test_the_band_is_the_exponential_greenwood_formula():
     assert hi == (s.times[np.flatnonzero(upper <= 0.5)[0]] if (upper <= 0.5).any() else np.inf)
 
 
-def test_a_last_event_with_nobody_left_keeps_the_band_defined():
+def test_where_nobody_is_left_at_risk_the_band_is_zero():
+    """At the last event time with nobody left at risk S = 0 and the log-log formula is 0/0
+    (SciPy: NaN); the band there is {0}, so three uncensored times bound the median above."""
     t = np.array([1.0, 2.0, 3.0])
-    lower, upper = kaplan_meier(t, np.zeros(3)).band()
-    assert lower[-1] == 0.0 and upper[-1] == upper[-2] and np.all(np.isfinite(upper))
-    assert km_median_ci(t, np.zeros(3))[1] == np.inf  # three points do not bound the median
+    s = kaplan_meier(t, np.zeros(3))
+    lower, upper = s.band()
+    assert s.survival[-1] == 0.0 and lower[-1] == 0.0 and upper[-1] == 0.0
+    assert np.all(upper[:-1] > 0.5)  # the upper band stays above 1/2 before: the bound is 3
+    assert km_median_ci(t, np.zeros(3)) == (1.0, 3.0)
+    # a censoring after the last event: S stays above 0 and nothing bounds the median above
+    t, c = np.array([1.0, 2.0, 3.0, np.nan]), np.array([0.0, 0.0, 0.0, 4.0])
+    assert kaplan_meier(t, c).survival[-1] == 0.25 and km_median_ci(t, c) == (1.0, np.inf)
+
+
+def _brookmeyer_crowley(
+    follow: np.ndarray, observed: np.ndarray, level: float = 0.95
+) -> tuple[float, float, float]:
+    """(median, lower, upper) from first principles, written apart from gossipsim.censoring and
+    SciPy: the product-limit estimate in exact fractions over the distinct event times (ties one
+    step with d events; a censoring at t at risk at t), Greenwood's sum Σ d / (n (n − d)) (the
+    term with n = d left out: S is then 0), the log-log band S^exp(±w), w = z sqrt(Σ) / |log S|,
+    which is {0} where S = 0; the median the first time with S ≤ 1/2, the interval's ends the
+    first times at which the lower and the upper band are ≤ 1/2 (NaN / inf where none is)."""
+    import math
+    from fractions import Fraction
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    pairs = list(zip(follow.tolist(), observed.tolist(), strict=True))
+    surv, greenwood = Fraction(1), Fraction(0)
+    median = lo = math.nan
+    hi = math.inf
+    for t in sorted({x for x, seen in pairs if seen}):
+        n = sum(1 for x, _ in pairs if x >= t)
+        d = sum(1 for x, seen in pairs if seen and x == t)
+        surv *= Fraction(n - d, n)
+        if n > d:
+            greenwood += Fraction(d, n * (n - d))
+        if surv == 0:
+            lower = upper = 0.0
+        else:
+            w = z * math.sqrt(greenwood) / abs(math.log(surv))
+            lower, upper = float(surv) ** math.exp(w), float(surv) ** math.exp(-w)
+        if math.isnan(median) and surv <= Fraction(1, 2):
+            median = t
+        if math.isnan(lo) and lower <= 0.5:
+            lo = t
+        if math.isinf(hi) and upper <= 0.5:
+            hi = t
+    return median, lo, hi
+
+
+def _small_samples_with_ties(seed: int, count: int, censored: bool):
+    """Samples of 1 to 15 times in 0..6 (many ties, zeros), a third of them censored if asked."""
+    rng = np.random.default_rng(seed)
+    for _ in range(count):
+        n = int(rng.integers(1, 16))
+        follow = rng.integers(0, 7, size=n).astype(float)
+        observed = rng.random(n) >= (0.3 if censored else 0.0)
+        if observed.any():
+            yield follow, observed
+
+
+@pytest.mark.parametrize("censored", [False, True])
+def test_the_median_interval_is_brookmeyer_crowley_computed_from_first_principles(censored):
+    """Against :func:`_brookmeyer_crowley` on 300 small samples with ties; without censoring the
+    interval lies within the observed times (the upper end finite) and holds the median."""
+    unbounded = 0
+    for follow, observed in _small_samples_with_ties(30 + censored, 300, censored):
+        t = np.where(observed, follow, np.nan)
+        c = np.where(observed, np.nan, follow)
+        median, lo, hi = _brookmeyer_crowley(follow, observed)
+        got = km_median_ci(t, c)
+        np.testing.assert_array_equal(got, (lo, hi), err_msg=f"{follow} {observed}")
+        unbounded += np.isinf(got[1])
+        if not censored:
+            assert follow.min() <= got[0] <= km_median(t, c) <= got[1] <= follow.max()
+            assert km_median(t, c) == median
+    # without censoring never unbounded; with it, often (the last time censored)
+    assert unbounded == 0 if not censored else unbounded > 50
+
+
+#: (times, observed, (median, lower, upper)): each interval as lifelines 0.30.3 gives it
+#: (KaplanMeierFitter, median_survival_times of confidence_interval_), an implementation apart
+#: from SciPy's band and this project's; lifelines needs pandas < 3, so it is not a dependency
+LIFELINES_CASES = {
+    "ties, 12 at 40 and 8 at 60 (dsvgd_mixture_2d)": ([40.0] * 12 + [60.0] * 8, [1] * 20,
+                                                     (40.0, 40.0, 60.0)),
+    "ties, 9 at 40 and 11 at 60: the median the largest": ([40.0] * 9 + [60.0] * 11, [1] * 20,
+                                                          (60.0, 40.0, 60.0)),
+    "all zero (a centralised removal)": ([0.0] * 20, [1] * 20, (0.0, 0.0, 0.0)),
+    "all equal": ([20.0] * 3, [1] * 3, (20.0, 20.0, 20.0)),
+    "a single time": ([5.0], [1], (5.0, 5.0, 5.0)),
+    "three times": ([1.0, 2.0, 3.0], [1] * 3, (2.0, 1.0, 3.0)),
+    "ties and censoring, the last time an event": (
+        [0.0, 1.0, 1.0, 2.0, 2.0, 2.0, 3.0, 4.0, 5.0, 5.0], [1, 1, 0, 1, 1, 0, 1, 0, 1, 1],
+        (3.0, 0.0, 5.0)),
+    "censored last: unbounded above": ([1.0, 2.0, 3.0, 3.0, 4.0, 4.0, 4.0],
+                                      [1, 1, 1, 1, 0, 0, 0], (3.0, 1.0, np.inf)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(LIFELINES_CASES))
+def test_the_median_interval_is_lifelines_on_named_cases(case):
+    times, seen, expected = LIFELINES_CASES[case]
+    follow, observed = np.asarray(times), np.asarray(seen, dtype=bool)
+    t, c = np.where(observed, follow, np.nan), np.where(observed, np.nan, follow)
+    got = (km_median(t, c), *km_median_ci(t, c))
+    assert got == expected
+    assert _brookmeyer_crowley(follow, observed) == expected
+    # what the summary holds (the figure's legend reads it)
+    entry = censored_summary(t, c)
+    assert (entry["km_median"], entry["km_median_lo"], entry["km_median_hi"]) == expected
 
 
 def test_restricted_mean_se_under_censoring_agrees_with_the_bootstrap():
@@ -295,9 +403,9 @@ def test_summary_estimates_are_those_of_the_same_uncensored_times_only():
     bound = np.full(t.size, 500.0)
     entry = _as_json(censored_summary(t, bound))
     assert summary_estimates(entry, t, bound) == estimates(t, bound)
-    few = np.array([3.0, 9.0])  # an interval unbounded above: "inf" in the JSON
+    few = np.array([3.0, 9.0])  # two times: the interval is the two (issue 30)
     got = summary_estimates(_as_json(censored_summary(few, few)), few, few)
-    assert got == estimates(few, few) and got is not None and got.median_ci[1] == np.inf
+    assert got == estimates(few, few) and got is not None and got.median_ci == (3.0, 9.0)
     other = t.copy()
     other[0] += 1  # another mean
     assert summary_estimates(entry, other, bound) is None

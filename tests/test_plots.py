@@ -385,6 +385,37 @@ def test_latency_legends_give_kaplan_meier_medians_and_restricted_means_with_int
     assert any("Brookmeyer" in lg.get_title().get_text() for lg in fig.legends)
 
 
+def test_a_median_interval_of_latencies_all_served_is_a_finite_bar(drawn, tmp_path):
+    """Issue 30: every run served the request (latencies 40 and 60, as dsvgd_mixture_2d's; a
+    removal latency 0 in every run, as a centralised protocol's): the interval lies within the
+    observed latencies, drawn as a bar between them without an arrow to the panel's edge; a
+    latency that some runs did not serve (its last follow-up a censoring) keeps its unbounded
+    interval and arrow."""
+    latency = [40.0] * 12 + [60.0] * 8
+    retrain = [50.0] * 12 + [np.nan] * 8  # not served within the run: censored at 91
+    requests = _requests(["v"], runs=20, removal_latency=[0.0] * 20, latency=latency,
+                         retrain_latency=retrain)  # fmt: skip
+    summary = {"variants": {"v": {"resolved": {"run": {"iterations": 100}}}}}
+    plots.plot_latency(requests, ["v"], tmp_path / "lat.png", summary)
+    (fig,) = drawn
+    texts = _panel_legend_texts(fig)
+    assert any(t.startswith("removal: 20/20 served\nmedian 0 [0, 0];") for t in texts), texts
+    assert any(t.startswith("unlearning (KL): 20/20 served\nmedian 40 [40, 60];") for t in texts)
+    assert any(t.startswith("retrain (KL): 12/20 served\nmedian 50 [50, ∞);") for t in texts)
+    (ax,) = _latency_axes(fig)
+    bars = [ln for ln in ax.get_lines() if ln.get_gid() == "median-ci"]
+    segments = {
+        tuple(ln.get_ydata())[0]: tuple(ln.get_xdata()) for ln in bars if len(ln.get_xdata()) == 2
+    }
+    arrows = [ln for ln in bars if ln.get_marker() == ">"]
+    assert segments[plots.MEDIAN_HEIGHT["removal_latency"]] == (0.0, 0.0)
+    assert segments[plots.MEDIAN_HEIGHT["latency"]] == (40.0, 60.0)
+    assert segments[plots.MEDIAN_HEIGHT["retrain_latency"]][0] == 50.0
+    (arrow,) = arrows  # the retrain latency's only
+    assert arrow.get_ydata()[0] == plots.MEDIAN_HEIGHT["retrain_latency"]
+    assert arrow.get_xdata()[0] == segments[plots.MEDIAN_HEIGHT["retrain_latency"]][1] > 60.0
+
+
 def test_the_observation_window_of_a_late_request_is_shaded(drawn, tmp_path):
     """A request at slot 950 of runs of 1,000 slots: latencies beyond 51 cannot be seen; the
     curve stops there and the rest of the axis is shaded as not observed."""
