@@ -86,7 +86,7 @@ DATA_KEYS = (
         "classes", minimum=1),
     Key("node_classes", "numbers", None, "the classes partition: one list of class indices per "
         "node (`[[1, 3], [4, 6], ...]`; binary tasks: 0 and 1), each class's rows split among the "
-        "nodes listing it; rows of unlisted classes are not used"),
+        "nodes listing it; rows of unlisted classes are not used", list_only=True),
     Key("sizes", "choice", "equal", "for `iid`: `equal` (sizes differ by at most one) or `random` "
         "(proportions ~ Dirichlet(1), at least one row each)", choices=("equal", "random")),
     Key("test_fraction", "number", 0.2, "held-out fraction (synthetic data hold "
