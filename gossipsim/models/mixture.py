@@ -320,6 +320,12 @@ class GaussianMixtureModel(ParticleModel):
             evaluation_values=4.0,
             step_values=float(CHUNK_VALUES + 2 * draws * draws),
             step_key="data.mmd_samples",
+            # a node's one "row", its factor: each component's offset, score (d × d), log-density
+            # and responsibility
+            row_flops=float(max(cls._counts(spec, nodes), default=1)) * (2 * d * d + 6 * d + 10),
+            rows=float(nodes),
+            test_rows=0.0,
+            flops_key="data.means" if "means" in spec.data.options else "data.components",
         )
 
     # --------------------------------------------------------------------- log-densities

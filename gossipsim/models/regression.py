@@ -283,6 +283,11 @@ class GaussianRegression(Model):
             every_slot=EXACT_FACTORS not in cls.capabilities,
             evaluation_values=cls.evaluation_values(spec, family.dim, test),
             step_values=cls.step_values(spec, d, _largest_node(spec, train)),
+            # a particle's gradient: a product with the row and one back (particle protocols)
+            row_flops=4.0 * d + 10.0 if LOGLIK_GRADIENT in cls.capabilities else 0.0,
+            rows=float(train),
+            test_rows=float(test),
+            flops_key=data_key,
         )
 
     @classmethod
