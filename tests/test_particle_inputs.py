@@ -245,9 +245,10 @@ def test_a_density_narrower_than_the_grid_s_cells_is_drawn(tmp_path, capsys):
 # ------------------------------------------------------------------------------------ time
 
 
-def test_a_study_of_hours_is_warned_of_with_its_projected_time(tmp_path, capsys):
+def test_a_study_of_hours_is_warned_of_with_its_projected_time(tmp_path, capsys, monkeypatch):
     """``bnn`` with ``hidden = 100000`` was accepted and took minutes a slot; validate and run now
     warn by the budget's time estimate, naming the key and the projected time."""
+    monkeypatch.setattr(budget, "machine_bytes", lambda: 64 * GIB)  # its 20 GiB fit
     raw = _logistic()
     raw["model"] = {"kind": "bnn", "hidden": 100_000}
     raw["protocol"] = {"kind": "dsvgd", "particles": 20}
@@ -263,6 +264,14 @@ def test_a_study_of_hours_is_warned_of_with_its_projected_time(tmp_path, capsys)
     path.write_text(to_toml(raw))
     code, out, err = _cli(["validate", str(path)], capsys)
     assert code == 0 and err == ""
+    # run warns the same way, its workers dividing the time
+    monkeypatch.setattr(budget, "LONG_STUDY_SECONDS", 1e-6)
+    out = tmp_path / "out"
+    code, _, err = _cli(
+        ["run", str(path), "--out", str(out), "--no-plots", "--workers", "2"], capsys
+    )
+    assert code == 0 and "gossipsim: warning: model.hidden: the runs would compute for" in err
+    assert "on 2 workers (2 runs of 100 slots" in err
 
 
 def test_the_time_estimate_follows_the_measured_slots():
