@@ -147,6 +147,7 @@ def run(
         workers, cluster, note = capped(workers, cluster, count_units(todo, engines))
         if note is not None:  # a fork storm of idle processes helps no one
             warnings.warn(note, UserWarning, stacklevel=2)
+        warn_long_study(study, worlds, workers if cluster is None else 1)
         with start_executor(workers, cluster) as executor:
             if store is not None:
                 store.open()  # the executor is running: only now is the folder touched
@@ -424,6 +425,22 @@ def common_arrival_slots(requests: Any) -> dict[int, int]:
         if len(seen) == 1:
             slots[int(request)] = int(seen[0])
     return slots
+
+
+def warn_long_study(study: Study, worlds: list[World], workers: int = 1) -> str | None:
+    """Warn (one line, naming the setting) when the particle runs of ``study`` would compute longer
+    than :data:`gossipsim.budget.LONG_STUDY_SECONDS` on ``workers`` workers, by the rough estimate
+    of :func:`gossipsim.budget.run_seconds`; the warning's text, or None."""
+    from .budget import long_study_warning, run_seconds
+
+    estimates = [
+        run_seconds(v.scenario, type(w.model).sizes(v.scenario.model_spec, w.nodes), w.nodes)
+        for v, w in zip(study.variants, worlds, strict=True)
+    ]
+    text = long_study_warning([e for e in estimates if e is not None], workers)
+    if text is not None:
+        warnings.warn(text, UserWarning, stacklevel=2)
+    return text
 
 
 def check_memory(study: Study, worlds: list[World], key: str) -> None:

@@ -30,7 +30,12 @@ NumPy 2, NetworkX 3:
   366-485 B per slot for the Beta (2 entries), 8.6 KiB for a 110-entry Gaussian and 72 KiB for a
   930-entry one with the retrain baseline (about 8 copies of each state while its KL is computed);
   evaluating a logistic-regression state costs about 0.8 KiB per test row (Gauss–Hermite
-  projections) plus about 70 copies of the state.
+  projections) plus about 70 copies of the state;
+- particle protocols: the N × N matrices of a set of N particles (squared distances, kernel, the
+  KSD's pair terms) peak at 7.0 of them at once in one run (tracemalloc and the peak resident set
+  size at N = 2,000-6,000, d = 2: the KSD of one set holds 6, the median's cached pair indices 1;
+  counted 8), an SVGD step at 4 per set stepped (3 and the indices); the vectorized engine steps a
+  batch of runs together, and sizes its batches with these (:func:`vectorized_batch_runs`).
 """
 
 from __future__ import annotations
@@ -59,6 +64,11 @@ NX_EDGE_BYTES = 256
 #: sorted keys and the deduplicated copy)
 CSR_NODE_BYTES = 64
 CSR_EDGE_BYTES = 80
+#: the vectorized engine's batches: runs stepped together at most (beyond this the per-slot Python
+#: cost is already amortised), and the bytes a batch may hold (every run's protocol state, walk,
+#: streamed segments, kept states and the N × N matrices of its particle sets)
+VECTORIZED_MAX_RUNS = 256
+VECTORIZED_BATCH_BYTES = 512 * 2**20
 #: one run, per slot, whatever the model (measured 84-108)
 SLOT_BYTES = 128
 #: one run with the parameter server, per slot on top of :data:`SLOT_BYTES`: the engine lists every
@@ -79,6 +89,16 @@ PARTICLE_TABLE_COPIES = 4
 #: numbers of a particle's row of particles.csv besides its coordinates (run, iteration, world,
 #: particle)
 PARTICLE_ROW_EXTRA = 4
+#: particle sets whose KSD one call computes (:func:`gossipsim.particlestate.stein_discrepancy`):
+#: at most this many, and their N × N matrices at most this many numbers each (2^22: 32 MiB)
+#: unless one set's alone is larger
+KSD_CHUNK = 64
+KSD_CHUNK_VALUES = 2**22
+#: N × N matrices alive at once for one particle set: the KSD of the set, with the median's
+#: cached pair indices (measured 7.0: 6.0 and 1; counted 8, for the N × d arrays and the
+#: allocator), and an SVGD step per set stepped together (measured 3, the indices besides)
+KSD_MATRICES = 8
+STEP_MATRICES = 3
 #: one entry of a list of parameters kept as Python floats (a Dirichlet prior's concentrations):
 #: the list, its array, the float objects and the resolved copy of the scenario
 LIST_ENTRY_BYTES = 96
@@ -190,6 +210,26 @@ class ModelSizes:
     evaluation_what: str = ""
     step_values: float = 0.0
     step_key: str = "protocol.samples"
+    #: for particle protocols' time estimate (:func:`run_seconds`): floating-point operations of
+    #: one particle's log-likelihood gradient per data row, the training rows of all nodes, the
+    #: held-out rows evaluated per recorded set, and the setting that makes a row's gradient costly
+    row_flops: float = 0.0
+    rows: float = 0.0
+    test_rows: float = 0.0
+    flops_key: str = "model.kind"
+
+
+@dataclass(frozen=True)
+class SlotWork:
+    """What one slot of a particle protocol computes, per particle (its kind's
+    :meth:`~gossipsim.protocols.ProtocolKind.slot_work`): ``gradients`` log-likelihood gradients
+    over the holder's rows (a mini-batch of them with ``batch_size``), or over every node's rows
+    when ``pooled``; and ``kernel_steps`` N × N kernel computations (SVGD steps, density
+    estimates)."""
+
+    gradients: float
+    pooled: bool
+    kernel_steps: float
 
 
 @dataclass(frozen=True)
@@ -213,6 +253,10 @@ class RunShape:
     #: particles kept for particles.csv over all the runs of a variant (``[metrics] particles``)
     kept_particles: float = 0.0
     kept_runs: int = 0
+    #: N, the particles of a particle protocol (0: none)
+    particles: int = 0
+    #: runs of the variant (the vectorized engine steps up to a batch of them together)
+    runs: int = 1
 
 
 def shared_terms(shape: RunShape, sizes: ModelSizes, nodes: float) -> list[Term]:
@@ -262,7 +306,54 @@ def run_terms(shape: RunShape, sizes: ModelSizes, nodes: float) -> list[Term]:
             sizes.evaluation_what or f"evaluating {int(recorded)} recorded slots",
         ),
         Term(sizes.step_key, sizes.step_values * VALUE_BYTES, "one gradient step's samples"),
+        *particle_terms(shape, sizes, nodes),
     ]
+
+
+# ------------------------------------------------------------------------------ particle sets
+
+
+def ksd_sets_at_once(particles: int) -> int:
+    """Particle sets of N particles whose KSD is computed in one call
+    (:func:`gossipsim.particlestate.stein_discrepancy`): at most :data:`KSD_CHUNK`, their N × N
+    matrices at most :data:`KSD_CHUNK_VALUES` numbers each unless one set's alone is larger."""
+    return max(1, min(KSD_CHUNK, KSD_CHUNK_VALUES // max(particles * particles, 1)))
+
+
+def step_kernel_values(particles: int) -> float:
+    """Numbers the N × N matrices of one particle set hold during an SVGD step (each set of a
+    vectorized batch holds its own)."""
+    return STEP_MATRICES * float(particles) ** 2
+
+
+def kernel_values(particles: int, sets_stepped: int = 1) -> float:
+    """Numbers the N × N matrices of particle sets hold at once in one worker: the KSD of the sets
+    judged together, or an SVGD step of ``sets_stepped`` sets (the runs of a vectorized batch),
+    whichever is larger, and the median's cached pair indices (N(N − 1) integers)."""
+    square = float(particles) ** 2
+    ksd = (KSD_MATRICES - 1) * square * ksd_sets_at_once(particles)  # the indices apart
+    return max(ksd, step_kernel_values(particles) * sets_stepped) + square
+
+
+def vectorized_batch_runs(per_run_bytes: float, runs: int | None = None) -> int:
+    """Runs the vectorized engine steps together (``batched-steps``): at most
+    :data:`VECTORIZED_MAX_RUNS`, and as many as :data:`VECTORIZED_BATCH_BYTES` allow at
+    ``per_run_bytes`` a run (at least one; at most ``runs`` when given)."""
+    size = int(max(1, min(VECTORIZED_MAX_RUNS, VECTORIZED_BATCH_BYTES // max(per_run_bytes, 1))))
+    return size if runs is None else max(1, min(size, runs))
+
+
+def particle_terms(shape: RunShape, sizes: ModelSizes, nodes: float) -> list[Term]:
+    """The N × N matrices of a particle protocol's sets, in one run on the event engine or a batch
+    of runs stepped together on the vectorized engine (the larger: the engine is chosen later)."""
+    count = shape.particles
+    if count <= 0:
+        return []
+    batch = vectorized_batch_runs(VALUE_BYTES * step_kernel_values(count), shape.runs)
+    what = f"{count} particles: their {count} × {count} kernel matrices"
+    if batch > 1 and step_kernel_values(count) * batch > kernel_values(count) - count**2:
+        what += f" ({batch} runs stepped together on the vectorized engine)"
+    return [Term("protocol.particles", VALUE_BYTES * kernel_values(count, batch), what)]
 
 
 def require_total_fits(terms: Iterable[Term], others: str = "") -> None:
@@ -304,6 +395,8 @@ def run_shape(scenario: Scenario) -> RunShape:
         rounds=scenario.protocol.architecture == "server",
         kept_particles=kept,
         kept_runs=runs,
+        particles=count if isinstance(count, int) else 0,
+        runs=scenario.run.runs,
     )
 
 
@@ -388,3 +481,113 @@ def check_study(scenarios: Iterable[Scenario]) -> None:
         others = f" (with the other {len(runs) - 1} variants)" if len(runs) > 1 else ""
         largest_run = max(runs, key=lambda terms: math.fsum(t.bytes for t in terms))
         require_total_fits([*shared, *largest_run], others)
+
+
+# ---------------------------------------------------------------------------------------- time
+
+#: floating-point operations a second of a particle step, on one core of the 2-core machine the
+#: estimate was measured on: the bnn's likelihood gradient alone runs at 2.1-5.3 GFLOP/s (N = 20-100,
+#: H = 50-10,000, 45-455 rows), a whole DSVGD slot at 1.2 (H = 2,000: 0.6 s a slot; H = 10,000:
+#: 3.0 s) and 0.5 under a load of 4 on 2 cores (7.7 s); so 1 GFLOP/s, rough to a factor of 2-3
+PARTICLE_FLOPS_PER_SECOND = 1e9
+#: seconds of one slot of one run beyond the arithmetic (the engine, the step's Python): measured
+#: 50-570 µs per run-slot (benchmarks/batch_floor.py), about 2 ms for one event-engine DSVGD slot
+SLOT_SECONDS = 5e-4
+#: an N × N kernel computation: operations per pair of particles, and per pair and coordinate
+#: (distances, the kernel, its two products with the particles and the scores, the median)
+KERNEL_PAIR_FLOPS = 30
+KERNEL_PAIR_COORDINATE_FLOPS = 6
+#: ``gossipsim validate`` and ``run`` warn when the runs would compute longer than this
+LONG_STUDY_SECONDS = 3600.0
+
+
+@dataclass(frozen=True)
+class TimeEstimate:
+    """Seconds of computation of the runs (one worker), the setting that makes them long and what
+    a slot costs, in words."""
+
+    seconds: float
+    key: str
+    what: str
+
+
+def run_seconds(scenario: Scenario, sizes: ModelSizes, nodes: float) -> TimeEstimate | None:
+    """A rough estimate of the computation of all the runs of a particle protocol's variant on one
+    worker: each slot's likelihood gradients (:class:`SlotWork`: N particles × rows ×
+    ``sizes.row_flops``) and kernels (N² pairs), for the protocol and its retrain baseline after
+    the first request, plus :data:`SLOT_SECONDS`; and each recorded set's evaluation (its KSD's
+    target score over every row, the held-out rows). Flops are turned into seconds at
+    :data:`PARTICLE_FLOPS_PER_SECOND`. None for other protocols, or a model that does not say what
+    its gradients cost."""
+    from .registry import PROTOCOL_KINDS
+
+    kind = PROTOCOL_KINDS.lookup(scenario.protocol.kind, "protocol.kind")
+    options = scenario.protocol.options
+    work = getattr(kind, "slot_work", lambda _: None)(options)
+    count = getattr(options, "particles", None)
+    if work is None or not isinstance(count, int) or sizes.row_flops <= 0 or nodes <= 0:
+        return None
+    node_rows = sizes.rows / nodes
+    batch = getattr(options, "batch_size", None)
+    if batch is not None:
+        node_rows = min(node_rows, float(batch))
+    rows = sizes.rows if work.pooled else node_rows
+    coordinates = KERNEL_PAIR_COORDINATE_FLOPS * sizes.particle_entries
+    pairs = float(count) ** 2 * (KERNEL_PAIR_FLOPS + coordinates)
+    gradient = work.gradients * count * rows * sizes.row_flops / PARTICLE_FLOPS_PER_SECOND
+    kernel = work.kernel_steps * pairs / PARTICLE_FLOPS_PER_SECOND
+    iterations = scenario.run.iterations
+    slots = float(iterations)
+    requests = scenario.unlearning
+    worlds = 1
+    if requests and scenario.protocol.retrain_baseline:
+        worlds = 2
+        first = min((r.at_iteration for r in requests if r.at_iteration is not None), default=1)
+        slots += iterations - first + 1
+    recorded = worlds * (iterations / scenario.metrics.record_every + 3 * (1 + len(requests)))
+    evaluation = (count * (sizes.rows + sizes.test_rows) * sizes.row_flops + pairs) / (
+        PARTICLE_FLOPS_PER_SECOND
+    )
+    parts = {
+        sizes.flops_key: slots * gradient,
+        "protocol.particles": slots * kernel,
+        "scenario.iterations": slots * SLOT_SECONDS,
+        "metrics.record_every": recorded * evaluation,
+    }
+    runs = scenario.run.runs
+    key = max(parts, key=lambda k: parts[k])
+    slot = gradient + kernel + SLOT_SECONDS
+    what = (
+        f"{runs} runs of {iterations} slots, about {format_seconds(slot)} a slot for {count} "
+        f"particles"
+    )
+    return TimeEstimate(runs * math.fsum(parts.values()), key, what)
+
+
+def format_seconds(seconds: float) -> str:
+    """``seconds`` in the largest fitting unit: ``0.4 ms``, ``12 s``, ``5.3 h``, ``40 days``."""
+    for unit, size in (("days", 86400.0), ("h", 3600.0), ("min", 60.0), ("s", 1.0)):
+        if seconds >= size:
+            value = seconds / size
+            return f"{value:.0f} {unit}" if value >= 10 else f"{value:.1f} {unit}"
+    milliseconds = seconds * 1e3
+    return f"{milliseconds:.0f} ms" if milliseconds >= 10 else f"{milliseconds:.1f} ms"
+
+
+def long_study_warning(estimates: Iterable[TimeEstimate], workers: int = 1) -> str | None:
+    """The warning for runs whose estimated computation (:func:`run_seconds`, summed over the
+    variants, divided among ``workers``) exceeds :data:`LONG_STUDY_SECONDS`, naming the setting
+    that makes the longest variant long; None otherwise."""
+    found = [e for e in estimates if e is not None]
+    if not found:
+        return None
+    total = math.fsum(e.seconds for e in found) / max(workers, 1)
+    if total <= LONG_STUDY_SECONDS:
+        return None
+    longest = max(found, key=lambda e: e.seconds)
+    on = "one worker" if workers <= 1 else f"{workers} workers"
+    return (
+        f"{longest.key}: the runs would compute for about {format_seconds(total)} on {on} "
+        f"({longest.what}; a rough estimate at {PARTICLE_FLOPS_PER_SECOND / 1e9:g} GFLOP/s: "
+        "docs/scenarios.md, Limits); fewer particles, slots, runs or a smaller model shorten it"
+    )

@@ -290,9 +290,20 @@ def _one_line_warning(
     file: Any = None,
     line: str | None = None,
 ) -> None:
-    from .libwarnings import meaning
+    from .libwarnings import HELD, meaning
 
+    if HELD.take(message, category):  # said only where a table holds such numbers
+        return
     print(f"gossipsim: warning: {meaning(message, category)}", file=sys.stderr)
+
+
+def _warn_nonfinite(lines: list[str], held: list[str]) -> None:
+    """One warning per table holding infinite or NaN numbers (``lines``), with the floating-point
+    warnings ``held`` back while they were computed as the likely cause; nothing otherwise."""
+    from .libwarnings import nonfinite_warning
+
+    for line in lines:
+        print(f"gossipsim: warning: {nonfinite_warning(line, held)}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -366,14 +377,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
             particles=res.particles,
         )  # fmt: skip
 
+    from .libwarnings import HELD
+
     try:
-        results = run(
-            study, runs=args.runs, seed=args.seed, workers=args.workers or 1,
-            cluster=args.cluster, engine=args.engine, out=out, resume=args.resume,
-            make_plots=None if args.no_plots else make_plots,
-            progress=progress, tables=args.tables, allow_code_change=args.allow_code_change,
-        )  # fmt: skip
+        with HELD.holding() as held:
+            results = run(
+                study, runs=args.runs, seed=args.seed, workers=args.workers or 1,
+                cluster=args.cluster, engine=args.engine, out=out, resume=args.resume,
+                make_plots=None if args.no_plots else make_plots,
+                progress=progress, tables=args.tables, allow_code_change=args.allow_code_change,
+            )  # fmt: skip
     except PostProcessingError as exc:
+        _warn_nonfinite(exc.results.nonfinite_values(), held)
         _report(exc.results, out, tables_written=exc.tables_written)
         _error_line(str(exc))
         return EXIT_INTERRUPTED if exc.interrupted else EXIT_FAILED
@@ -392,6 +407,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 "the cause and run the same command again"
             )
         return EXIT_FAILED
+    _warn_nonfinite(results.nonfinite_values(), held)
     return _report(results, out)
 
 
@@ -617,18 +633,24 @@ def _graphs(study: Any) -> dict[str, Any]:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from .api import check, check_memory, choose_engines
+    from .api import check, check_memory, choose_engines, warn_long_study
     from .scenario import load_scenario
 
     study = load_scenario(args.file)
     worlds = check(study)
     check_memory(study, worlds, "scenario.runs")  # what `run` refuses, refused here too
     choose_engines(study, worlds, "auto")  # e.g. drawn stays the vectorised engine cannot draw
+    warn_long_study(study, worlds)  # what `run` warns of on one worker
     runs = sum(v.scenario.run.runs for v in study.variants)
     print(f"{args.file}: valid ({len(study.variants)} variant(s), {runs} runs in all)")
     for variant, world in zip(study.variants, worlds, strict=True):
+        drawn = world.model.fixed_data is None and variant.scenario.data.draw == "per-run"
+        observations = (
+            "observations drawn per run" if drawn else f"{sum(world.points)} observations"
+        )
         print(
-            f"  {variant.label}: {world.nodes} nodes, {world.indexed.indices.size // 2} edges, {sum(world.points)} observations, {len(world.requests)} unlearning request(s)"
+            f"  {variant.label}: {world.nodes} nodes, {world.indexed.indices.size // 2} edges, "
+            f"{observations}, {len(world.requests)} unlearning request(s)"
         )
     return 0
 
@@ -854,24 +876,35 @@ def _cmd_plot(args: argparse.Namespace) -> int:
             results.graphs = _graphs(results.study)
         except (ConfigError, OSError) as exc:
             print(f"gossipsim: note: graph drawing skipped ({exc})", file=sys.stderr)
+    from .libwarnings import HELD
+    from .nonfinite import nonfinite_lines
+
     try:
-        if drawn is not None:
-            paths = plot_results(
-                drawn.metrics, drawn.runs, drawn.requests, drawn.visits, drawn.summary,
-                folder / "plots", fmt=args.format, statistic=args.statistic,
-                graphs=drawn.graphs, which=args.figure, particles=drawn.particles,
-            )  # fmt: skip
-            written: dict[str, Any] = {p.stem: p for p in paths}
-        else:
-            assert results is not None
-            written = results.plot(
-                folder / "plots", which=args.figure, fmt=args.format, statistic=args.statistic
-            )
+        with HELD.holding() as held:
+            if drawn is not None:
+                paths = plot_results(
+                    drawn.metrics, drawn.runs, drawn.requests, drawn.visits, drawn.summary,
+                    folder / "plots", fmt=args.format, statistic=args.statistic,
+                    graphs=drawn.graphs, which=args.figure, particles=drawn.particles,
+                )  # fmt: skip
+                written: dict[str, Any] = {p.stem: p for p in paths}
+            else:
+                assert results is not None
+                written = results.plot(
+                    folder / "plots", which=args.figure, fmt=args.format, statistic=args.statistic
+                )
     except Exception as exc:  # one line, never a traceback; the tables stay
         from .executors import describe_error
 
         _error_line(f"plotting {folder}/ failed ({describe_error(exc)})")
         return EXIT_FAILED
+    if drawn is not None:  # the swept keys' columns are not read
+        tables = {"metrics": drawn.metrics, "runs": drawn.runs, "requests": drawn.requests,
+                  "particles": drawn.particles}  # fmt: skip
+        _warn_nonfinite(nonfinite_lines(tables), held)
+    else:
+        assert results is not None
+        _warn_nonfinite(results.nonfinite_values(), held)
     for path in written.values():
         print(path)
     if getattr(args, "own_process", False):

@@ -612,8 +612,9 @@ def _classes(
     """The ``"classes"`` partition: node k holds its listed groups, each group's rows split among
     the nodes listing it."""
     key = "data.node_classes"
-    if node_classes is None or isinstance(node_classes, str | bytes):
-        raise ConfigError(key, "partition = 'classes' needs one list of classes per node")
+    if not isinstance(node_classes, list | tuple):  # None, a number or a string
+        got = "" if node_classes is None else f" (got {node_classes!r})"
+        raise ConfigError(key, f"partition = 'classes' needs one list of classes per node{got}")
     listed = list(node_classes)
     if len(listed) != nodes:
         raise ConfigError(key, f"needs one list of classes per node ({nodes}), got {len(listed)}")

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from . import budget
 from .engine import Arrival
 from .fastpath import _walks, run_output, start_nodes
 from .fastpath_trace import StreamedWorlds
@@ -46,27 +47,26 @@ from .protocols import protocol_kind
 from .protocols.registry import BatchBuildRequest
 from .representations import representation
 from .streams import PROTOCOL, WALK, WalkStreams, run_seeds, run_stream
-from .world import World
-
-#: runs stepped together at most (beyond this the per-slot Python cost is already amortised)
-MAX_RUNS = 256
-#: bytes a batch may hold: every run's protocol state (its state and one factor per node, for the
-#: protocol and its retrain baseline), walk, streamed segments and kept states
-MAX_BATCH_BYTES = 512 * 2**20
+from .world import World, representation_of
 
 
 def batch_size(world: World) -> int:
-    """Runs per batch: at most :data:`MAX_RUNS`, and as many as :data:`MAX_BATCH_BYTES` allow
-    for each run's protocol states (the state and a factor per node, both worlds), walk (8 bytes a
-    slot), streamed segments (about 40 bytes a slot a world) and kept states (one per slot
-    written to metrics.csv, both worlds), the last two twice (copied once when assembled)."""
+    """Runs per batch (:func:`gossipsim.budget.vectorized_batch_runs`): as many as
+    :data:`~gossipsim.budget.VECTORIZED_BATCH_BYTES` allow for each run's protocol states (the
+    state and a factor per node, both worlds), walk (8 bytes a slot), streamed segments (about 40
+    bytes a slot a world) and kept states (one per slot written to metrics.csv, both worlds), the
+    last two twice (copied once when assembled), and for a particle protocol the N × N matrices
+    of its step."""
     sc = world.scenario
     dim = protocol_kind(sc.protocol.kind).state_entries(sc.protocol.options, world.model)
     slots = sc.run.iterations
     kept = slots // sc.metrics.record_every + 4 * len(world.requests) + 4
     # kept states are copied once when the batch's traces are assembled: counted twice
-    per_run = 2 * 8 * dim * (world.nodes + 1 + 2 * kept) + 8 * slots + 2 * 2 * 40 * slots
-    return int(max(1, min(MAX_RUNS, MAX_BATCH_BYTES // per_run)))
+    per_run: float = 2 * 8 * dim * (world.nodes + 1 + 2 * kept) + 8 * slots + 2 * 2 * 40 * slots
+    particles = getattr(sc.protocol.options, "particles", None)
+    if isinstance(particles, int) and representation_of(sc).particle_sets:
+        per_run += budget.VALUE_BYTES * budget.step_kernel_values(particles)
+    return budget.vectorized_batch_runs(per_run)
 
 
 def simulate_stepped(world: World, runs: Sequence[int]) -> list[BatchOutput]:

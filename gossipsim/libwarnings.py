@@ -4,6 +4,9 @@ encountered in dot" tells a user nothing about which numbers to distrust or what
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 #: (text in the library's message, its category's name or "" for any, the library, what it means
 #: for the study)
 _MEANINGS: tuple[tuple[str, str, str, str], ...] = (
@@ -53,6 +56,59 @@ _MEANINGS: tuple[tuple[str, str, str, str], ...] = (
         "that panel is drawn without a range; the tables hold the numbers unchanged",
     ),
 )
+
+
+#: NumPy's floating-point warnings (:data:`_MEANINGS`' first three): ``gossipsim run`` and ``plot``
+#: hold them back and warn only where a table holds infinite or NaN numbers, naming it
+#: (:mod:`gossipsim.nonfinite`): most change no number of the tables
+FLOATING_POINT = ("overflow encountered", "invalid value encountered", "divide by zero encountered")
+
+
+def floating_point(message: Warning | str, category: type[Warning]) -> bool:
+    """Whether a warning is one of NumPy's floating-point warnings (:data:`FLOATING_POINT`)."""
+    return issubclass(category, RuntimeWarning) and any(n in str(message) for n in FLOATING_POINT)
+
+
+class HeldWarnings:
+    """NumPy's floating-point warnings held back while :meth:`holding` (their texts, in order)."""
+
+    def __init__(self) -> None:
+        self.active = False
+        self.texts: list[str] = []
+
+    def take(self, message: Warning | str, category: type[Warning]) -> bool:
+        """Hold the warning if it is a floating-point one and holding is on (True), else False."""
+        if not (self.active and floating_point(message, category)):
+            return False
+        self.texts.append(" ".join(str(message).split()))
+        return True
+
+    @contextmanager
+    def holding(self) -> Iterator[list[str]]:
+        """Hold floating-point warnings within the block; yields the list they are held in."""
+        self.active, self.texts = True, []
+        try:
+            yield self.texts
+        finally:
+            self.active = False
+
+
+#: the warnings the command line holds back (its ``warnings.showwarning`` asks :meth:`take`)
+HELD = HeldWarnings()
+
+
+def nonfinite_warning(line: str, held: list[str]) -> str:
+    """The warning for a table holding infinite or NaN numbers (``line``, from
+    :func:`gossipsim.nonfinite.nonfinite_lines`), with the first floating-point warning held
+    back while the numbers were computed as its likely cause."""
+    cause = ""
+    if held:
+        more = f" and {len(held) - 1} more" if len(held) > 1 else ""
+        cause = f" (NumPy: {held[0][:200]!r}{more})"
+    return (
+        f"{line}: a computation exceeded the largest float (about 1.8e308) or produced NaN"
+        f"{cause}; look for extreme data, prior, temperature or step values"
+    )
 
 
 def meaning(message: Warning | str, category: type[Warning]) -> str:

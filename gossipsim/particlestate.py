@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
+from .budget import ksd_sets_at_once
 from .particles.kernels import median_bandwidth, pairwise_squared_distances
 from .particles.stein import kernel_stein_discrepancy
 from .representations import Representation, Target, register_representation
@@ -29,9 +30,6 @@ from .representations import Representation, Target, register_representation
 FloatArray = NDArray[np.float64]
 Score = Callable[[FloatArray], FloatArray]
 Sampler = Callable[[np.random.Generator, int], FloatArray]
-
-#: particle sets judged at once in one KSD call (bounds the N × N × batch temporaries)
-KSD_CHUNK = 64
 
 
 class ParticleTarget(Target):
@@ -58,10 +56,11 @@ def stein_discrepancy(target: Target, particle_sets: np.ndarray) -> np.ndarray:
     """KSD (V-statistic, median bandwidth of each set) of each set ``(R, N, d)`` to ``target``."""
     sets = np.asarray(particle_sets, dtype=np.float64)
     out = np.empty(sets.shape[0])
-    for begin in range(0, sets.shape[0], KSD_CHUNK):
-        chunk = sets[begin : begin + KSD_CHUNK]
+    step = ksd_sets_at_once(sets.shape[-2])  # bounds the N × N × sets temporaries
+    for begin in range(0, sets.shape[0], step):
+        chunk = sets[begin : begin + step]
         h = median_bandwidth(pairwise_squared_distances(chunk, chunk), "median")
-        out[begin : begin + KSD_CHUNK] = kernel_stein_discrepancy(chunk, target.score(chunk), h)
+        out[begin : begin + step] = kernel_stein_discrepancy(chunk, target.score(chunk), h)
     return out
 
 

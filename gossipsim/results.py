@@ -285,6 +285,15 @@ class Results:
             return 0
         return int((runs["nonfinite_kl_slots"].fillna(0) > 0).sum())
 
+    def nonfinite_values(self) -> list[str]:
+        """One line per table holding infinite or NaN numbers where numbers were computed, naming
+        its columns and counts (:func:`gossipsim.nonfinite.nonfinite_lines`; empty cells that mean
+        "not applicable" are not counted): what ``gossipsim run`` warns of."""
+        from .nonfinite import nonfinite_lines
+
+        swept = {key for v in self.study.variants for key in flat_values(v.values)}
+        return nonfinite_lines(self.tables(), swept)
+
     @property
     def keeps_particles(self) -> bool:
         """Whether a variant keeps particle sets (``[metrics] particles`` with a particle

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .errors import ConfigError
@@ -47,6 +47,8 @@ class Key:
     required: bool = False
     default_text: str = ""
     reason: str = ""  # why the range is what it is (added to range errors)
+    #: kind numbers: only a list (of lists) of numbers, never one number (e.g. one entry per node)
+    list_only: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -68,9 +70,19 @@ class Key:
         what = "an integer" if self.kind in ("integer", "integers") else "a number"
         bounds = []
         if self.minimum is not None:
-            bounds.append(f"{'>' if self.exclusive_minimum else '>='} {_fmt(self.minimum)}")
+            bounds.append(
+                f"{'>' if self.exclusive_minimum else '>='} {format_number(self.minimum)}"
+            )
         if self.maximum is not None:
-            bounds.append(f"{'<' if self.exclusive_maximum else '<='} {_fmt(self.maximum)}")
+            bounds.append(
+                f"{'<' if self.exclusive_maximum else '<='} {format_number(self.maximum)}"
+            )
+        if self.list_only:
+            return (
+                "a list (of lists) of numbers"
+                + (" " + " and ".join(bounds) if bounds else "")
+                + extra
+            )
         listed = {
             "integers": ", or a list of them (one per node)",
             "numbers": ", or a list (of lists) of them",
@@ -104,7 +116,10 @@ class Key:
         if self.kind == "numbers" and isinstance(value, list | tuple):
             if not value:
                 raise ConfigError(where, f"must be {self.allowed()} (got an empty list)")
-            return tuple(self.check(v, f"{where}[{i}]") for i, v in enumerate(value))
+            entry = replace(self, list_only=False)  # an entry may be a number
+            return tuple(entry.check(v, f"{where}[{i}]") for i, v in enumerate(value))
+        if self.list_only:
+            raise ConfigError(where, f"must be {self.allowed()} (got {value!r})")
         if self.kind == "boolean":
             if not isinstance(value, bool):
                 raise ConfigError(where, f"must be true or false (got {value!r})")
@@ -134,7 +149,9 @@ class Key:
         )
         if not (low_ok and high_ok):
             reason = f": {self.reason}" if self.reason else ""
-            raise ConfigError(where, f"must be {self.allowed()} (got {_fmt(value)}){reason}")
+            raise ConfigError(
+                where, f"must be {self.allowed()} (got {format_number(value)}){reason}"
+            )
         return value
 
 
@@ -172,7 +189,18 @@ def _default_cell(key: Key) -> str:
     return _fmt_default(key.default)
 
 
-def _fmt(x: float) -> str:
+#: whole numbers below this are echoed digit by digit (beyond, ``%g`` is shorter and as exact)
+WHOLE_DIGITS_BELOW = 1e15
+
+
+def format_number(x: float) -> str:
+    """A number as an error or the docs echo it: an integer, or a float holding a whole number
+    below :data:`WHOLE_DIGITS_BELOW`, in full (``1000000``, never ``1e+06``); any other number in
+    its shortest form (``%g``: ``0.5``, ``1e+300``)."""
+    if isinstance(x, int) and not isinstance(x, bool):
+        return str(x)
+    if math.isfinite(x) and x == int(x) and abs(x) < WHOLE_DIGITS_BELOW:
+        return str(int(x))
     return f"{x:g}"
 
 
@@ -182,7 +210,7 @@ def _fmt_default(value: Any) -> str:
     if isinstance(value, str):
         return f"`{value}`" if value else '""'
     if isinstance(value, float):
-        return f"{value:g}"
+        return format_number(value)
     if isinstance(value, dict) and not value:
         return "{}"
     return str(value)

@@ -118,7 +118,7 @@ def test_results_identical_for_any_number_of_workers_and_batches(monkeypatch):
     raw = unlearning_beta(estimator="reinforce")
     raw["sweep"] = {"protocol.samples": [4, 10]}
     whole = gs.run(raw, engine="vectorized", workers=2)
-    monkeypatch.setattr("gossipsim.fastpath_steps.MAX_RUNS", 2)
+    monkeypatch.setattr("gossipsim.budget.VECTORIZED_MAX_RUNS", 2)
     split = gs.run(raw, engine="vectorized")
     for name in ("runs", "requests", "metrics"):
         pd.testing.assert_frame_equal(getattr(whole, name), getattr(split, name))

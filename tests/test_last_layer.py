@@ -34,6 +34,8 @@ def test_classes_partition_deals_each_class_to_the_nodes_listing_it():
         ([[0, 0], [1], [2]], "twice"),
         ([[0], [], [1]], "node 1 gets no data"),
         (None, "needs one list of classes per node"),
+        (2, "needs one list of classes per node (got 2)"),  # a TypeError traceback (issue 30)
+        ("0,1", "needs one list of classes per node (got '0,1')"),
     ],
 )
 def test_classes_partition_refuses_bad_lists_in_one_line(node_classes, needle):

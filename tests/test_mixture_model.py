@@ -13,6 +13,7 @@ import pytest
 from scipy.special import logsumexp
 from scipy.stats import multivariate_normal
 
+import gossipsim as gs
 from gossipsim.models import particlemodel
 from gossipsim.models.mixture import GaussianMixtureModel
 from gossipsim.scenario import parse_scenario
@@ -236,7 +237,16 @@ def test_factors_are_placed_about_the_prior_mean_or_where_given():
         ({}, {"weights": [1, 2, 3]}, 4, "data.weights", "2 components but 3 weights"),
         ({}, {"weights": [1, 0]}, 4, "data.weights[1]", "> 0"),
         ({}, {"variance": [1, 1]}, 4, "data.variance", "one entry per node (4)"),
-        ({}, {"variance": -1.0}, 4, "data.variance", "> 0"),
+        ({}, {"variance": -1.0}, 4, "data.variance", ">= 1e-100"),
+        # issue 30: sizes and ranges that failed only in the runs (or in a traceback)
+        ({"dimension": 10_000_000}, {}, 4, "model.dimension", "<= 2047 (got 10000000)"),
+        ({"dimension": 100_000}, {"components": 1}, 4, "model.dimension", "<= 2047"),
+        ({"dimension": 20_000}, {}, 4, "model.dimension", "d × d covariance"),
+        ({}, {"radius": 1e300}, 4, "data.radius", "<= 1e+100 (got 1e+300)"),
+        ({}, {"jitter": 1e300}, 4, "data.jitter", "<= 1e+100"),
+        ({}, {"variance": 1e-300}, 4, "data.variance", ">= 1e-100"),
+        ({}, {"means": [[1e200, 0.0]]}, 4, "data.means[0][0]", "<= 1e+100"),
+        ({}, {"means": 3}, 4, "data.means", "a list (of lists) of numbers"),
         ({}, {}, 25, "data.components", "2^25.0 of them"),
         ({"dimension": 0}, {}, 4, "model.dimension", ">= 1"),
         ({"prior": {"variance": 1e300}}, {}, 4, "model.prior.variance", "1e+100"),
@@ -247,3 +257,30 @@ def test_bad_settings_are_one_line_with_exit_2(tmp_path, capsys, model, data, no
     line = validate_error(_raw(model, data, nodes), tmp_path, capsys)
     assert f"{key}:" in line, line
     assert words in line, line
+
+
+def test_the_extremes_allowed_run(tmp_path):
+    """The largest radius, jitter and means and the smallest and largest variance allowed (1e100,
+    1e-100) run: every run succeeds (radius or jitter 1e300 were accepted and failed every run)."""
+    for data in (
+        {"radius": 1e100, "jitter": 1e100},
+        {"variance": 1e-100},
+        {"variance": 1e100},
+        {"means": [[-1e100, 1e100], [0.0, 1.0]]},
+    ):
+        raw = _raw({}, data)
+        raw["protocol"] = {"kind": "dsvgd", "particles": 10}
+        raw["scenario"].update(runs=2, iterations=20)
+        res = gs.run(raw)
+        assert len(res.runs) == 2 and not len(res.failures), (data, res.failures)
+
+
+def test_the_posterior_size_is_refused_before_the_prior_is_built(monkeypatch):
+    """A posterior of too many components is refused before any array that grows with d is
+    made (a d × d identity of d = 20,000 allocated 3.2 GB before the refusal)."""
+    made = []
+    real_eye = np.eye
+    monkeypatch.setattr(np, "eye", lambda n, *a, **k: made.append(n) or real_eye(n, *a, **k))
+    with pytest.raises(gs.ConfigError, match="data.components: the exact posterior"):
+        _model({"dimension": 300}, {"components": 2}, nodes=8)
+    assert made == []

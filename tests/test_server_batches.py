@@ -106,7 +106,7 @@ def test_dsvgd_with_the_server_in_batches_and_on_two_workers(monkeypatch):
     event = gs.run(raw, engine="event")
     whole = gs.run(raw, engine="vectorized", workers=2)
     assert_same_tables(event, whole, ("runs", "requests", "metrics", "particles"))
-    monkeypatch.setattr("gossipsim.fastpath_steps.MAX_RUNS", 2)
+    monkeypatch.setattr("gossipsim.budget.VECTORIZED_MAX_RUNS", 2)
     split = gs.run(raw, engine="vectorized")
     assert_same_tables(event, split, ("runs", "requests", "metrics", "particles"))
 

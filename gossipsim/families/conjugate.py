@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError
+from ..schema import format_number
 from .drawn import Drawn, is_drawn, parse_drawn, resolve
 from .expfam import Beta, Dirichlet, ExponentialFamily, Gamma, Normal
 
@@ -66,12 +67,14 @@ def _check_value(value: Any, param: ModelParam, key: str) -> Any:
         return arr
     x = _number(value, key)
     if domain == "positive" and not x > 0:
-        raise ConfigError(key, f"must be > 0 (got {x:g})")
+        raise ConfigError(key, f"must be > 0 (got {format_number(x)})")
     if domain == "poisson-rate" and not 0 < x <= MAX_POISSON_RATE:
         # NumPy's Poisson sampler takes means up to about 9.2e18
-        raise ConfigError(key, f"must be a Poisson mean in (0, {MAX_POISSON_RATE:g}] (got {x:g})")
+        raise ConfigError(
+            key, f"must be a Poisson mean in (0, {MAX_POISSON_RATE:g}] (got {format_number(x)})"
+        )
     if domain == "probability" and not 0.0 <= x <= 1.0:
-        raise ConfigError(key, f"must be a probability in [0, 1] (got {x:g})")
+        raise ConfigError(key, f"must be a probability in [0, 1] (got {format_number(x)})")
     if domain == "real" and not np.isfinite(x):
         raise ConfigError(key, "must be a finite number")
     return x

@@ -9,12 +9,17 @@ posterior, with or without any node: a target whose density, score and samples a
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy.special import logsumexp
 
 FloatArray = NDArray[np.float64]
+
+#: numbers of temporaries one call of :meth:`GaussianMixture.log_density_and_score` may hold
+#: (2^22: 32 MiB of float64): beyond, the points are taken a few at a time
+CHUNK_VALUES = 2**22
 
 
 @dataclass(frozen=True)
@@ -48,17 +53,26 @@ class GaussianMixture:
             self.log_weights - logsumexp(self.log_weights), self.means, self.covariances
         )
 
+    @cached_property
+    def _precisions(self) -> FloatArray:
+        """Σ_c⁻¹ of every component ``(C, d, d)``."""
+        return np.asarray(np.linalg.inv(self.covariances), dtype=np.float64)
+
+    @cached_property
+    def _log_norms(self) -> FloatArray:
+        """−½ log det(2π Σ_c) of every component ``(C,)`` (one small determinant per component,
+        not a SciPy call per one)."""
+        _, log_det = np.linalg.slogdet(self.covariances)
+        return np.asarray(-0.5 * (log_det + self.dimension * np.log(2.0 * np.pi)))
+
     def _component_terms(self, points: FloatArray) -> tuple[FloatArray, FloatArray]:
         """log π_c N(θ; μ_c, Σ_c) ``(..., C)`` and the components' scores ``(..., C, d)``."""
         points = np.asarray(points, dtype=np.float64)
-        precisions = np.linalg.inv(self.covariances)
         offsets = points[..., None, :] - self.means  # (..., C, d)
-        scores = -np.einsum("cde,...ce->...cd", precisions, offsets)
+        scores = -np.einsum("cde,...ce->...cd", self._precisions, offsets)
         # log N(θ; μ_c, Σ_c) = −½ (θ − μ_c)ᵀ Σ_c⁻¹ (θ − μ_c) − ½ log det(2π Σ_c), every component
-        # at once (one small inverse and determinant per component, not a SciPy call per one)
-        _, log_det = np.linalg.slogdet(self.covariances)
-        log_norm = -0.5 * (log_det + self.dimension * np.log(2.0 * np.pi))
-        logs = 0.5 * np.einsum("...cd,...cd->...c", offsets, scores) + log_norm
+        # at once
+        logs = 0.5 * np.einsum("...cd,...cd->...c", offsets, scores) + self._log_norms
         return logs + self.log_weights, scores
 
     def log_density(self, points: FloatArray) -> FloatArray:
@@ -71,7 +85,22 @@ class GaussianMixture:
         return self.log_density_and_score(points)[1]
 
     def log_density_and_score(self, points: FloatArray) -> tuple[FloatArray, FloatArray]:
-        """:meth:`log_density` and :meth:`score` at once (the component terms computed once)."""
+        """:meth:`log_density` and :meth:`score` at once (the component terms computed once), a
+        few points at a time where every point's terms of every component would hold more than
+        :data:`CHUNK_VALUES` numbers (a posterior of 2^19 components on a grid of 81 × 81)."""
+        points = np.asarray(points, dtype=np.float64)
+        per_point = self.log_weights.size * (3 * self.dimension + 3)
+        if points.size // max(self.dimension, 1) * per_point <= CHUNK_VALUES:
+            return self._log_density_and_score(points)
+        flat = points.reshape(-1, points.shape[-1])
+        total, score = np.empty(flat.shape[0]), np.empty_like(flat)
+        step = max(1, CHUNK_VALUES // per_point)
+        for begin in range(0, flat.shape[0], step):
+            part = slice(begin, begin + step)
+            total[part], score[part] = self._log_density_and_score(flat[part])
+        return total.reshape(points.shape[:-1]), score.reshape(points.shape)
+
+    def _log_density_and_score(self, points: FloatArray) -> tuple[FloatArray, FloatArray]:
         terms, scores = self._component_terms(points)
         total = _logsumexp_last(terms)
         responsibilities = np.exp(terms - total[..., None])

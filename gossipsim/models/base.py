@@ -37,7 +37,7 @@ from ..errors import ConfigError
 from ..families import ExponentialFamily, ModelParam
 from ..representations import Target
 from ..scheduling import IndexedGraph
-from ..schema import Key
+from ..schema import Key, format_number
 
 if TYPE_CHECKING:
     from ..settings import ModelSpec
@@ -256,4 +256,4 @@ def check_sigma(value: Any, key: str) -> float:
 
 
 def _fmt(x: Any) -> str:
-    return f"{x:g}" if isinstance(x, float | int) else str(x)
+    return format_number(x) if isinstance(x, float | int) else str(x)

@@ -54,6 +54,7 @@ from ..families.natgrad import reinforce_mean_gradient
 from ..families.natgrad_batch import beta_reinforce, padded_rows
 from ..optimum import OptimumError, variational_optimum
 from ..scheduling import IndexedGraph
+from ..schema import format_number
 from .base import Model, Target, check_prior_numbers, total_points, warnings_only_on_success
 
 if TYPE_CHECKING:
@@ -304,14 +305,14 @@ class BetaExponential(Model):
         if not prior["a"] > 1:
             raise ConfigError(
                 f"{key}.prior.a",
-                f"must be > 1 for beta-exponential (got {prior['a']:g}): learning starts from the "
+                f"must be > 1 for beta-exponential (got {format_number(prior['a'])}): learning starts from the "
                 "prior, and for a <= 1 its expected loss E_q[z/θ] (E_q[1/θ] = (a+b-1)/(a-1)) and "
                 "the natural gradient are infinite",
             )
         if not prior["b"] >= 1:
             raise ConfigError(
                 f"{key}.prior.b",
-                f"must be >= 1 for beta-exponential (got {prior['b']:g}): for b < 1 the exact "
+                f"must be >= 1 for beta-exponential (got {format_number(prior['b'])}): for b < 1 the exact "
                 "posterior's density is unbounded at θ = 1, and its normaliser (hence every KL) is "
                 "computed by quadrature of a bounded density",
             )

@@ -71,6 +71,9 @@ _WEIGHT_PRIOR_PARAMS = {
     "fixed": ("weight_precision",),
     "hierarchical": ("weight_shape", "weight_rate"),
 }
+#: operations of one particle's log-likelihood gradient per weight and data row (the forward pass's
+#: two products, the backward pass's four)
+BNN_WEIGHT_ROW_FLOPS = 6.0
 
 
 def _shared(name: str) -> Key:
@@ -324,6 +327,11 @@ class BayesianNeuralNetwork(ParticleClassifier, ParticleModel):
             evaluation_what=f"the predictive of {test} held-out rows per recorded slot",
             step_values=float(min(largest * width, CHUNK_VALUES) + 4 * layout.dimension),
             step_key="model.hidden",
+            # forward and backward passes: about 6 operations a weight a row
+            row_flops=BNN_WEIGHT_ROW_FLOPS * layout.weight_count,
+            rows=float(train if cap is None else min(train, cap * nodes)),
+            test_rows=float(test),
+            flops_key="model.hidden",
         )
 
     # --------------------------------------------------------------------- log-densities

@@ -44,7 +44,7 @@ from ..particles.kernels import pairwise_squared_distances
 from ..particles.mmd import maximum_mean_discrepancy
 from ..scheduling import IndexedGraph
 from ..schema import Key
-from .particlemodel import CHUNK_VALUES, ParticleModel, in_chunks
+from .particlemodel import CHUNK_VALUES, PRIOR_RANGE, ParticleModel, in_chunks
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -56,28 +56,42 @@ FloatArray = NDArray[np.float64]
 #: the exact posterior may hold at most this many numbers (its components' weights, means and
 #: covariances): 2^22, 32 MiB (2 components at each of 19 nodes in 2-D)
 MAX_POSTERIOR_NUMBERS = 2**22
+#: the largest d whose one-component posterior fits in :data:`MAX_POSTERIOR_NUMBERS` (d² + d + 1)
+MAX_MIXTURE_DIMENSION = math.isqrt(MAX_POSTERIOR_NUMBERS) - 1
+
+#: the factors' means, radius and jitter lie within ± this (the prior mean's bound, PRIOR_RANGE)
+MEAN_RANGE = PRIOR_RANGE[1]
+_RANGE_REASON = (
+    "the model squares distances between the components' means over their variances, which must "
+    "stay finite floats (as for the prior's mean and variance)"
+)
 
 #: the box of the exact density (:meth:`GaussianMixtureModel.exact_density`): components of at
 #: least this weight relative to the largest, each ± this many standard deviations
 BOX_WEIGHT = 1e-4
 BOX_DEVIATIONS = 4.0
 
-MIXTURE_MODEL_KEYS = (Key("dimension", "integer", 2, "d, the coordinates of θ", minimum=1),)
+MIXTURE_MODEL_KEYS = (
+    Key("dimension", "integer", 2, "d, the coordinates of θ", minimum=1,
+        maximum=MAX_MIXTURE_DIMENSION, reason=f"each component of the exact posterior holds a d × d "
+        f"covariance, and the posterior at most {MAX_POSTERIOR_NUMBERS} (2^22) numbers"),
+)  # fmt: skip
 MIXTURE_DATA_KEYS = (
     Key("components", "integer", 2, "C, components of each node's factor (placed from the data "
         "seed)", minimum=1),
     Key("radius", "number", 2.0, "distance of the C centres from the prior mean (evenly spaced "
         "on a circle in the first two coordinates, from a random angle; on a line for d = 1)",
-        minimum=0),
+        minimum=0, maximum=MEAN_RANGE, reason=_RANGE_REASON),
     Key("jitter", "number", 0.5, "standard deviation of each node's offset of component c from "
-        "centre c (each coordinate)", minimum=0),
+        "centre c (each coordinate)", minimum=0, maximum=MEAN_RANGE, reason=_RANGE_REASON),
     Key("means", "numbers", None, "the component means instead: a list of C points (every node's "
         "factor), or one such list per node in graph order; a point is a list of d numbers",
-        default_text="placed"),
+        default_text="placed", minimum=-MEAN_RANGE, maximum=MEAN_RANGE, reason=_RANGE_REASON,
+        list_only=True),
     Key("weights", "numbers", None, "component weights w_c > 0: a list of C numbers (every node), "
         "or one such list per node", minimum=0, exclusive_minimum=True, default_text="all 1"),
     Key("variance", "numbers", 1.0, "s², each component's variance (covariance s²·I): a number, "
-        "or one per node", minimum=0, exclusive_minimum=True),
+        "or one per node", minimum=PRIOR_RANGE[0], maximum=PRIOR_RANGE[1], reason=_RANGE_REASON),
     Key("mmd_samples", "integer", 500, "exact posterior draws the `mmd` columns compare the "
         "particles with", minimum=2),
 )  # fmt: skip
@@ -170,11 +184,13 @@ class GaussianMixtureModel(ParticleModel):
         self.temperature = spec.model.temperature
         self.options = dict(spec.data.options)
         self.d = _dimension(spec)
+        # sizes first: the prior's d × d covariance is the first array that grows with d
+        self.check_posterior_size(spec, graph.size)
+        self.check_budget(spec, graph)
         mean, variance = float(spec.model.prior["mean"]), float(spec.model.prior["variance"])
         self.prior_mixture = GaussianMixture(
             np.zeros(1), np.full((1, self.d), mean), (variance * np.eye(self.d))[None]
         )
-        self.check_budget(spec, graph)
         first = self.draw_data(data_rng)  # validates every data key once
         self.fixed_data = first if spec.data.draw == "once" else None
 
@@ -304,6 +320,12 @@ class GaussianMixtureModel(ParticleModel):
             evaluation_values=4.0,
             step_values=float(CHUNK_VALUES + 2 * draws * draws),
             step_key="data.mmd_samples",
+            # a node's one "row", its factor: each component's offset, score (d × d), log-density
+            # and responsibility
+            row_flops=float(max(cls._counts(spec, nodes), default=1)) * (2 * d * d + 6 * d + 10),
+            rows=float(nodes),
+            test_rows=0.0,
+            flops_key="data.means" if "means" in spec.data.options else "data.components",
         )
 
     # --------------------------------------------------------------------- log-densities

@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 from ..capabilities import LOGLIK_GRADIENT
 from ..errors import ConfigError
 from ..representations import Target
+from ..schema import format_number
 from .base import Model
 from .particle import ParticleCapable
 
@@ -80,7 +81,7 @@ class ParticleModel(ParticleCapable, Model):
                 span = f"[{low:g}, {high:g}]" if param.domain == "positive" else f"±{high:g}"
                 raise ConfigError(
                     f"{key}.prior.{param.name}",
-                    f"must lie within {span} (got {prior[param.name]:g}): the model's arithmetic "
+                    f"must lie within {span} (got {format_number(prior[param.name])}): the model's arithmetic "
                     "needs its powers, logarithms and the draws it gives to be finite floats",
                 )
         return prior, {k.name: k.read(model, key) for k in cls.model_keys}

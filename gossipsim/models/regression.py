@@ -86,7 +86,7 @@ DATA_KEYS = (
         "classes", minimum=1),
     Key("node_classes", "numbers", None, "the classes partition: one list of class indices per "
         "node (`[[1, 3], [4, 6], ...]`; binary tasks: 0 and 1), each class's rows split among the "
-        "nodes listing it; rows of unlisted classes are not used"),
+        "nodes listing it; rows of unlisted classes are not used", list_only=True),
     Key("sizes", "choice", "equal", "for `iid`: `equal` (sizes differ by at most one) or `random` "
         "(proportions ~ Dirichlet(1), at least one row each)", choices=("equal", "random")),
     Key("test_fraction", "number", 0.2, "held-out fraction (synthetic data hold "
@@ -283,6 +283,11 @@ class GaussianRegression(Model):
             every_slot=EXACT_FACTORS not in cls.capabilities,
             evaluation_values=cls.evaluation_values(spec, family.dim, test),
             step_values=cls.step_values(spec, d, _largest_node(spec, train)),
+            # a particle's gradient: a product with the row and one back (particle protocols)
+            row_flops=4.0 * d + 10.0 if LOGLIK_GRADIENT in cls.capabilities else 0.0,
+            rows=float(train),
+            test_rows=float(test),
+            flops_key=data_key,
         )
 
     @classmethod

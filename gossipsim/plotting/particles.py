@@ -217,11 +217,14 @@ def _limits(
 def _regions(ax: Axes, x: np.ndarray, y: np.ndarray, log_density: np.ndarray) -> None:
     """The highest-density regions of :data:`MASSES`, filled light to dark, outlined."""
     levels = highest_density_levels(log_density, MASSES)  # ascending: 99%, 90%, 50%
+    # regions the grid cannot tell apart (a density narrower than its cells: every level the
+    # peak's) share one level: each is drawn once, in the colour of the smallest mass
+    kept = [i for i in range(levels.size) if i == levels.size - 1 or levels[i] < levels[i + 1]]
     top = float(np.max(log_density)) + 1.0
-    bounds = [*levels.tolist(), top]
-    ax.contourf(x, y, log_density, levels=bounds, colors=FILLS, zorder=0)
-    ax.contour(x, y, log_density, levels=levels.tolist(), colors="#5a7fa8", linewidths=0.5,
-               linestyles="solid", zorder=1)  # fmt: skip
+    bounds = [*levels[kept].tolist(), top]
+    ax.contourf(x, y, log_density, levels=bounds, colors=[FILLS[i] for i in kept], zorder=0)
+    ax.contour(x, y, log_density, levels=levels[kept].tolist(), colors="#5a7fa8",
+               linewidths=0.5, linestyles="solid", zorder=1)  # fmt: skip
 
 
 def _outline(ax: Axes, x: np.ndarray, y: np.ndarray, log_density: np.ndarray) -> None:

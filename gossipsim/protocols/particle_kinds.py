@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..budget import SlotWork
 from ..capabilities import LOGLIK_GRADIENT
 from ..errors import ConfigError
 from ..particles.adagrad import AdaGradSettings
@@ -139,6 +140,10 @@ class _ParticleKind(ProtocolKind):
         """A particle set: N × d numbers."""
         return int(settings.particles) * int(model.particle_dimension)
 
+    def slot_work(self, settings: Any) -> SlotWork:
+        """One SVGD step a slot on the pooled data (centralised SVGD's; DSVGD says its own)."""
+        return SlotWork(gradients=1.0, pooled=True, kernel_steps=1.0)
+
     def _batch_args(self, request: BatchBuildRequest) -> tuple[Any, ...]:
         return (
             request.model, request.data, request.settings, request.rngs, request.nodes,
@@ -209,6 +214,16 @@ class DSVGD(_ParticleKind):
 
         variant = SoundDSVGDBatch if request.settings.variant == "sound" else PaperDSVGDBatch
         return variant(*self._batch_args(request))
+
+    def slot_work(self, settings: Any) -> SlotWork:
+        """At the holder: the sound variant's L steps score its data twice each (before and after
+        the move); the paper variant's L steps on the tilted target score it once each, with two
+        density estimates, and its L' steps fitting the local particles three."""
+        steps = float(settings.local_iterations)
+        if settings.variant == "sound":
+            return SlotWork(gradients=2.0 * steps, pooled=False, kernel_steps=steps)
+        fits = float(settings.fit_iterations)
+        return SlotWork(gradients=steps, pooled=False, kernel_steps=3.0 * steps + 4.0 * fits)
 
     def message_entries(self, settings: Any, sizes: Any) -> int:
         """N particles; the sound variant's token also carries the aggregate of the nodes' scores

@@ -23,13 +23,16 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from ..registry import PROTOCOL_KINDS
 from ..schema import Key
 from .base import Protocol, StateTrace
+
+if TYPE_CHECKING:
+    from ..budget import SlotWork
 
 #: keys of ``[protocol]`` that every kind has (read by the scenario, not by the kind)
 COMMON_KEYS = ("kind", "retrain_baseline", "bits_per_entry", "architecture")
@@ -137,6 +140,11 @@ class ProtocolKind(ABC):
         """Numbers one message carries for a model of ``sizes``
         (:class:`gossipsim.budget.ModelSizes`): the model's ``message_entries`` by default."""
         return int(sizes.message_entries)
+
+    def slot_work(self, settings: Any) -> SlotWork | None:
+        """What one slot computes per particle, for the time estimate of
+        :func:`gossipsim.budget.run_seconds` (particle protocols); None: not estimated."""
+        return None
 
     def stochastic(self, settings: Any, model: type) -> bool:
         """Whether its steps use Monte Carlo estimates (``[metrics] latency_window = "auto"``)."""
