@@ -1430,8 +1430,14 @@ def plot_visits(
     """The graph of each variant (up to 6), each node coloured by the deviation of its share of token
     visits (all runs' slots together) from the walk's stationary share (uniform under
     Metropolis-Hastings, proportional to the degree under the simple random walk), on a diverging
-    scale centred on zero; node size by degree, with a key; requested nodes ringed and named."""
-    drawable = [(v, g) for v, g in graphs.items() if g.number_of_nodes() <= MAX_NODES_DRAWN]
+    scale centred on zero; node size by degree, with a key; requested nodes ringed and named. A
+    variant without rows in ``visits`` (a centralised protocol: no walk) is left out."""
+    visited = set(visits["variant"].astype(str)) if "variant" in visits else set()
+    drawable = [
+        (v, g)
+        for v, g in graphs.items()
+        if g.number_of_nodes() <= MAX_NODES_DRAWN and str(v) in visited
+    ]
     if not drawable:
         return None
     drawable = drawable[:6]
