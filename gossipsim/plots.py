@@ -88,6 +88,7 @@ from .plotting.axes import (
     band_handle,
     draw_request_marks,
     fitted_legend,
+    keep_tick_labels_apart,
     line_handle,
     request_handle,
     request_marks,
@@ -1228,9 +1229,7 @@ def plot_cover_time(
     with mpl.rc_context(S.RC):
         area = drawing_area(width, 3.4 if by_nodes else 3.2, ax=ax, fig=fig)
         ax_ = area.add_subplot()
-        # the room of one tick label: the axes' width (the area less the y label and ticks,
-        # about 0.8 in) shared by the ticks, less a margin between neighbours
-        tick_in = 0.9 * (area.bbox.width / area.dpi - 0.8) / max(len(categories) or slots, 1)
+        ticks: list[str] = []  # the x tick labels, kept apart once the figure is laid out
         if by_nodes:
             groups = list(dict.fromkeys(table["group"]))
             for i, group in enumerate(groups):
@@ -1243,7 +1242,8 @@ def plot_cover_time(
             ax_.set_xscale("log")
             ax_.set_yscale("log")
             sizes = sorted({int(n) for n in table["nodes"]})
-            ax_.set_xticks(sizes, [f"{n:,}" for n in sizes])
+            ax_.set_xticks(sizes)
+            ticks = [f"{n:,}" for n in sizes]
             ax_.xaxis.set_minor_locator(NullLocator())
             low, high = _cover_extent(table)
             ax_.set_ylim(low / 1.3, high * 1.3)
@@ -1258,14 +1258,16 @@ def plot_cover_time(
                 _cover_points(ax_, x, part, S.colour(i), styles, joined=False, width=step)
                 legend.add(panel.title, line_handle(color=S.colour(i), marker="o", ms=4,
                                                     linestyle="none"))  # fmt: skip
-            ax_.set_xticks(range(len(categories)), [wrap(c, tick_in, 7) for c in categories])
+            ax_.set_xticks(range(len(categories)))
+            ticks = list(categories)
             ax_.set_xlim(-0.6, len(categories) - 0.4)
             ax_.set_xlabel(fac.line_title or "variant")
             ax_.set_ylim(0, _cover_extent(table)[1] * 1.08)
         else:
             x = np.arange(slots, dtype=float)
             _cover_points(ax_, x, table, S.PALETTE[0], styles, joined=False)
-            ax_.set_xticks(x, [wrap(str(v), tick_in, 7) for v in table["label"]])
+            ax_.set_xticks(x)
+            ticks = [str(v) for v in table["label"]]
             ax_.set_xlim(-0.6, slots - 0.4)
             ax_.set_xlabel(fac.line_title or "variant")
             ax_.set_ylim(0, _cover_extent(table)[1] * 1.08)
@@ -1275,7 +1277,10 @@ def plot_cover_time(
         for label, handle in styles.entries.items():  # the variants first, then what marks mean
             legend.add(label, handle)
         key = legend.place(area, ncols=2)
-        _fit_height(area, ax is None and fig is None, 2.6, heading, key)
+        # labels taller than four lines (two rows, upright) take their room from the figure
+        taken = keep_tick_labels_apart(ax_, ticks)
+        panels_in = 2.6 + max(0.0, taken - 0.5)
+        _fit_height(area, ax is None and fig is None, panels_in, heading, key)
         return _finish(area, path)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import matplotlib as mpl
 import matplotlib.pyplot as plt
 import networkx as nx
 import numpy as np
@@ -927,6 +928,58 @@ def test_long_variant_names_on_the_cover_axis_do_not_run_into_each_other():
     assert len(boxes) == 3
     assert not any(_overlaps(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
     assert [t.get_text() for t in ax.get_xticklabels()][0] == "metropolis-\nhastings"
+
+
+def _cover_ticks(names: list[str], path: Path | None = None) -> list[Any]:
+    """The x tick labels of the cover figure of variants ``names`` (their text and, laid out as
+    a saved figure is, their boxes)."""
+    runs = pd.DataFrame({"variant": np.repeat(names, 2), "run": [0, 1] * len(names),
+                         "cover_iteration": 40, "iterations": 1000})  # fmt: skip
+    summary = {
+        "variants": {n: {"values": {"protocol.kind": n}, "theory": {"nodes": 10}} for n in names}
+    }
+    fig = plots.plot_cover_time(runs, summary)
+    assert isinstance(fig, Figure)
+    with mpl.rc_context(style.RC):
+        fig.dpi = mpl.rcParams["savefig.dpi"]
+        fig.draw_without_rendering()
+    (ax,) = [a for a in fig.axes if a.get_xticklabels()]
+    return [t for t in ax.get_xticklabels() if t.get_text()]
+
+
+def _apart(labels: list[Any]) -> bool:
+    """No two labels' boxes (as drawn) overlap."""
+    boxes = [t.get_window_extent() for t in labels]
+    return not any(_overlaps(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
+
+
+def test_the_breast_cancer_variants_tick_labels_stay_apart():
+    """Six names of dsvgd_breast_cancer under a column-wide axis: "(centralised)" is wider than a
+    tick's room even at 6 points (they ran into each other: "(centralised)complete"), so every
+    other label goes one row lower, where it has twice the room; nothing of a name is lost."""
+    names = ["SVGD (centralised)", "DSVGD, complete", "DSVGD, ring", "DSVGD, star",
+             "DSVGD, server (round-robin)", "G-FVL (Gaussian)"]  # fmt: skip
+    labels = _cover_ticks(names)
+    assert len(labels) == 6 and _apart(labels)
+    assert [t.get_text().replace("-\n", "-").replace("\n", " ") for t in labels] == names
+    assert all(t.get_rotation() == 0 for t in labels)
+    tops = [t.get_window_extent().y1 for t in labels]
+    assert tops[0] == tops[2] == tops[4] and tops[1] == tops[3] == tops[5] and tops[1] < tops[0]
+    first = max(t.get_window_extent().y0 for t in labels[0::2])
+    assert tops[1] < first  # the lower row starts under the lowest line of the upper one
+
+
+def test_labels_that_fit_in_one_row_stay_in_one_row():
+    labels = _cover_ticks(["ring", "star", "complete"])
+    assert len({t.get_window_extent().y1 for t in labels}) == 1
+    assert [t.get_fontsize() for t in labels] == [7.0] * 3 and _apart(labels)
+
+
+def test_tick_labels_too_long_to_fit_beside_each_other_are_turned_upright():
+    names = [f"averyveryverylongvariantname{i}" for i in range(10)]
+    labels = _cover_ticks(names)
+    assert [t.get_text() for t in labels] == names and _apart(labels)
+    assert all(t.get_rotation() == 90 for t in labels)
 
 
 def test_a_figure_drawn_into_the_axes_of_a_figure_without_layout_keeps_its_legend_clear():

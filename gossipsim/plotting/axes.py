@@ -8,7 +8,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import matplotlib as mpl
 import numpy as np
@@ -398,6 +398,78 @@ def wrap(text: str, width_in: float, fontsize: float) -> str:
                     current = trial
         out.append(current)
     return "\n".join(out)
+
+
+#: the smallest font a tick label is shrunk to, in points
+MIN_TICK_SIZE = 6.0
+#: the least room between two neighbouring tick labels, in inches
+TICK_GAP_IN = 0.05
+
+
+def keep_tick_labels_apart(ax: Axes, labels: Sequence[str], fontsize: float = 7.0) -> float:
+    """Put ``labels`` at the x ticks of ``ax`` (one each, in order) so that no two overlap at the
+    figure's layout, in the first of these that fits:
+
+    1. one row: each label wrapped (:func:`wrap`) to the room its ticks leave it as the figure is
+       laid out (the distance to its nearer neighbour, less :data:`TICK_GAP_IN`), at ``fontsize``
+       or a font shrunk in half points down to :data:`MIN_TICK_SIZE`;
+    2. two rows, every other label one row lower (its tick's pad), each wrapped to the distance to
+       the nearer label of its own row: a word wider than a tick's room (``(centralised)`` beside
+       five other variants under a column-wide axis) fits there;
+    3. upright labels, whole.
+
+    Returns how tall the labels are, pad included (inches), for the caller to make room."""
+    fig = ax.get_figure(root=True)
+    assert fig is not None
+    ticks = np.asarray(ax.get_xticks(), dtype=float)
+    ax.set_xticks(ticks, ["" for _ in ticks])
+    engine = fig.get_layout_engine()
+    if engine is not None:
+        engine.execute(fig)  # where the ticks are once the figure is laid out
+    inches = ax.transData.transform(np.column_stack([ticks, np.zeros_like(ticks)]))[:, 0] / fig.dpi
+    texts = [str(t) for t in labels]
+    for rows in (1, 2):
+        room = _tick_room(inches, rows, ax.get_window_extent().width / fig.dpi)
+        size = fontsize
+        while True:
+            wrapped = [wrap(t, float(r), size) for t, r in zip(texts, room, strict=True)]
+            fits = all(
+                text_width_in(line, size) <= r
+                for t, r in zip(wrapped, room, strict=True)
+                for line in t.split("\n")
+            )
+            if fits or size <= MIN_TICK_SIZE:
+                break
+            size = max(MIN_TICK_SIZE, size - 0.5)
+        if fits:
+            ax.set_xticks(ticks, wrapped, fontsize=size)
+            major = ax.xaxis.get_major_ticks(ticks.size)  # in the order of ``ticks``
+            pad = float(cast(Any, major[0]).get_pad()) if major else 0.0  # (stubs say None)
+            lines = [t.count("\n") + 1 for t in wrapped]
+            if rows == 1:
+                return (pad + max(lines, default=0) * size * 1.2) / 72.0
+            # every other label from the left, under the tallest of the others
+            order = np.argsort(inches)
+            lower = pad + max(lines[i] for i in order[0::2]) * size * 1.2 + 0.4 * size
+            for i in order[1::2]:
+                major[i].set_pad(lower)
+            return (lower + max(lines[i] for i in order[1::2]) * size * 1.2) / 72.0
+    ax.set_xticks(ticks, texts, fontsize=fontsize, rotation=90)  # a label as wide as it is tall
+    return max((text_width_in(t, fontsize) for t in texts), default=0.0) + 3.5 / 72.0
+
+
+def _tick_room(inches: np.ndarray, rows: int, alone: float) -> np.ndarray:
+    """The width each tick label may take (inches) when every ``rows``-th label shares a row: the
+    distance to the nearer label of its row, less :data:`TICK_GAP_IN` (``alone`` for a label alone
+    in its row)."""
+    order = np.argsort(inches)
+    near = np.full(inches.size, alone)
+    for first in range(rows):
+        row = order[first::rows]
+        gaps = np.diff(inches[row])
+        if gaps.size:
+            near[row] = np.minimum(np.r_[np.inf, gaps], np.r_[gaps, np.inf])
+    return np.maximum(near - TICK_GAP_IN, 0.0)
 
 
 def fitted_legend(
