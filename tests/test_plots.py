@@ -20,7 +20,7 @@ from matplotlib.lines import Line2D
 
 from gossipsim import plots
 from gossipsim.plotting import style
-from gossipsim.plotting.axes import LogPanel, request_marks
+from gossipsim.plotting.axes import REQUEST_LABEL, REQUEST_SPAN_LABEL, LogPanel, request_marks
 from gossipsim.plotting.layout import facets, grid
 from gossipsim.plotting.stats import across_runs, mean_and_half_width, mean_ci
 
@@ -236,6 +236,44 @@ def _labelled(fig: Figure) -> set[str]:
             if label and not label.startswith("_"):
                 out.add(label)
     return out
+
+
+def _timed(variant: str, ends: list[int], seconds: float) -> pd.DataFrame:
+    """Runs of ``variant`` ending at slots ``ends``, slot i at i·``seconds`` s, KL 1/i."""
+    return pd.DataFrame(
+        [{"variant": variant, "run": r, "iteration": i, "time": i * seconds, "kl": 1.0 / i}
+         for r, end in enumerate(ends) for i in range(1, end + 1)]
+    )  # fmt: skip
+
+
+def test_kl_against_time_ends_each_variant_where_its_runs_end(drawn, tmp_path):
+    """A walk whose runs end at 10-13 s beside a server whose runs end at 40 s: the walk's line
+    stops at 13 s (it was drawn flat to 40 s), at the median of its runs' last values; a request
+    arriving at different times in different runs is a shaded span the legend names."""
+    metrics = pd.concat([_timed("walk", [20, 22, 24, 26], 0.5), _timed("server", [40] * 3, 1.0)])
+    requests = pd.concat([
+        _requests(["walk"], runs=4).assign(request_time=[2.0, 2.5, 3.0, 3.5]),
+        _requests(["server"], runs=3).assign(request_time=5.0),
+    ])  # fmt: skip
+    plots.plot_kl_vs_time(metrics, ["walk", "server"], tmp_path / "t.png", requests=requests)
+    (fig,) = drawn
+    (ax,) = [a for a in fig.axes if a.get_ylabel()]
+    (walk,) = [ln for ln in ax.get_lines() if ln.get_label() == "walk"]
+    (server,) = [ln for ln in ax.get_lines() if ln.get_label() == "server"]
+    assert walk.get_xdata()[0] == 0.0 and walk.get_xdata()[-1] == 13.0
+    assert server.get_xdata()[-1] == 40.0
+    assert walk.get_ydata()[-1] == pytest.approx(np.median([1 / 20, 1 / 22, 1 / 24, 1 / 26]))
+    spans = [p for p in ax.patches if p.get_gid() == "request"]
+    assert len(spans) == 1
+    (x0, _), (x1, _) = spans[0].get_bbox().get_points()
+    assert (x0, x1) == (2.0, 3.5)
+    lines = [ln for ln in ax.get_lines() if ln.get_gid() == "request"]
+    assert [ln.get_xdata()[0] for ln in lines] == [5.0]
+    texts = {t.replace("\n", " ") for t in _legend_texts(fig)}  # the legend wraps its labels
+    assert {REQUEST_LABEL, REQUEST_SPAN_LABEL, plots.RUNS_END} <= texts
+    # runs that all end together: the note is not said
+    plots.plot_kl_vs_time(_timed("walk", [20] * 3, 0.5), ["walk"], tmp_path / "u.png")
+    assert plots.RUNS_END not in {t.replace("\n", " ") for t in _legend_texts(drawn[1])}
 
 
 def test_kl_figure_facets_a_sweep_marks_requests_and_explains_every_line(drawn, tmp_path):

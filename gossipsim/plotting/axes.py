@@ -230,7 +230,11 @@ def request_marks(
 
 
 REQUEST_LABEL = "unlearning request (node: top axis)"
+#: a request whose arrival differs between runs (a request at a slot, on a time axis; a request at
+#: a time, on a slot axis): the span from its earliest to its latest arrival, shaded
+REQUEST_SPAN_LABEL = "unlearning request: shaded from its first to its last arrival over the runs"
 REQUEST_NAME_SIZE = 6  # points
+REQUEST_SPAN_ALPHA = 0.15
 
 
 @dataclass
@@ -253,13 +257,17 @@ def draw_request_marks(
     if not marks:
         return None
     for ax in axes:
-        for i, m in enumerate(marks):
-            label = REQUEST_LABEL if (ax is top and i == 0) else "_nolegend_"
+        named: set[bool] = set()  # the kinds (fixed or not) whose first mark carries the label
+        for m in marks:
+            label = "_nolegend_"
+            if ax is top and m.fixed not in named:
+                named.add(m.fixed)
+                label = REQUEST_LABEL if m.fixed else REQUEST_SPAN_LABEL
             if m.fixed:
                 ax.axvline(m.lo, label=label, gid="request", **REQUEST)
             else:
-                ax.axvspan(m.lo, m.hi, color=REQUEST["color"], alpha=0.15, linewidth=0,
-                           label=label, gid="request")  # fmt: skip
+                ax.axvspan(m.lo, m.hi, color=REQUEST["color"], alpha=REQUEST_SPAN_ALPHA,
+                           linewidth=0, label=label, gid="request")  # fmt: skip
     if not name:
         return None
     secondary = top.secondary_xaxis("top")
@@ -344,6 +352,18 @@ def separate_request_names(
 
 def request_handle() -> Line2D:
     return Line2D([], [], **REQUEST)
+
+
+def add_request_entries(legend: Legend, marks: Sequence[RequestMark]) -> None:
+    """The legend's entries for ``marks``: the line of a request arriving at one slot (or time) in
+    every run, and the shaded span of one whose arrival differs between runs."""
+    if any(m.fixed for m in marks):
+        legend.add(REQUEST_LABEL, request_handle())
+    if any(not m.fixed for m in marks):
+        legend.add(
+            REQUEST_SPAN_LABEL,
+            Patch(color=REQUEST["color"], alpha=REQUEST_SPAN_ALPHA, linewidth=0),
+        )
 
 
 # ---------------------------------------------------------------------------------------------------
