@@ -100,11 +100,17 @@ def test_without_links_the_upload_takes_no_time():
     np.testing.assert_allclose(res.metrics["time"], COMPUTE * res.metrics["iteration"], rtol=1e-12)
 
 
-def test_a_sweep_keeps_the_walk_s_tables_for_the_walking_variant():
-    """Beside DSVGD on the same walk: DSVGD keeps its cover time, visits and hop bits."""
+@pytest.fixture(scope="module")
+def beside_dsvgd() -> gs.Results:
+    """Centralised SVGD beside DSVGD on the same walk."""
     raw = centralised()
     raw["sweep"] = {"protocol.kind": ["svgd", "dsvgd"]}
-    res = gs.run(raw)
+    return gs.run(raw)
+
+
+def test_a_sweep_keeps_the_walk_s_tables_for_the_walking_variant(beside_dsvgd):
+    """DSVGD keeps its cover time, visits and hop bits."""
+    res = beside_dsvgd
     walking = res.runs[res.runs["variant"] == "dsvgd"]
     assert walking["cover_iteration"].notna().all()
     assert set(res.visits["variant"].astype(str)) == {"dsvgd"}
@@ -114,11 +120,8 @@ def test_a_sweep_keeps_the_walk_s_tables_for_the_walking_variant():
     assert summary["dsvgd"]["cover"]["observed"] == len(walking)
 
 
-def test_the_walk_s_figures_leave_the_centralised_variant_out():
-    raw = centralised()
-    raw["sweep"] = {"protocol.kind": ["svgd", "dsvgd"]}
-    res = gs.run(raw)
-    figures = res.plot(which=["cover_time", "visits"])
+def test_the_walk_s_figures_leave_the_centralised_variant_out(beside_dsvgd):
+    figures = beside_dsvgd.plot(which=["cover_time", "visits"])
     cover = figures["cover_time"]
     (ax,) = [a for a in cover.axes if a.get_ylabel()]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["dsvgd"]

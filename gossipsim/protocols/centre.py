@@ -29,7 +29,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..messages import SERVER, Message, Round, Transfer
-from .base import Protocol, StateTrace
+from .base import Protocol
+from .wrapped import Wrapped
 
 #: a slot at the centre after the upload: no transfer, no token moves
 AT_THE_CENTRE = Round(())
@@ -46,13 +47,12 @@ def data_upload(model: Any, data: Any, nodes: int, bits_per_entry: int) -> Round
     )
 
 
-class AtTheCentre(Protocol):
+class AtTheCentre(Wrapped):
     """Run a centralised ``protocol``: the ``upload`` round in its first slot, then an empty round
     every slot (no token moves, nothing is sent); what the protocol itself returns is not sent."""
 
     def __init__(self, protocol: Protocol, upload: Round) -> None:
-        self.protocol = protocol
-        self.representation = protocol.representation
+        super().__init__(protocol)
         self.upload = upload
         self._uploaded = False
 
@@ -69,21 +69,3 @@ class AtTheCentre(Protocol):
                 f"slot {slot}: a node's upload of its data to the centre was lost; a centralised "
                 "protocol needs lossless links"
             )
-
-    def on_request(self, node: int, slot: int) -> None:
-        self.protocol.on_request(node, slot)
-
-    def done(self) -> bool:
-        return self.protocol.done()
-
-    def traces(self) -> dict[str, StateTrace]:
-        return self.protocol.traces()
-
-    def removals(self) -> dict[int, int]:
-        return self.protocol.removals()
-
-    def stats(self) -> dict[str, float]:
-        return self.protocol.stats()
-
-    def node_view(self) -> Any:
-        return self.protocol.node_view()
