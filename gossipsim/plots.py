@@ -1700,9 +1700,9 @@ def plot_evaluation(
     rows_of = {k.column: k for k in kinds.values()}
     retrained = [
         c
-        for c in columns
+        for c in [*columns, *(k.column for k in distinct(kinds))]
         if f"retrain_{c}" in metrics.columns and metrics[f"retrain_{c}"].notna().any()
-    ]
+    ]  # the retrain baseline's lines are dashed: the target's own value is then dotted
     # the target's own metrics are those of a natural-parameter target (summary.json theory): a
     # particle protocol's target has none (folders of gossipsim 4cb3108 recorded the Gaussian
     # optimum's there, another posterior)

@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from gossipsim import plots
+from gossipsim.divergences import KL
 from gossipsim.plotting import style
 from gossipsim.plotting.axes import REQUEST_LABEL, REQUEST_SPAN_LABEL, LogPanel, request_marks
 from gossipsim.plotting.layout import facets, grid
@@ -606,6 +607,31 @@ def test_evaluation_reference_steps_to_the_target_without_the_forgotten_node(dra
     assert values.tolist() == [0.95, 0.93] and edges.tolist() == [1.0, 12.0, 30.0]
     assert any(ln.get_gid() == "request" for ax in fig.axes for ln in ax.get_lines())
     assert _labelled(fig) <= _legend_texts(fig)
+
+
+def test_evaluation_draws_the_retrain_kl_and_then_dots_the_target_s_own_value(drawn, tmp_path):
+    """G-FVL with a request: the retrain baseline's KL dashed in the KL row (its median line), so
+    the target's own accuracy is dotted (one meaning for dashed in a figure)."""
+    metrics = _metrics(["v"], retrain=True)
+    metrics["accuracy"] = 0.9
+    summary = {"variants": {"v": {"theory": {"target": {"all": {"accuracy": 0.95}}}}}}
+    plots.plot_evaluation(metrics, ["v"], ["accuracy"], tmp_path / "e.png", summary=summary,
+                          requests=_requests(["v"], slot=10))  # fmt: skip
+    (fig,) = drawn
+    kl_row = next(ax for ax in fig.axes if ax.get_ylabel() == KL.stacked)
+    (retrain,) = [ln for ln in kl_row.get_lines() if ln.get_gid() == "retrain"]
+    assert retrain.get_linestyle() == "--"
+    rows = metrics.dropna(subset=["retrain_kl"])
+    expected = rows.groupby("iteration")["retrain_kl"].median()
+    np.testing.assert_array_equal(retrain.get_xdata(), expected.index.to_numpy(dtype=float))
+    y, want = retrain.get_ydata(), expected.to_numpy()
+    positive = want > 0
+    assert positive.any() and not positive.all()
+    np.testing.assert_allclose(y[positive], want[positive], rtol=1e-12)
+    assert (y[~positive] < want[positive].min()).all()  # exact zeros: drawn past the axis break
+    (step,) = [p for ax in fig.axes for p in ax.patches if p.get_label() == plots.REFERENCE_DOTTED]
+    assert step.get_linestyle() == ":"
+    assert plots.RETRAIN_BESIDE in _legend_texts(fig)
 
 
 def test_palette_roles_differ():
