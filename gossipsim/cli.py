@@ -459,12 +459,18 @@ def _print_summary(results: Any, out: Path, *, tables_written: bool = True) -> N
         "engine: "
         + "; ".join(f"{e} for {engines.count(e)} variant(s)" for e in sorted(set(engines)))
     )
-    from .results import cover_summary
+    from .results import cover_summary, walks
 
     kinds = results.divergences  # what "converged" and the unlearning latency were judged on
+    scenarios = {v.label: v.scenario for v in results.study.variants}
     for label, part in runs.groupby("variant", sort=False, observed=True):
         conv = part["convergence_iteration"].astype(float)
-        line = f"  {label}: " + _censored_text("cover iteration", cover_summary(part), "runs")
+        cover = (
+            _censored_text("cover iteration", cover_summary(part), "runs")
+            if walks(scenarios[str(label)])
+            else "no walk (centralised)"
+        )
+        line = f"  {label}: {cover}"
         line += f"; converged in {conv.notna().sum()}/{len(part)} runs"
         if conv.notna().any():
             line += f", mean convergence iteration {conv.mean():.2f}"

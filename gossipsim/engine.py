@@ -19,7 +19,8 @@ when the token is lost, the protocol says who holds it next (:meth:`Protocol.on_
 trying again, another node regenerating it, or no one: the run ends). A protocol may instead spend a
 slot on a :class:`~gossipsim.messages.Round` of transfers between a server and clients: the slot
 then lasts the compute time plus the transfers' time (the slowest, or their sum when sequential), no
-token moves, and the protocol learns which transfers arrived (:meth:`Protocol.on_round`). Losses,
+token moves, and the protocol learns which transfers arrived (:meth:`Protocol.on_round`); a round
+without transfers (a centralised protocol's slot at the centre) costs the compute time only. Losses,
 regenerations, rounds and an early end are listed in :attr:`RunRecord.events`. The token process advances slot after slot without returning to the SimPy
 scheduler while no other event is due before the next slot starts; this is exact (no other process
 can run in between) and keeps the per-hop cost close to that of a plain loop.
@@ -275,7 +276,8 @@ def _round(
         total_bits += transfer.message.bits
     spent = round_seconds(delays, round_.sequential)
     protocol.on_round(slot, delivered)
-    events.append(Event(slot, t + spent, "round", holder, -1, len(delivered), sum(delivered)))
+    if delivered:  # a round without transfers (a centralised protocol's slot) is no event
+        events.append(Event(slot, t + spent, "round", holder, -1, len(delivered), sum(delivered)))
     return t + spent, total_bits
 
 

@@ -20,6 +20,7 @@ import numpy as np
 from .cover.iteration import cover_iteration
 from .engine import Arrival, RunRecord
 from .metrics import Segments, kl_segments, recorded_slots, reference_level, reference_slots
+from .protocols import protocol_kind
 from .representations import REPRESENTATIONS, Representation, Target, representation
 from .slottables import SlotTable
 from .world import World, node_labels
@@ -361,7 +362,9 @@ def measure(
             )
     request_rows.sort(key=lambda row: int(row["request"]))
 
-    cover = cover_iteration(record.holders, world.nodes)
+    # a centralised protocol has no walk: no cover time (its visits are not written either)
+    walks = not protocol_kind(sc.protocol.kind).centralised
+    cover = cover_iteration(record.holders, world.nodes) if walks else None
     extra = [s for s in [converged, *completions] if s is not None and s >= 1]
     slots = recorded_slots(n, sc.metrics.record_every, extra)
     idx = slots - 1

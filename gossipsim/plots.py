@@ -3,7 +3,8 @@
 - ``kl_vs_iteration``: KL(q ‖ target) against the slot, one line per variant: the median over runs
   with the 12.5th-87.5th percentile band, or (``statistic="mean"``) the mean with its 95% confidence
   interval; log scale, exact zeros drawn past a break in the axis; request slots marked;
-- ``kl_vs_time``: the same against simulated seconds (skipped when no slot takes any time);
+- ``kl_vs_time``: the same against simulated seconds (skipped when no slot takes any time), each
+  variant's line ending where its last run ends;
 - ``kl_vs_local_iterations``: the same against total local iterations L·i (Fig. 4);
 - ``unlearning_kl``: one panel per variant from its first request: KL of the unlearning protocol
   (blue, solid) and of the retrain-from-scratch baseline (vermillion, dashed), best in family;
@@ -13,20 +14,22 @@
   and the (restricted) mean with its interval, the observation window and the expected removal
   latency, named for what it is;
 - ``cover_time``: mean cover time (moves, 95% CI) per variant or against the number of nodes, with
-  the exact expectation, Matthews' bounds and the asymptotic formula where known;
+  the exact expectation, Matthews' bounds and the asymptotic formula where known (a centralised
+  protocol, which has no walk, left out; tick labels kept apart);
 - ``compare.png`` of ``gossipsim compare`` (:func:`plot_comparison`): the KL curves of several
   results folders in one panel;
-- ``evaluation``: held-out metrics and KL to the optimum against the slot, the target's own metrics
-  dashed, request slots marked; for particle protocols accuracy, NLL, ECE, particle spread and the
-  KSD, the retrain baseline's ``retrain_`` metrics dashed beside the protocol's;
+- ``evaluation``: every held-out metric (:func:`evaluation_columns`) and KL to the optimum against
+  the slot, the target's own metrics dashed, request slots marked; for particle protocols
+  accuracy, NLL, ECE, particle spread, a mixture's MMD² and the KSD, the retrain baseline's
+  ``retrain_`` metrics and KSD dashed beside the protocol's;
 - ``unlearning_accuracy``: accuracy on the forgotten and on the remaining labels against the slot,
   the protocol (blue, solid) against retraining from scratch (vermillion, dashed), request slots
   marked (particle protocols with requests);
 - ``particles``: the particle sets of one run (particles.csv) after learning and after forgetting,
   the protocol's and the retrain baseline's, over the exact posterior's highest-density regions
   (summary.json ``theory.target_density``; :mod:`gossipsim.plotting.particles`);
-- ``visits``: the graph of each variant, each node coloured by the deviation of its share of token
-  visits from the walk's stationary share, sized by degree, requested nodes ringed.
+- ``visits``: the graph of each variant that walks, each node coloured by the deviation of its
+  share of token visits from the walk's stationary share, sized by degree, requested nodes ringed.
 
 Each variant's divergence is read from the metrics table (:mod:`gossipsim.divergences`): KL(q ‖
 target) for natural parameters, the kernelized Stein discrepancy (``ksd``) for particle sets. The
@@ -80,16 +83,16 @@ from .divergences import title as divergence_title
 from .graphfiles import layout
 from .plotting import style as S
 from .plotting.axes import (
-    REQUEST_LABEL,
     Legend,
     LogPanel,
     RequestMark,
     RequestNames,
+    add_request_entries,
     band_handle,
     draw_request_marks,
     fitted_legend,
+    keep_tick_labels_apart,
     line_handle,
-    request_handle,
     request_marks,
     separate_request_names,
     tidy_log_axis,
@@ -128,6 +131,7 @@ __all__ = [
     "MAX_NODES_DRAWN",
     "STATISTICS",
     "draw_figures",
+    "evaluation_columns",
     "plot_comparison",
     "plot_cover_time",
     "plot_evaluation",
@@ -304,13 +308,15 @@ def _kl_figure(
     linestyles: dict[str, Any] | None = None,
     tolerances: Sequence[_Tolerance] | None = None,
     divergence: dict[str, Divergence] | None = None,
+    notes: Sequence[str] = (),
 ) -> Path | Figure:
     """Divergence curves (centre line and band per variant) in the panels of ``fac``, on one
     shared scale (x and y); ``linestyles`` (variant -> style) outlines each band in its line's
     style, so that overlapping bands stay told apart (``gossipsim compare``); ``tolerances``
     replaces the single ``tolerance`` line. ``divergence`` says what each curve is (variant ->
     divergence; KL where not given): curves of different divergences never share a panel or a
-    scale, each panel of ``fac`` is split into one per divergence, its y axis labelled."""
+    scale, each panel of ``fac`` is split into one per divergence, its y axis labelled.
+    ``notes`` are said in the legend, each without a mark."""
     by_variant = {c.variant: c for c in curves}
     placed = _divergence_panels(fac, by_variant, divergence or {})
     panels = [p for p, _ in placed]
@@ -390,8 +396,7 @@ def _kl_figure(
             firsts.setdefault(kind.column, lp)
             panel_marks = _merge_marks(marks, panel.variants)
             names.append(draw_request_marks(lp.axes, main, panel_marks))
-            if panel_marks:
-                legend.add(REQUEST_LABEL, request_handle())
+            add_request_entries(legend, panel_marks)
             if panel.title:
                 main.set_title(wrap(panel.title, panel_width - 0.3, 8))
             if c == 0 or kinds[k - 1].column != kind.column:
@@ -402,6 +407,8 @@ def _kl_figure(
             if k + cols >= len(panels):
                 lp.bottom.set_xlabel(xlabel)
             lp.bottom.xaxis.set_major_locator(MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10]))
+        for note in notes:
+            legend.add(note, line_handle(linestyle="none"))
         heading = area.suptitle(wrap(title, area.bbox.width / area.dpi - 0.2, 9))
         head = f"{fac.line_title}: " if fac.line_title else ""
         runs = _runs_text([cv.values.shape[0] for cv in curves])
@@ -558,18 +565,30 @@ def plot_kl_vs_time(
     fig: Figure | SubFigure | None = None,
 ) -> Path | Figure | None:
     """KL (or the variant's divergence) vs simulated time, on a common time grid (each run's
-    divergence is a step function of time); None when no slot takes any time."""
+    divergence is a step function of time); None when no slot takes any time.
+
+    Each variant's line ends where its runs end: at the latest time any of its runs reached (its
+    last slot's end), a point of its own; a run that ended sooner keeps its last value up to there
+    (what it ended with: a run stopped once done, or its last slot), which the legend says when
+    some run did. A request arriving at different times in different runs is shaded from its
+    first to its last arrival (named in the legend)."""
     if not (metrics["time"].max() > 0):
         return None
     kinds = divergences(metrics, variants)
     grid_ = np.linspace(0.0, float(metrics["time"].max()), points)
     curves = []
     runs, times = metrics["run"].to_numpy(), metrics["time"].to_numpy(dtype=float)
+    ended_sooner = False
     for variant in variants:  # the variant's rows of three columns (a filtered table copies all)
         mask = (metrics["variant"] == variant).to_numpy(dtype=bool, na_value=False)
+        if not mask.any():
+            continue
         column = metrics[kinds[variant].column].to_numpy(dtype=float, na_value=np.nan)[mask]
-        rows = step_values_on_grid(runs[mask], times[mask], column, grid_)
-        curves.append(_Curve(variant, grid_, rows))
+        ends = run_ends(runs[mask], times[mask])
+        x = np.append(grid_[grid_ < ends.max()], ends.max())  # to the last run's end, no further
+        rows = step_values_on_grid(runs[mask], times[mask], column, x)
+        curves.append(_Curve(variant, x, rows))
+        ended_sooner = ended_sooner or bool((ends < ends.max()).any())
     marks = (
         _marks_by_variant(requests, variants, "request_time")
         if requests is not None
@@ -591,7 +610,22 @@ def plot_kl_vs_time(
         ax=ax,
         fig=fig,
         divergence=kinds,
+        notes=[RUNS_END] if ended_sooner else [],
     )
+
+
+#: what the time figure says of runs that end before their variant's line does
+RUNS_END = (
+    "a line ends where its variant's last run ends; runs that ended sooner keep their last value"
+)
+
+
+def run_ends(runs: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """The latest time of each run's rows (runs in ascending order): where the run ended."""
+    ids, codes = np.unique(runs, return_inverse=True)
+    ends = np.full(ids.size, -np.inf)
+    np.maximum.at(ends, codes, times)
+    return ends
 
 
 #: line styles of the folders of a comparison, in order
@@ -813,8 +847,9 @@ def plot_unlearning_kl(
             first = first or lp
             firsts_of.setdefault(kind.column, lp)
             placed[r, c] = top_ax
-            names.append(draw_request_marks(lp.axes, top_ax, request_marks(arrived, [variant])))
-            legend.add(REQUEST_LABEL, request_handle())
+            variant_marks = request_marks(arrived, [variant])
+            names.append(draw_request_marks(lp.axes, top_ax, variant_marks))
+            add_request_entries(legend, variant_marks)
             if missing_retrain:
                 why = (
                     "no retrain baseline (protocol.retrain_baseline = false)"
@@ -1228,9 +1263,7 @@ def plot_cover_time(
     with mpl.rc_context(S.RC):
         area = drawing_area(width, 3.4 if by_nodes else 3.2, ax=ax, fig=fig)
         ax_ = area.add_subplot()
-        # the room of one tick label: the axes' width (the area less the y label and ticks,
-        # about 0.8 in) shared by the ticks, less a margin between neighbours
-        tick_in = 0.9 * (area.bbox.width / area.dpi - 0.8) / max(len(categories) or slots, 1)
+        ticks: list[str] = []  # the x tick labels, kept apart once the figure is laid out
         if by_nodes:
             groups = list(dict.fromkeys(table["group"]))
             for i, group in enumerate(groups):
@@ -1243,7 +1276,8 @@ def plot_cover_time(
             ax_.set_xscale("log")
             ax_.set_yscale("log")
             sizes = sorted({int(n) for n in table["nodes"]})
-            ax_.set_xticks(sizes, [f"{n:,}" for n in sizes])
+            ax_.set_xticks(sizes)
+            ticks = [f"{n:,}" for n in sizes]
             ax_.xaxis.set_minor_locator(NullLocator())
             low, high = _cover_extent(table)
             ax_.set_ylim(low / 1.3, high * 1.3)
@@ -1258,14 +1292,16 @@ def plot_cover_time(
                 _cover_points(ax_, x, part, S.colour(i), styles, joined=False, width=step)
                 legend.add(panel.title, line_handle(color=S.colour(i), marker="o", ms=4,
                                                     linestyle="none"))  # fmt: skip
-            ax_.set_xticks(range(len(categories)), [wrap(c, tick_in, 7) for c in categories])
+            ax_.set_xticks(range(len(categories)))
+            ticks = list(categories)
             ax_.set_xlim(-0.6, len(categories) - 0.4)
             ax_.set_xlabel(fac.line_title or "variant")
             ax_.set_ylim(0, _cover_extent(table)[1] * 1.08)
         else:
             x = np.arange(slots, dtype=float)
             _cover_points(ax_, x, table, S.PALETTE[0], styles, joined=False)
-            ax_.set_xticks(x, [wrap(str(v), tick_in, 7) for v in table["label"]])
+            ax_.set_xticks(x)
+            ticks = [str(v) for v in table["label"]]
             ax_.set_xlim(-0.6, slots - 0.4)
             ax_.set_xlabel(fac.line_title or "variant")
             ax_.set_ylim(0, _cover_extent(table)[1] * 1.08)
@@ -1275,7 +1311,10 @@ def plot_cover_time(
         for label, handle in styles.entries.items():  # the variants first, then what marks mean
             legend.add(label, handle)
         key = legend.place(area, ncols=2)
-        _fit_height(area, ax is None and fig is None, 2.6, heading, key)
+        # labels taller than four lines (two rows, upright) take their room from the figure
+        taken = keep_tick_labels_apart(ax_, ticks)
+        panels_in = 2.6 + max(0.0, taken - 0.5)
+        _fit_height(area, ax is None and fig is None, panels_in, heading, key)
         return _finish(area, path)
 
 
@@ -1430,8 +1469,14 @@ def plot_visits(
     """The graph of each variant (up to 6), each node coloured by the deviation of its share of token
     visits (all runs' slots together) from the walk's stationary share (uniform under
     Metropolis-Hastings, proportional to the degree under the simple random walk), on a diverging
-    scale centred on zero; node size by degree, with a key; requested nodes ringed and named."""
-    drawable = [(v, g) for v, g in graphs.items() if g.number_of_nodes() <= MAX_NODES_DRAWN]
+    scale centred on zero; node size by degree, with a key; requested nodes ringed and named. A
+    variant without rows in ``visits`` (a centralised protocol: no walk) is left out."""
+    visited = set(visits["variant"].astype(str)) if "variant" in visits else set()
+    drawable = [
+        (v, g)
+        for v, g in graphs.items()
+        if g.number_of_nodes() <= MAX_NODES_DRAWN and str(v) in visited
+    ]
     if not drawable:
         return None
     drawable = drawable[:6]
@@ -1541,7 +1586,56 @@ EVALUATION_LABELS = {
     "ece": "ECE\n(fraction)",
     "rmse": "RMSE\n(units of y)",
     "particle_spread": "particle spread\n(RMS distance\nto their mean)",
+    "mmd": "MMD² to exact\ndraws (every\nnode's data)",
+    "mmd_unlearned": "MMD² to exact\ndraws (without\nforgotten nodes)",
 }
+#: columns of a metrics table that are not a held-out metric of the model's
+NOT_EVALUATION = frozenset(
+    {"variant", "run", "iteration", "time", "holder", "bits", "best_family_kl"}
+)
+#: a metric row whose values are all positive and span at least this ratio has a log axis
+LOG_ROW_RATIO = 100.0
+
+
+def evaluation_columns(metrics: pd.DataFrame) -> list[str]:
+    """The held-out metric columns of a metrics table, in its order: every numeric column the
+    model (or a representation) declared (``accuracy``, ``nll``, ``ece``, ``rmse``,
+    ``particle_spread``, a Gaussian mixture's ``mmd`` and ``mmd_unlearned``, a plug-in model's
+    own), without the slot, time, holder and bits, the divergences (rows of their own), the
+    retrain baseline's ``retrain_`` copies (drawn beside their column), the swept keys (dotted
+    names) and the accuracy on the forgotten and the remaining labels (the
+    ``unlearning_accuracy`` figure's)."""
+    from .divergences import divergence_columns
+
+    left_out = NOT_EVALUATION | set(divergence_columns()) | {c for c, _ in ACCURACY_SPLIT}
+    return [
+        str(c)
+        for c in metrics.columns
+        if str(c) not in left_out
+        and not str(c).startswith("retrain_")
+        and "." not in str(c)
+        and pd.api.types.is_numeric_dtype(metrics[c])
+        and not pd.api.types.is_bool_dtype(metrics[c])
+    ]
+
+
+def _log_rows(metrics: pd.DataFrame, variants: Sequence[str], columns: Sequence[str]) -> set[str]:
+    """The metric rows drawn on a log axis: every value of the column (and of its ``retrain_``
+    copy) in the variants' rows is positive and they span at least :data:`LOG_ROW_RATIO` (an MMD²
+    from prior draws down to a converged set)."""
+    rows = metrics["variant"].astype(str).isin([str(v) for v in variants]).to_numpy()
+    out = set()
+    for column in columns:
+        names = [n for n in (column, f"retrain_{column}") if n in metrics.columns]
+        values = np.concatenate(
+            [metrics[n].to_numpy(dtype=float, na_value=np.nan)[rows] for n in names]
+        )
+        values = values[np.isfinite(values)]
+        if values.size and values.min() > 0 and values.max() >= LOG_ROW_RATIO * values.min():
+            out.add(column)
+    return out
+
+
 REFERENCE_LABEL = "the target's own value (dashed)"
 REFERENCE_DOTTED = "the target's own value (dotted)"
 
@@ -1586,12 +1680,16 @@ def plot_evaluation(
     ax: Axes | None = None,
     fig: Figure | SubFigure | None = None,
 ) -> Path | Figure | None:
-    """Held-out metrics (accuracy, NLL, ECE, particle spread, ...) and the divergence to the
-    target (KL, or the KSD of particle protocols) vs slot, one row each (one column per facet of a
-    sweep; a sweep mixing divergences has a row for each); dashed: the same metric of the target
-    posterior (the centralised optimum, and after a request the optimum without the forgotten
-    nodes), or, where the folder has the retrain baseline's copy of a metric (``retrain_accuracy``,
-    ... of particle protocols), the retrain baseline's centre line; request slots marked."""
+    """Held-out metrics (accuracy, NLL, ECE, particle spread, MMD², ...: ``columns``, by default
+    every one the table holds, :func:`evaluation_columns`) and the divergence to the target (KL,
+    or the KSD of particle protocols) vs slot, one row each (one column per facet of a sweep; a
+    sweep mixing divergences has a row for each); dashed: the same metric of the target posterior
+    (the centralised optimum, and after a request the optimum without the forgotten nodes), or,
+    where the folder has the retrain baseline's copy of a metric or of the divergence
+    (``retrain_accuracy``, ``retrain_ksd``, ``retrain_mmd_unlearned``, ...), the retrain
+    baseline's centre line; request slots marked. A metric whose values are all positive and
+    span two decades or more (:func:`_log_rows`) is drawn on a log axis; every axis holds
+    everything drawn on it (the divergence's log axis from its smallest to its largest value)."""
     columns = [c for c in columns if c in metrics.columns]
     if not columns:
         return None
@@ -1602,13 +1700,14 @@ def plot_evaluation(
     rows_of = {k.column: k for k in kinds.values()}
     retrained = [
         c
-        for c in columns
+        for c in [*columns, *(k.column for k in distinct(kinds))]
         if f"retrain_{c}" in metrics.columns and metrics[f"retrain_{c}"].notna().any()
-    ]
+    ]  # the retrain baseline's lines are dashed: the target's own value is then dotted
     # the target's own metrics are those of a natural-parameter target (summary.json theory): a
     # particle protocol's target has none (folders of gossipsim 4cb3108 recorded the Gaussian
     # optimum's there, another posterior)
     own = [v for v in fac.variants if kinds[v].column == KL.column]
+    logarithmic = _log_rows(metrics, fac.variants, columns)
     references = any(
         _reference_steps(summary, requests, v, c, reference) for v in own for c in columns
     )
@@ -1656,6 +1755,12 @@ def plot_evaluation(
                             label=label,
                         )
                         lp.line(grid_, band.center, color=colour, label=label)
+                        retrain = _retrain_center(metrics, v, rows_of[column].retrain_column,
+                                                  statistic)  # fmt: skip
+                        if retrain is not None:
+                            lp.line(*retrain, color=colour, label=RETRAIN_BESIDE, gid="retrain",
+                                    **RETRAIN_STYLE)  # fmt: skip
+                            roles.add(RETRAIN_BESIDE, line_handle(color="0.3", **RETRAIN_STYLE))
                         continue
                     assert pax is not None
                     pax.fill_between(grid_, band.lo, band.hi, color=colour, alpha=S.BAND_ALPHA, linewidth=0,
@@ -1689,13 +1794,16 @@ def plot_evaluation(
                     assert pax is not None
                     axes = [pax]
                     pax.set_ylabel(EVALUATION_LABELS.get(column, column))
+                    if column in logarithmic:
+                        pax.set_yscale("log")
+                        low, high = pax.get_ylim()
+                        tidy_log_axis(pax.yaxis, low, high)
                     pax.grid(True, alpha=0.3)
                     pax.tick_params(labelbottom=False)
                     bottom = pax
                 top = top or pax
                 names_drawn.append(draw_request_marks(axes, pax, marks, name=r == 0))
-                if marks:
-                    legend.add(REQUEST_LABEL, request_handle())
+                add_request_entries(legend, marks)
                 if r == 0 and panel.title:
                     pax.set_title(wrap(panel.title, panel_width - 0.3, 8))
             bottom.set_xlabel("iteration (slot)")
@@ -1711,7 +1819,21 @@ def plot_evaluation(
         return _finish(area, path, names_drawn)
 
 
-RETRAIN_BESIDE = "dashed: retrain from scratch on the same walk (centre line)"
+RETRAIN_BESIDE = "dashed: retrain from scratch (centre line)"
+RETRAIN_STYLE: dict[str, Any] = {"linestyle": S.RETRAIN["linestyle"], "linewidth": 1.0}
+
+
+def _retrain_center(
+    metrics: pd.DataFrame, variant: str, name: str, statistic: str
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The slots and centre line over runs of the retrain baseline's column ``name`` (from the
+    first request on), None where the variant has no value of it."""
+    if name not in metrics.columns:
+        return None
+    grid_, values = band_matrix(metrics.dropna(subset=[name]), variant, name)
+    if not grid_.size:
+        return None
+    return grid_, across_runs(values, statistic).center
 
 
 def _retrain_line(
@@ -1725,14 +1847,11 @@ def _retrain_line(
 ) -> None:
     """The retrain baseline's ``retrain_`` copy of ``column`` (from the first request on): its
     centre line, dashed in the variant's colour (its band would hide the protocol's)."""
-    name = f"retrain_{column}"
-    grid_, values = band_matrix(metrics.dropna(subset=[name]), variant, name)
-    if not grid_.size:
+    found = _retrain_center(metrics, variant, f"retrain_{column}", statistic)
+    if found is None:
         return
-    center = across_runs(values, statistic).center
-    style = {"linestyle": S.RETRAIN["linestyle"], "linewidth": 1.0}
-    ax.plot(grid_, center, color=colour, label=RETRAIN_BESIDE, gid="retrain", **style)
-    legend.add(RETRAIN_BESIDE, line_handle(color="0.3", **style))
+    ax.plot(*found, color=colour, label=RETRAIN_BESIDE, gid="retrain", **RETRAIN_STYLE)
+    legend.add(RETRAIN_BESIDE, line_handle(color="0.3", **RETRAIN_STYLE))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -1841,8 +1960,7 @@ def plot_unlearning_accuracy(
                     pax.tick_params(labelbottom=False)
             marks = request_marks(arrived, [variant])
             names.append(draw_request_marks(axes, axes[0], marks))
-            if marks:
-                legend.add(REQUEST_LABEL, request_handle())
+            add_request_entries(legend, marks)
             placed[r, c] = axes[0]
             if cells.row_labels is None and len(drawn) > 1:
                 axes[0].set_title(wrap(variant, panel_width - 0.3, 8))
@@ -1994,7 +2112,7 @@ def _figure_jobs(
             title=f"{name}: {joined_names(kinds)} against total local iterations",
             summary=summary, requests=requests,
         )  # fmt: skip
-    evaluation = [c for c in EVALUATION_LABELS if c in metrics.columns]
+    evaluation = evaluation_columns(metrics)
     if evaluation:
         reference = {
             label: entry.get("theory", {}).get("target", {}).get("all", {})

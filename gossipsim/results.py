@@ -177,7 +177,9 @@ class Results:
                 ),
             }
             runs = self.runs[self.runs["variant"] == label]
-            if estimates:
+            if not walks(variant.scenario):
+                entry["cover"] = {"unit": COVER_UNIT, "note": NO_WALK}
+            elif estimates:
                 entry["cover"] = {"unit": COVER_UNIT, **_jsonable(cover_summary(runs))}
                 moves, _ = cover_moves(runs)
                 if moves.size:  # the cover figure's mean and its Student t interval
@@ -622,6 +624,8 @@ def collect(
     failure_rows.sort(key=lambda row: (index[row["variant"]], row["run"]))
     visit_parts = []
     for variant, counts in sorted(visits.items()):
+        if not walks(study.variants[variant].scenario):
+            continue  # a centralised protocol has no walk: no visits
         # node labels are those of the variant's graph; the caller passes them through node_labels
         visit_parts.append(
             pd.DataFrame(
@@ -1417,6 +1421,16 @@ def _reason(exc: BaseException) -> str:
 
 LATENCIES = ("removal_latency", "latency", "retrain_latency")
 COVER_UNIT = "cover_iteration (slots; cover_moves = cover_iteration - 1)"
+#: what a centralised protocol's runs have instead of a cover time and visits
+NO_WALK = "no walk: a centralised protocol learns at a centre holding every node's data"
+
+
+def walks(scenario: Any) -> bool:
+    """Whether a variant's runs walk: False for a centralised protocol kind (``svgd``), which has
+    no cover time (NaN in runs.csv) and no visits (no rows in visits.csv)."""
+    from .protocols import protocol_kind  # the protocols: imported where a study is read
+
+    return not protocol_kind(scenario.protocol.kind).centralised
 
 
 def cover_summary(runs: pd.DataFrame) -> dict[str, Any]:

@@ -122,11 +122,12 @@ LINKS_KEYS = (
         default_text="`rate_bps`"),
     Key("downlink_latency_s", "number", None, "server architecture: latency of each server → "
         "agent link (s)", minimum=0, default_text="`latency_s`"),
-    Key("uplink_rate_bps", "number", None, "server architecture: rate of each agent → server "
-        "link in bit/s (inf: no limit)", minimum=0, exclusive_minimum=True, finite=False,
-        default_text="`rate_bps`"),
-    Key("uplink_latency_s", "number", None, "server architecture: latency of each agent → "
-        "server link (s)", minimum=0, default_text="`latency_s`"),
+    Key("uplink_rate_bps", "number", None, "server architecture (and a centralised protocol's "
+        "upload of the data): rate of each agent → server link in bit/s (inf: no limit)",
+        minimum=0, exclusive_minimum=True, finite=False, default_text="`rate_bps`"),
+    Key("uplink_latency_s", "number", None, "server architecture (and a centralised protocol's "
+        "upload of the data): latency of each agent → server link (s)", minimum=0,
+        default_text="`latency_s`"),
 )  # fmt: skip
 
 UNLEARNING_KEYS = (

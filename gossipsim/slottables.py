@@ -9,7 +9,8 @@ costs (:class:`SlotCosts`): slot i ends at t_i = s_i + c + r (c the compute time
 time of its round with the parameter server, 0 on the walk) and starts at s_i = (i − 1)·(c + r) +
 h_i·hop, where h_i is the number of moves (hops to another node) before slot i (none with the
 server, where no token moves); ``bits`` at slot i is h_i times the message's bits plus i times the
-bits of a round (the server's download and upload). Stepped walks add these costs up slot by slot in
+bits of a round (the server's download and upload). A centralised run has one round, in slot 1
+(every node's upload of its data): its time and bits are added from slot 1 on. Stepped walks add these costs up slot by slot in
 the event engine's order (:func:`stepped_clock`), so their times are the event engine's bit for
 bit.
 """
@@ -30,13 +31,23 @@ class SlotCosts:
     one (``round_seconds`` for its transfers, ``round_bits`` each transfer's bits in order), which
     the slot's end waits for; then, when the next holder is another node, the token's hop
     (``hop_seconds``, ``hop_bits``) before the next slot starts. The walk has hops and no rounds,
-    the server a round every slot and no hops."""
+    the server a round every slot and no hops. ``first_round_seconds`` and ``first_round_bits``
+    (the bits of its transfers, summed in their order) are a round in slot 1 only: a centralised
+    run's upload of every node's data (:mod:`gossipsim.protocols.centre`), which has no other
+    round."""
 
     compute_seconds: float
     hop_seconds: float = 0.0
     hop_bits: float = 0.0
     round_seconds: float = 0.0
     round_bits: tuple[float, ...] = ()
+    first_round_seconds: float = 0.0
+    first_round_bits: float = 0.0
+
+    def __post_init__(self) -> None:
+        first = self.first_round_seconds or self.first_round_bits
+        if first and (self.round_seconds or self.round_bits):
+            raise ValueError("a first round is the run's only round: no round in every slot too")
 
     @property
     def slot_seconds(self) -> float:
@@ -53,12 +64,15 @@ def stepped_clock(
     cost of zero is left out, adding it changes no bit), bits whole numbers summed exactly."""
     batch, columns = holders.shape
     moved = holders[:, 1:] != holders[:, :-1]
-    parts = [costs.compute_seconds] + ([costs.round_seconds] if costs.round_seconds else [])
+    rounds = costs.round_seconds or costs.first_round_seconds
+    parts = [costs.compute_seconds] + ([costs.round_seconds] if rounds else [])
     hop = costs.hop_seconds != 0.0
     width = len(parts) + hop  # increments per slot
     increments = np.empty((batch, columns * width))
     for p, value in enumerate(parts):
         increments[:, p::width] = value
+    if costs.first_round_seconds and columns:  # slot 1's round, after its computation
+        increments[:, 1] = costs.first_round_seconds
     if hop:  # the hop after each slot (none after the last)
         hops = increments[:, width - 1 :: width]
         hops[:, :-1] = np.where(moved, costs.hop_seconds, 0.0)
@@ -75,19 +89,22 @@ def _sent(costs: SlotCosts, moved: np.ndarray) -> np.ndarray:
     summed in that order (exactly, as products, when they are whole numbers below 2^53)."""
     batch, columns = moved.shape[0], moved.shape[1] + 1
     per_round = math.fsum(costs.round_bits)
-    whole = all(float(b).is_integer() for b in (*costs.round_bits, costs.hop_bits))
-    if whole and (per_round + costs.hop_bits) * columns < 2**53:
+    first = costs.first_round_bits
+    whole = all(float(b).is_integer() for b in (*costs.round_bits, costs.hop_bits, first))
+    if whole and (per_round + costs.hop_bits) * columns + first < 2**53:
         hops = np.zeros((batch, columns), dtype=np.int64)
         np.cumsum(moved, axis=1, out=hops[:, 1:])
         sent = costs.hop_bits * hops
         if per_round:
             sent += per_round * np.arange(1, columns + 1)
-        return sent
-    rounds = len(costs.round_bits)
+        return sent + first if first else sent
+    rounds = len(costs.round_bits) or 1  # slot 1's round stands where a round's bits stand
     width = rounds + 1  # per slot: the round's transfers, then the hop
     increments = np.zeros((batch, 1 + columns * width))  # a zero first: nothing sent before
     for p, bits in enumerate(costs.round_bits):
         increments[:, 1 + p :: width] = bits
+    if first:
+        increments[:, 1] = first
     increments[:, width::width][:, :-1] = np.where(moved, costs.hop_bits, 0.0)
     return np.cumsum(increments, axis=1)[:, rounds::width][:, :columns]
 
@@ -174,14 +191,18 @@ class StaySlots:
 
     def end_time(self, rows: np.ndarray, slots: np.ndarray) -> np.ndarray:
         costs = self.costs
-        return slots * costs.slot_seconds + self._moved(rows, slots) * costs.hop_seconds
+        end = slots * costs.slot_seconds + self._moved(rows, slots) * costs.hop_seconds
+        return end + costs.first_round_seconds if costs.first_round_seconds else end
 
     def start_time(self, rows: np.ndarray, slots: np.ndarray) -> np.ndarray:
         costs = self.costs
-        return (slots - 1) * costs.slot_seconds + self._moved(rows, slots) * costs.hop_seconds
+        start = (slots - 1) * costs.slot_seconds + self._moved(rows, slots) * costs.hop_seconds
+        if costs.first_round_seconds:  # every slot after the first starts after slot 1's round
+            start = start + np.where(slots > 1, costs.first_round_seconds, 0.0)
+        return start
 
     def bits(self, rows: np.ndarray, slots: np.ndarray) -> np.ndarray:
-        sent = self._moved(rows, slots) * self.costs.hop_bits
+        sent = self._moved(rows, slots) * self.costs.hop_bits + self.costs.first_round_bits
         per_round = math.fsum(self.costs.round_bits)
         return sent + slots * per_round if per_round else sent
 

@@ -23,9 +23,10 @@ from .engine import Request, round_seconds
 from .errors import ConfigError
 from .families import ExponentialFamily
 from .links import LinkModel, ServerLinks
-from .messages import Message
+from .messages import Message, Round
 from .models import Model, model_class
 from .protocols import BuildRequest, Protocol, StateTrace, WithRetrainBaseline, protocol_kind
+from .protocols.centre import AtTheCentre, data_upload
 from .protocols.server import ServerRounds, server_round
 from .representations import Representation, Target, representation
 from .scheduling import IndexedGraph, stationary_distribution
@@ -152,7 +153,7 @@ def build_world(
         model=model,
         requests=tuple(requests),
         start=start,
-        links=scenario.links.channel(scenario.protocol.architecture),
+        links=scenario.links.channel(_links_of(scenario)),
         message_bits=scenario.protocol.message_bits(type(model).sizes(spec, indexed.size)),
     )
     if targets:
@@ -161,6 +162,14 @@ def build_world(
     for forgotten in target_stages(world):  # a target that cannot be found fails here, in one line
         states.target(model, model.fixed_data, forgotten)
     return world
+
+
+def _links_of(scenario: Scenario) -> str:
+    """The architecture whose links a variant's runs use: the server's uplinks for a centralised
+    kind's upload (:mod:`gossipsim.protocols.centre`), whatever ``[protocol] architecture``."""
+    if protocol_kind(scenario.protocol.kind).centralised:
+        return "server"
+    return scenario.protocol.architecture
 
 
 def representation_of(scenario: Scenario) -> Representation:
@@ -222,7 +231,9 @@ def make_protocol(world: World, data: Any, seed: np.random.SeedSequence) -> Prot
     """The run's protocol, built by the scenario's protocol kind from the model's capabilities,
     paired with the retrain-from-scratch baseline (any kind gets it) when there are requests, and
     run by a parameter server (:class:`~gossipsim.protocols.server.ServerRounds`, any kind too)
-    with ``[protocol] architecture = "server"``."""
+    with ``[protocol] architecture = "server"``; a centralised kind is run at the centre instead
+    (:class:`~gossipsim.protocols.centre.AtTheCentre`: the upload of every node's ``data`` in slot
+    1, :func:`centre_upload`), whatever the architecture."""
     main_ss, retrain_ss = seed.spawn(2)
     protocol = build_protocol(world, data, np.random.default_rng(main_ss))
     if world.requests and world.scenario.protocol.retrain_baseline:
@@ -234,9 +245,18 @@ def make_protocol(world: World, data: Any, seed: np.random.SeedSequence) -> Prot
             )
 
         protocol = WithRetrainBaseline(protocol, fresh)
-    if world.scenario.protocol.architecture == "server":
+    if protocol_kind(world.scenario.protocol.kind).centralised:
+        protocol = AtTheCentre(protocol, centre_upload(world, data))
+    elif world.scenario.protocol.architecture == "server":
         protocol = ServerRounds(protocol)
     return protocol
+
+
+def centre_upload(world: World, data: Any) -> Round:
+    """A centralised run's round of slot 1: every node's upload of ``data`` to the centre
+    (:func:`~gossipsim.protocols.centre.data_upload`, ``[protocol] bits_per_entry`` a number)."""
+    protocol = world.scenario.protocol
+    return data_upload(world.model, data, world.nodes, protocol.bits_per_entry)
 
 
 def slot_costs(world: World, bits: float | None = None) -> SlotCosts:
@@ -248,11 +268,21 @@ def slot_costs(world: World, bits: float | None = None) -> SlotCosts:
     makes, a download of the server's state then an upload of the message, both ``bits`` long
     (messages of constant size), timed by the engine's
     :func:`~gossipsim.engine.round_seconds` (every agent's links alike: the channel declares
-    ``homogeneous-server-links``). The vectorised engine's clocks read it
-    (:func:`~gossipsim.slottables.stepped_clock`)."""
+    ``homogeneous-server-links``); a centralised kind, the compute time and, in slot 1 only, the
+    upload of every node's data (:func:`centre_upload`, the runs' data drawn once). The
+    vectorised engine's clocks read it (:func:`~gossipsim.slottables.stepped_clock`)."""
     bits = world.message_bits if bits is None else float(bits)
     compute = world.scenario.compute_seconds
     links = world.links
+    if protocol_kind(world.scenario.protocol.kind).centralised:
+        upload = centre_upload(world, world.model.fixed_data).transfers
+        delays = [links.delay(t.sender, t.receiver, t.message.bits) for t in upload]
+        sent = 0.0
+        for t in upload:  # summed in the event engine's order
+            sent += t.message.bits
+        return SlotCosts(
+            compute, first_round_seconds=round_seconds(delays, False), first_round_bits=sent
+        )
     if world.scenario.protocol.architecture == "server":
         round_ = server_round(0, Message(bits), Message(bits))  # agent 0: every agent's alike
         transfers = round_.transfers

@@ -270,6 +270,88 @@ def test_a_sweep_of_kl_and_ksd_has_a_row_for_each_and_x_labels_at_the_bottom(dra
     assert [ax.get_xlabel() for ax in labelled] == ["iteration (slot)"]
 
 
+def test_the_evaluation_columns_are_every_metric_the_table_holds():
+    """A plug-in model's own column (``brier``) and the mixture's MMD² are metrics; the slot, time,
+    holder, bits, divergences, retrain copies, swept keys and the accuracy split are not."""
+    metrics = _particle_metrics(["v"]).assign(
+        brier=0.1, mmd=0.5, mmd_unlearned=0.4, retrain_mmd_unlearned=0.3, holder=2, bits=64.0,
+        kl=np.nan, best_family_kl=np.nan, **{"topology.nodes": 5, "scenario.iterations": 30},
+    )  # fmt: skip
+    metrics["label"] = "text"  # not a number: not drawn
+    assert plots.evaluation_columns(metrics) == [
+        "accuracy", "nll", "ece", "particle_spread", "brier", "mmd", "mmd_unlearned"
+    ]  # fmt: skip
+
+
+def _mixture_metrics() -> pd.DataFrame:
+    """The columns of dsvgd_mixture_2d's table (MMD² from about 0.2 down to 1e-3), a plug-in
+    column ``brier``, and a first KSD of 9e6 (the prior's particles far from the target)."""
+    metrics = _particle_metrics(["svgd", "dsvgd"])
+    rng = np.random.default_rng(5)
+    late = metrics["iteration"] >= REQUEST_SLOT
+    for column in ("mmd", "mmd_unlearned"):
+        metrics[column] = 0.2 / metrics["iteration"] ** 1.5 * rng.uniform(0.8, 1.2, len(metrics))
+        metrics[f"retrain_{column}"] = np.where(late, metrics[column] * 2.0, np.nan)
+    metrics["brier"] = rng.uniform(0.05, 0.1, len(metrics))
+    metrics["retrain_brier"] = np.where(late, metrics["brier"] + 0.05, np.nan)
+    metrics.loc[metrics["iteration"] == 1, "ksd"] = 9e6
+    return metrics
+
+
+def test_evaluation_draws_every_metric_the_retrain_ksd_and_the_mixture_s_mmd(drawn, tmp_path):
+    metrics = _mixture_metrics()
+    variants = ["svgd", "dsvgd"]
+    plots.plot_evaluation(metrics, variants, plots.evaluation_columns(metrics), tmp_path / "e.png",
+                          requests=_requests(variants))  # fmt: skip
+    (fig,) = drawn
+    rows = _by_ylabel(fig)
+    names = ["accuracy", "nll", "ece", "particle_spread", "mmd", "mmd_unlearned", "brier"]
+    assert list(rows) == [plots.EVALUATION_LABELS.get(c, c) for c in names] + [KSD.stacked]
+    for column in ("mmd", "mmd_unlearned"):  # from 0.2 to 1e-3: a log axis
+        assert rows[plots.EVALUATION_LABELS[column]].get_yscale() == "log"
+    assert rows[plots.EVALUATION_LABELS["accuracy"]].get_yscale() == "linear"
+    for column, label in (("mmd_unlearned", plots.EVALUATION_LABELS["mmd_unlearned"]),
+                          ("ksd", KSD.stacked), ("brier", "brier")):  # fmt: skip
+        ax = rows[label]
+        for v in variants:
+            (own,) = _lines(ax, v)
+            np.testing.assert_allclose(own.get_ydata(), _median(metrics, v, column)[1])
+        retrain = [ln for ln in ax.get_lines() if ln.get_gid() == "retrain"]
+        assert len(retrain) == 2, column  # the retrain baseline's centre line, each variant
+        for v, line in zip(variants, retrain, strict=True):
+            x, y = _median(metrics, v, f"retrain_{column}")
+            np.testing.assert_array_equal(line.get_xdata(), x)
+            np.testing.assert_allclose(line.get_ydata(), y, rtol=1e-12)
+            assert line.get_linestyle() == "--"
+    # the first KSD (9e6, every run at slot 1) lies inside its axis, with the smallest value
+    ksd = rows[KSD.stacked]
+    low, high = ksd.get_ylim()
+    drawn_values = np.concatenate(
+        [ln.get_ydata() for ln in ksd.get_lines() if ln.get_gid() != "request"]
+    )
+    assert high >= 9e6 and low <= drawn_values[np.isfinite(drawn_values)].min()
+    assert plots.RETRAIN_BESIDE in _legend_texts(fig)
+
+
+def test_a_mixture_run_s_evaluation_figure_has_its_mmd_rows():
+    """From the tables a run writes: ``mmd`` and ``mmd_unlearned`` rows, the retrain baseline's
+    MMD² dashed beside the protocol's."""
+    import gossipsim as gs
+
+    res = gs.run(
+        "scenarios/dsvgd_mixture_2d.toml",
+        overrides={"scenario.iterations": 60, "unlearning": [{"node": 4, "at_iteration": 31}],
+                   "metrics.record_every": 10, "metrics.particles": "final"},
+        runs=2,
+    )  # fmt: skip
+    fig = res.plot(which=["evaluation"])["evaluation"]
+    rows = _by_ylabel(fig)
+    unlearned = rows[plots.EVALUATION_LABELS["mmd_unlearned"]]
+    assert plots.EVALUATION_LABELS["mmd"] in rows
+    assert len([ln for ln in unlearned.get_lines() if ln.get_gid() == "retrain"]) == 2
+    assert len([ln for ln in rows[KSD.stacked].get_lines() if ln.get_gid() == "retrain"]) == 2
+
+
 # ---------------------------------------------------------------------------------------------------
 # accuracy on the forgotten and the remaining labels
 
@@ -413,6 +495,9 @@ def test_gossipsim_plot_draws_every_particle_figure(particle_folder, drawn):
                   if ln.get_gid() == "retrain"]  # fmt: skip
     np.testing.assert_allclose(retrain.get_ydata(), _median(metrics, "tiny_dsvgd",
                                                             "retrain_accuracy")[1])  # fmt: skip
+    (retrain,) = [ln for ln in rows[KSD.stacked].get_lines() if ln.get_gid() == "retrain"]
+    np.testing.assert_allclose(retrain.get_ydata(), _median(metrics, "tiny_dsvgd",
+                                                            "retrain_ksd")[1])  # fmt: skip
     split = _by_ylabel(figures["unlearning_accuracy"])
     (forgotten,) = _lines(split["accuracy on the\nforgotten labels"], plots.PROTOCOL_LINE)
     np.testing.assert_allclose(

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import matplotlib as mpl
 import matplotlib.pyplot as plt
 import networkx as nx
 import numpy as np
@@ -18,8 +19,9 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from gossipsim import plots
+from gossipsim.divergences import KL
 from gossipsim.plotting import style
-from gossipsim.plotting.axes import LogPanel, request_marks
+from gossipsim.plotting.axes import REQUEST_LABEL, REQUEST_SPAN_LABEL, LogPanel, request_marks
 from gossipsim.plotting.layout import facets, grid
 from gossipsim.plotting.stats import across_runs, mean_and_half_width, mean_ci
 
@@ -235,6 +237,44 @@ def _labelled(fig: Figure) -> set[str]:
             if label and not label.startswith("_"):
                 out.add(label)
     return out
+
+
+def _timed(variant: str, ends: list[int], seconds: float) -> pd.DataFrame:
+    """Runs of ``variant`` ending at slots ``ends``, slot i at i·``seconds`` s, KL 1/i."""
+    return pd.DataFrame(
+        [{"variant": variant, "run": r, "iteration": i, "time": i * seconds, "kl": 1.0 / i}
+         for r, end in enumerate(ends) for i in range(1, end + 1)]
+    )  # fmt: skip
+
+
+def test_kl_against_time_ends_each_variant_where_its_runs_end(drawn, tmp_path):
+    """A walk whose runs end at 10-13 s beside a server whose runs end at 40 s: the walk's line
+    stops at 13 s (it was drawn flat to 40 s), at the median of its runs' last values; a request
+    arriving at different times in different runs is a shaded span the legend names."""
+    metrics = pd.concat([_timed("walk", [20, 22, 24, 26], 0.5), _timed("server", [40] * 3, 1.0)])
+    requests = pd.concat([
+        _requests(["walk"], runs=4).assign(request_time=[2.0, 2.5, 3.0, 3.5]),
+        _requests(["server"], runs=3).assign(request_time=5.0),
+    ])  # fmt: skip
+    plots.plot_kl_vs_time(metrics, ["walk", "server"], tmp_path / "t.png", requests=requests)
+    (fig,) = drawn
+    (ax,) = [a for a in fig.axes if a.get_ylabel()]
+    (walk,) = [ln for ln in ax.get_lines() if ln.get_label() == "walk"]
+    (server,) = [ln for ln in ax.get_lines() if ln.get_label() == "server"]
+    assert walk.get_xdata()[0] == 0.0 and walk.get_xdata()[-1] == 13.0
+    assert server.get_xdata()[-1] == 40.0
+    assert walk.get_ydata()[-1] == pytest.approx(np.median([1 / 20, 1 / 22, 1 / 24, 1 / 26]))
+    spans = [p for p in ax.patches if p.get_gid() == "request"]
+    assert len(spans) == 1
+    (x0, _), (x1, _) = spans[0].get_bbox().get_points()
+    assert (x0, x1) == (2.0, 3.5)
+    lines = [ln for ln in ax.get_lines() if ln.get_gid() == "request"]
+    assert [ln.get_xdata()[0] for ln in lines] == [5.0]
+    texts = {t.replace("\n", " ") for t in _legend_texts(fig)}  # the legend wraps its labels
+    assert {REQUEST_LABEL, REQUEST_SPAN_LABEL, plots.RUNS_END} <= texts
+    # runs that all end together: the note is not said
+    plots.plot_kl_vs_time(_timed("walk", [20] * 3, 0.5), ["walk"], tmp_path / "u.png")
+    assert plots.RUNS_END not in {t.replace("\n", " ") for t in _legend_texts(drawn[1])}
 
 
 def test_kl_figure_facets_a_sweep_marks_requests_and_explains_every_line(drawn, tmp_path):
@@ -600,6 +640,31 @@ def test_evaluation_reference_steps_to_the_target_without_the_forgotten_node(dra
     assert _labelled(fig) <= _legend_texts(fig)
 
 
+def test_evaluation_draws_the_retrain_kl_and_then_dots_the_target_s_own_value(drawn, tmp_path):
+    """G-FVL with a request: the retrain baseline's KL dashed in the KL row (its median line), so
+    the target's own accuracy is dotted (one meaning for dashed in a figure)."""
+    metrics = _metrics(["v"], retrain=True)
+    metrics["accuracy"] = 0.9
+    summary = {"variants": {"v": {"theory": {"target": {"all": {"accuracy": 0.95}}}}}}
+    plots.plot_evaluation(metrics, ["v"], ["accuracy"], tmp_path / "e.png", summary=summary,
+                          requests=_requests(["v"], slot=10))  # fmt: skip
+    (fig,) = drawn
+    kl_row = next(ax for ax in fig.axes if ax.get_ylabel() == KL.stacked)
+    (retrain,) = [ln for ln in kl_row.get_lines() if ln.get_gid() == "retrain"]
+    assert retrain.get_linestyle() == "--"
+    rows = metrics.dropna(subset=["retrain_kl"])
+    expected = rows.groupby("iteration")["retrain_kl"].median()
+    np.testing.assert_array_equal(retrain.get_xdata(), expected.index.to_numpy(dtype=float))
+    y, want = retrain.get_ydata(), expected.to_numpy()
+    positive = want > 0
+    assert positive.any() and not positive.all()
+    np.testing.assert_allclose(y[positive], want[positive], rtol=1e-12)
+    assert (y[~positive] < want[positive].min()).all()  # exact zeros: drawn past the axis break
+    (step,) = [p for ax in fig.axes for p in ax.patches if p.get_label() == plots.REFERENCE_DOTTED]
+    assert step.get_linestyle() == ":"
+    assert plots.RETRAIN_BESIDE in _legend_texts(fig)
+
+
 def test_palette_roles_differ():
     assert style.UNLEARNING["color"] != style.RETRAIN["color"]
     assert style.UNLEARNING["linestyle"] != style.RETRAIN["linestyle"]
@@ -958,6 +1023,58 @@ def test_long_variant_names_on_the_cover_axis_do_not_run_into_each_other():
     assert len(boxes) == 3
     assert not any(_overlaps(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
     assert [t.get_text() for t in ax.get_xticklabels()][0] == "metropolis-\nhastings"
+
+
+def _cover_ticks(names: list[str], path: Path | None = None) -> list[Any]:
+    """The x tick labels of the cover figure of variants ``names`` (their text and, laid out as
+    a saved figure is, their boxes)."""
+    runs = pd.DataFrame({"variant": np.repeat(names, 2), "run": [0, 1] * len(names),
+                         "cover_iteration": 40, "iterations": 1000})  # fmt: skip
+    summary = {
+        "variants": {n: {"values": {"protocol.kind": n}, "theory": {"nodes": 10}} for n in names}
+    }
+    fig = plots.plot_cover_time(runs, summary)
+    assert isinstance(fig, Figure)
+    with mpl.rc_context(style.RC):
+        fig.dpi = mpl.rcParams["savefig.dpi"]
+        fig.draw_without_rendering()
+    (ax,) = [a for a in fig.axes if a.get_xticklabels()]
+    return [t for t in ax.get_xticklabels() if t.get_text()]
+
+
+def _apart(labels: list[Any]) -> bool:
+    """No two labels' boxes (as drawn) overlap."""
+    boxes = [t.get_window_extent() for t in labels]
+    return not any(_overlaps(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
+
+
+def test_the_breast_cancer_variants_tick_labels_stay_apart():
+    """Six names of dsvgd_breast_cancer under a column-wide axis: "(centralised)" is wider than a
+    tick's room even at 6 points (they ran into each other: "(centralised)complete"), so every
+    other label goes one row lower, where it has twice the room; nothing of a name is lost."""
+    names = ["SVGD (centralised)", "DSVGD, complete", "DSVGD, ring", "DSVGD, star",
+             "DSVGD, server (round-robin)", "G-FVL (Gaussian)"]  # fmt: skip
+    labels = _cover_ticks(names)
+    assert len(labels) == 6 and _apart(labels)
+    assert [t.get_text().replace("-\n", "-").replace("\n", " ") for t in labels] == names
+    assert all(t.get_rotation() == 0 for t in labels)
+    tops = [t.get_window_extent().y1 for t in labels]
+    assert tops[0] == tops[2] == tops[4] and tops[1] == tops[3] == tops[5] and tops[1] < tops[0]
+    first = max(t.get_window_extent().y0 for t in labels[0::2])
+    assert tops[1] < first  # the lower row starts under the lowest line of the upper one
+
+
+def test_labels_that_fit_in_one_row_stay_in_one_row():
+    labels = _cover_ticks(["ring", "star", "complete"])
+    assert len({t.get_window_extent().y1 for t in labels}) == 1
+    assert [t.get_fontsize() for t in labels] == [7.0] * 3 and _apart(labels)
+
+
+def test_tick_labels_too_long_to_fit_beside_each_other_are_turned_upright():
+    names = [f"averyveryverylongvariantname{i}" for i in range(10)]
+    labels = _cover_ticks(names)
+    assert [t.get_text() for t in labels] == names and _apart(labels)
+    assert all(t.get_rotation() == 90 for t in labels)
 
 
 def test_a_figure_drawn_into_the_axes_of_a_figure_without_layout_keeps_its_legend_clear():

@@ -1,5 +1,6 @@
 """The parameter-server architecture on the vectorised engine (issue 23): every kernel
-(``batched-steps``: DSVGD sound and paper, centralised SVGD, natural-gradient G-FVL;
+(``batched-steps``: DSVGD sound and paper, centralised SVGD (which the server's rounds leave
+alone: tests/test_centralised.py), natural-gradient G-FVL;
 ``conjugate-first-visits``: exact G-FVL, learning and unlearning, and runs measured one by one)
 gives the event engine's tables bit for bit with ``architecture = "server"``, with the scheduler
 round-robin, uniform or a Metropolis–Hastings walk: the same scheduled agents and states, and each
@@ -23,6 +24,7 @@ from gossipsim.slottables import SlotCosts, StaySlots, stepped_clock
 from gossipsim.world import slot_costs
 from tests.helpers import base_scenario
 from tests.test_batched_steps import unlearning_beta
+from tests.test_centralised import assert_upload_charged
 from tests.test_nonconjugate import logistic
 from tests.test_particle_batches import _raw as particle_raw
 
@@ -87,6 +89,9 @@ def test_particle_protocols_with_the_server_same_tables_on_both_engines(case):
     assert_same_tables(event, vectorized, ("runs", "requests", "metrics", "particles"))
     assert vectorized.requests["removal_latency"].notna().all()
     assert set(vectorized.particles["world"]) == {"main", "retrain"}
+    if PARTICLES[case]["kind"] == "svgd":  # centralised: the upload of every node's data only
+        assert_upload_charged(vectorized, raw)  # whatever the architecture
+        return
     bits = gs.check(gs.parse_study(raw))[0].message_bits
     assert_rounds_charged(vectorized, bits)
 

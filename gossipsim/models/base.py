@@ -179,6 +179,17 @@ class Model(ABC):
         """Number of observations at each node."""
         return []
 
+    def node_data_entries(self, data: Any, node: int) -> int:
+        """How many numbers node ``node``'s data are, as a node would send them to a centre (what
+        a centralised protocol charges: :mod:`gossipsim.protocols.centre`): its training rows'
+        features and labels (``data.X[node]`` and ``data.y[node]``, as the model holds them,
+        a bias column included) where the data have them, else one number per observation
+        (:meth:`node_sizes`)."""
+        X, y = getattr(data, "X", None), getattr(data, "y", None)
+        if X is not None and y is not None:
+            return int(np.size(X[node])) + int(np.size(y[node]))
+        return int(self.node_sizes(data)[node])
+
     @classmethod
     def prepare(
         cls, model: Mapping[str, Any], key: str = "model"

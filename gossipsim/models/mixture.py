@@ -300,6 +300,11 @@ class GaussianMixtureModel(ParticleModel):
         """One: a node's data is its likelihood factor."""
         return 1
 
+    def node_data_entries(self, data: Any, node: int) -> int:
+        """A node's likelihood factor as configured: C weights, C × d means and its variance."""
+        means = data.factors[node].means
+        return int(means.shape[0] + means.size + 1)
+
     @classmethod
     def sizes(cls, spec: ModelSpec, nodes: int) -> budget.ModelSizes:
         """Per particle: d numbers of state and message; the factors and the exact posteriors

@@ -8,7 +8,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import matplotlib as mpl
 import numpy as np
@@ -230,7 +230,11 @@ def request_marks(
 
 
 REQUEST_LABEL = "unlearning request (node: top axis)"
+#: a request whose arrival differs between runs (a request at a slot, on a time axis; a request at
+#: a time, on a slot axis): the span from its earliest to its latest arrival, shaded
+REQUEST_SPAN_LABEL = "unlearning request: shaded from its first to its last arrival over the runs"
 REQUEST_NAME_SIZE = 6  # points
+REQUEST_SPAN_ALPHA = 0.15
 
 
 @dataclass
@@ -253,13 +257,17 @@ def draw_request_marks(
     if not marks:
         return None
     for ax in axes:
-        for i, m in enumerate(marks):
-            label = REQUEST_LABEL if (ax is top and i == 0) else "_nolegend_"
+        named: set[bool] = set()  # the kinds (fixed or not) whose first mark carries the label
+        for m in marks:
+            label = "_nolegend_"
+            if ax is top and m.fixed not in named:
+                named.add(m.fixed)
+                label = REQUEST_LABEL if m.fixed else REQUEST_SPAN_LABEL
             if m.fixed:
                 ax.axvline(m.lo, label=label, gid="request", **REQUEST)
             else:
-                ax.axvspan(m.lo, m.hi, color=REQUEST["color"], alpha=0.15, linewidth=0,
-                           label=label, gid="request")  # fmt: skip
+                ax.axvspan(m.lo, m.hi, color=REQUEST["color"], alpha=REQUEST_SPAN_ALPHA,
+                           linewidth=0, label=label, gid="request")  # fmt: skip
     if not name:
         return None
     secondary = top.secondary_xaxis("top")
@@ -346,6 +354,18 @@ def request_handle() -> Line2D:
     return Line2D([], [], **REQUEST)
 
 
+def add_request_entries(legend: Legend, marks: Sequence[RequestMark]) -> None:
+    """The legend's entries for ``marks``: the line of a request arriving at one slot (or time) in
+    every run, and the shaded span of one whose arrival differs between runs."""
+    if any(m.fixed for m in marks):
+        legend.add(REQUEST_LABEL, request_handle())
+    if any(not m.fixed for m in marks):
+        legend.add(
+            REQUEST_SPAN_LABEL,
+            Patch(color=REQUEST["color"], alpha=REQUEST_SPAN_ALPHA, linewidth=0),
+        )
+
+
 # ---------------------------------------------------------------------------------------------------
 # text that fits
 
@@ -398,6 +418,78 @@ def wrap(text: str, width_in: float, fontsize: float) -> str:
                     current = trial
         out.append(current)
     return "\n".join(out)
+
+
+#: the smallest font a tick label is shrunk to, in points
+MIN_TICK_SIZE = 6.0
+#: the least room between two neighbouring tick labels, in inches
+TICK_GAP_IN = 0.05
+
+
+def keep_tick_labels_apart(ax: Axes, labels: Sequence[str], fontsize: float = 7.0) -> float:
+    """Put ``labels`` at the x ticks of ``ax`` (one each, in order) so that no two overlap at the
+    figure's layout, in the first of these that fits:
+
+    1. one row: each label wrapped (:func:`wrap`) to the room its ticks leave it as the figure is
+       laid out (the distance to its nearer neighbour, less :data:`TICK_GAP_IN`), at ``fontsize``
+       or a font shrunk in half points down to :data:`MIN_TICK_SIZE`;
+    2. two rows, every other label one row lower (its tick's pad), each wrapped to the distance to
+       the nearer label of its own row: a word wider than a tick's room (``(centralised)`` beside
+       five other variants under a column-wide axis) fits there;
+    3. upright labels, whole.
+
+    Returns how tall the labels are, pad included (inches), for the caller to make room."""
+    fig = ax.get_figure(root=True)
+    assert fig is not None
+    ticks = np.asarray(ax.get_xticks(), dtype=float)
+    ax.set_xticks(ticks, ["" for _ in ticks])
+    engine = fig.get_layout_engine()
+    if engine is not None:
+        engine.execute(fig)  # where the ticks are once the figure is laid out
+    inches = ax.transData.transform(np.column_stack([ticks, np.zeros_like(ticks)]))[:, 0] / fig.dpi
+    texts = [str(t) for t in labels]
+    for rows in (1, 2):
+        room = _tick_room(inches, rows, ax.get_window_extent().width / fig.dpi)
+        size = fontsize
+        while True:
+            wrapped = [wrap(t, float(r), size) for t, r in zip(texts, room, strict=True)]
+            fits = all(
+                text_width_in(line, size) <= r
+                for t, r in zip(wrapped, room, strict=True)
+                for line in t.split("\n")
+            )
+            if fits or size <= MIN_TICK_SIZE:
+                break
+            size = max(MIN_TICK_SIZE, size - 0.5)
+        if fits:
+            ax.set_xticks(ticks, wrapped, fontsize=size)
+            major = ax.xaxis.get_major_ticks(ticks.size)  # in the order of ``ticks``
+            pad = float(cast(Any, major[0]).get_pad()) if major else 0.0  # (stubs say None)
+            lines = [t.count("\n") + 1 for t in wrapped]
+            if rows == 1:
+                return (pad + max(lines, default=0) * size * 1.2) / 72.0
+            # every other label from the left, under the tallest of the others
+            order = np.argsort(inches)
+            lower = pad + max(lines[i] for i in order[0::2]) * size * 1.2 + 0.4 * size
+            for i in order[1::2]:
+                major[i].set_pad(lower)
+            return (lower + max(lines[i] for i in order[1::2]) * size * 1.2) / 72.0
+    ax.set_xticks(ticks, texts, fontsize=fontsize, rotation=90)  # a label as wide as it is tall
+    return max((text_width_in(t, fontsize) for t in texts), default=0.0) + 3.5 / 72.0
+
+
+def _tick_room(inches: np.ndarray, rows: int, alone: float) -> np.ndarray:
+    """The width each tick label may take (inches) when every ``rows``-th label shares a row: the
+    distance to the nearer label of its row, less :data:`TICK_GAP_IN` (``alone`` for a label alone
+    in its row)."""
+    order = np.argsort(inches)
+    near = np.full(inches.size, alone)
+    for first in range(rows):
+        row = order[first::rows]
+        gaps = np.diff(inches[row])
+        if gaps.size:
+            near[row] = np.minimum(np.r_[np.inf, gaps], np.r_[gaps, np.inf])
+    return np.maximum(near - TICK_GAP_IN, 0.0)
 
 
 def fitted_legend(

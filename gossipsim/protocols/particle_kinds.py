@@ -2,8 +2,9 @@
 
 Both need a model with log-likelihood gradients at points (capability ``loglik-gradient``) and record
 particle sets (the ``particles`` representation: divergence ``ksd``). ``svgd`` is centralised SVGD on
-the pooled data of every node not forgotten (one SVGD step a slot, whoever holds the token): the
-reference the distributed runs are compared with. ``dsvgd`` is distributed SVGD on the token walk
+the pooled data of every node not forgotten (one SVGD step a slot at the centre): the reference the
+distributed runs are compared with; it costs the one upload of every node's data at the start
+(:mod:`~gossipsim.protocols.centre`). ``dsvgd`` is distributed SVGD on the token walk
 (or the server's schedule), with Forget-SVGD serving unlearning requests, in two variants:
 ``sound`` (the default, :mod:`gossipsim.particles.aggregated`) and ``paper``
 (:mod:`gossipsim.particles.dsvgd`).
@@ -157,10 +158,12 @@ class SVGD(_ParticleKind):
     name = "svgd"
     description = (
         "centralised SVGD (eqs. 5-6 of 000) on the pooled data of every node not forgotten: one "
-        "step a slot; a request drops the node's data at once (the reference for dsvgd)"
+        "step a slot; a request drops the node's data at once (the reference for dsvgd); costs "
+        "the one upload of every node's data at the start"
     )
     keys = PARTICLE_KEYS
     removes_at = "request"
+    centralised = True
 
     def settings(self, table: Mapping[str, Any], model: type) -> ParticleSettings:
         own = {k: v for k, v in table.items() if k not in COMMON_KEYS}

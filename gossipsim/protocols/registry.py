@@ -90,6 +90,10 @@ class ProtocolKind(ABC):
     #: when a forgotten node's contribution leaves the state: at its next visit (the token's
     #: law gives the removal latency's expectation), or at the request itself (removal latency 0)
     removes_at: ClassVar[str] = "next-visit"
+    #: whether it learns at a centre holding every node's data, with no walk: the one upload of
+    #: every node's data is charged in slot 1 and nothing afterwards, no cover time or visits are
+    #: written (:mod:`gossipsim.protocols.centre`)
+    centralised: ClassVar[bool] = False
 
     def settings(self, table: Mapping[str, Any], model: type) -> Any:
         """The validated settings of this kind for a model class, from the ``[protocol]`` table

@@ -32,10 +32,10 @@ faithful meaning here yet.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from ..messages import SERVER, Message, Round, Transfer
-from .base import Protocol, Recovery, StateTrace
+from .base import Protocol
+from .wrapped import Wrapped
 
 
 def server_round(agent: int, download: Message, upload: Message) -> Round:
@@ -47,13 +47,12 @@ def server_round(agent: int, download: Message, upload: Message) -> Round:
     )
 
 
-class ServerRounds(Protocol):
+class ServerRounds(Wrapped):
     """Run ``protocol`` with a parameter server: each slot a download and an upload (see the
     module docstring)."""
 
     def __init__(self, protocol: Protocol) -> None:
-        self.protocol = protocol
-        self.representation = protocol.representation
+        super().__init__(protocol)
         self._state_bits: float | None = None  # size of the state the server holds
         self._own_round = False  # whether the last slot's round was the protocol's own
         # the rounds made for the current (message, download size), by agent: a constant-size
@@ -87,24 +86,3 @@ class ServerRounds(Protocol):
                 f"slot {slot}: a transfer between the server and the agent was lost; the server "
                 "architecture needs lossless links (the agent's update cannot be taken back)"
             )
-
-    def on_request(self, node: int, slot: int) -> None:
-        self.protocol.on_request(node, slot)
-
-    def done(self) -> bool:
-        return self.protocol.done()
-
-    def traces(self) -> dict[str, StateTrace]:
-        return self.protocol.traces()
-
-    def on_loss(self, sender: int, receiver: int, slot: int, message: Message) -> Recovery:
-        return self.protocol.on_loss(sender, receiver, slot, message)
-
-    def removals(self) -> dict[int, int]:
-        return self.protocol.removals()
-
-    def stats(self) -> dict[str, float]:
-        return self.protocol.stats()
-
-    def node_view(self) -> Any:
-        return self.protocol.node_view()

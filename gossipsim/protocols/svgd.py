@@ -1,8 +1,9 @@
 """Centralised SVGD (``[protocol] kind = "svgd"``): eqs. (5)-(6) of 000 on the pooled data.
 
-Every slot, whoever holds the token, the particles take one SVGD step with AdaGrad (its history
-kept from step to step) towards the posterior of the prior and every node's data not forgotten
-(tempered by 1/α). A request drops the node's data from the score at once: its removal slot is
+Every slot the particles take one SVGD step with AdaGrad (its history kept from step to step)
+towards the posterior of the prior and every node's data not forgotten (tempered by 1/α), at a
+centre that holds every node's data: no token moves; the runner charges the one upload of every
+node's data in slot 1 and nothing afterwards (:mod:`~gossipsim.protocols.centre`). A request drops the node's data from the score at once: its removal slot is
 the slot before the request (its data are never used again); the particles then move to the
 posterior without it, which the ``ksd`` column and the held-out metrics follow.
 """
