@@ -622,8 +622,10 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     runs = sum(v.scenario.run.runs for v in study.variants)
     print(f"{args.file}: valid ({len(study.variants)} variant(s), {runs} runs in all)")
     for variant, world in zip(study.variants, worlds, strict=True):
+        points = world.points  # [] where the data are drawn per run
+        observations = f"{sum(points)} observations" if points else "data drawn per run"
         print(
-            f"  {variant.label}: {world.nodes} nodes, {world.indexed.indices.size // 2} edges, {sum(world.points)} observations, {len(world.requests)} unlearning request(s)"
+            f"  {variant.label}: {world.nodes} nodes, {world.indexed.indices.size // 2} edges, {observations}, {len(world.requests)} unlearning request(s)"
         )
     return 0
 

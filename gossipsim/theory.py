@@ -156,7 +156,8 @@ def removal_latency_entry(
             method="the protocol drops the node's data at the request (removal latency 0)",
         )
         return entry
-    if world.points[req.node] == 0:
+    points = world.points  # [] for data drawn per run: then the node is taken to hold data
+    if points and points[req.node] == 0:
         entry.update(expected=0.0, nothing_to_remove=1.0, method="the node has no data: 0")
         return entry
     start = cover_start(world)
