@@ -147,7 +147,7 @@ def test_the_docs_show_the_examples_as_they_are():
     it, and every scenario block is the whole shipped file (the page cannot drift from the code the
     tests run)."""
     doc = (ROOT / "docs" / "extending.md").read_text(encoding="utf-8")
-    examples = {"partial_participation", "lazy_walk", "gamma_exponential"}
+    examples = {"partial_participation", "lazy_walk", "gamma_exponential", "poisson_regression"}
     for marker, suffix, language, whole in (
         ("from ", "py", "python", False),
         ("", "toml", "toml", True),
@@ -161,6 +161,8 @@ def test_the_docs_show_the_examples_as_they_are():
 
 
 def test_the_shipped_example_scenarios_are_valid():
+    study = gs.load_scenario(EXAMPLES / "poisson_regression.toml")
+    assert study.variants[0].scenario.model.kind == "poisson_regression:PoissonRegression"
     study = gs.load_scenario(EXAMPLES / "partial_participation.toml")
     assert [v.values["protocol.participation"] for v in study.variants] == [1.0, 0.5, 0.2]
     assert np.all([v.scenario.protocol.kind == KIND for v in study.variants])
@@ -535,3 +537,25 @@ def test_the_poisson_plugin_without_a_required_method_is_one_line(
     )
     assert str(caught.value) == line
     assert validate_error(raw, tmp_path, capsys) == f"gossipsim: error: {line}"
+
+
+def test_the_docs_list_what_a_model_must_define():
+    """docs/extending.md's tables of what a particle model must define and what each capability
+    needs are those the check at loading enforces."""
+    from gossipsim.capabilities import CAPABILITY_METHODS
+    from gossipsim.contracts import abstract_methods
+    from gossipsim.models import ParticleModel
+
+    doc = (ROOT / "docs" / "extending.md").read_text(encoding="utf-8")
+
+    def rows(marker: str) -> list[tuple[list[str], list[str]]]:
+        """The names in backquotes of the first two columns of each row of the marked table (a
+        name: lower-case letters, digits, - and _)."""
+        block = doc.split(f"<!-- {marker} -->\n", 1)[1].split("\n\n", 1)[0]
+        cells = [line.split(" | ")[:2] for line in block.splitlines()[2:]]
+        return [tuple(re.findall(r"`([a-z_][a-z0-9_-]*)", c) for c in pair) for pair in cells]
+
+    required = {first[0] for first, _ in rows("particle-model-required")}
+    assert required == {*abstract_methods(ParticleModel), "__init__"}
+    listed = {first[0]: set(second) for first, second in rows("capability-methods")}
+    assert listed == {c: set(methods) for c, methods in CAPABILITY_METHODS.items()}

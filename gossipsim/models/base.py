@@ -18,7 +18,9 @@ A model turns its own settings (:class:`~gossipsim.settings.ModelSpec`: the ``[m
   drawn).
 
 New models (particle posteriors, Bayesian neural networks) implement this interface; the engine and
-the runner do not change.
+the runner do not change. The abstract methods (and those a declared capability needs:
+:data:`~gossipsim.capabilities.CAPABILITY_METHODS`) are what a model must define: a kind that lacks
+one is refused when it is loaded, in one line naming it (:mod:`gossipsim.contracts`).
 """
 
 from __future__ import annotations
