@@ -116,16 +116,21 @@ def test_unlearning_ends_at_the_exact_posterior_without_the_node():
     assert (last["kl"].abs() <= 1e-12).all()
 
 
-def test_the_command_line_runs_it_in_workers_with_one_line_errors(tmp_path, capsys):
-    raw = _scenario(0.5, runs=12)
-    path = tmp_path / "pp.toml"
+def _same_tables_in_workers(raw: dict, folder: Path) -> None:
+    """``gossipsim run`` of ``raw`` in this process and with 2 worker processes: the same tables,
+    byte for byte."""
+    path = folder / "workers.toml"
     path.write_text(to_toml(raw))
     tables = []
     for flags in ([], ["--workers", "2"]):
-        out = tmp_path / f"out{len(tables)}"
+        out = folder / f"out{len(tables)}"
         assert main(["run", str(path), "--out", str(out), "--no-plots", *flags]) == 0
         tables.append({n: (out / f"{n}.csv").read_bytes() for n in ("metrics", "runs", "requests")})
     assert tables[0] == tables[1]
+
+
+def test_the_command_line_runs_it_in_workers_with_one_line_errors(tmp_path, capsys):
+    _same_tables_in_workers(_scenario(0.5, runs=12), tmp_path)
     assert f"protocol {KIND!r} declares no vectorised kernel" in capsys.readouterr().out
     for protocol, model, key in (
         ({"participation": 0}, None, "protocol.participation"),
@@ -460,14 +465,7 @@ def test_the_poisson_plugin_runs_dsvgd_and_forgets_alike_on_both_engines_and_in_
     by_slot = event.metrics.groupby("iteration")["ksd"].median()
     assert by_slot.loc[150] < by_slot.loc[1] / 100
     assert {"nll", "retrain_ksd", "retrain_nll"} <= set(event.metrics.columns)
-    path = tmp_path / "poisson.toml"
-    path.write_text(to_toml(raw))
-    tables = []
-    for flags in ([], ["--workers", "2"]):
-        out = tmp_path / f"out{len(tables)}"
-        assert main(["run", str(path), "--out", str(out), "--no-plots", *flags]) == 0
-        tables.append({n: (out / f"{n}.csv").read_bytes() for n in ("metrics", "runs", "requests")})
-    assert tables[0] == tables[1]
+    _same_tables_in_workers(raw, tmp_path)
     capsys.readouterr()
 
 
