@@ -65,6 +65,7 @@ def run(
     progress: bool | None = None,
     tables: str | None = None,
     allow_code_change: bool = False,
+    plots: bool = True,
 ) -> Results:
     """Run every variant of a scenario and return its :class:`~gossipsim.results.Results`.
 
@@ -73,14 +74,18 @@ def run(
     (``{"topology.nodes": 50}``, validated as the file is: :meth:`Study.replace`). Runs execute in this process (``workers=1``),
     a local process pool (``workers=W``) or on a Dask cluster (``cluster="tcp://host:8786"`` or
     ``"local:N"``; not together with ``workers``); the results are identical whatever the choice.
-    ``engine`` is ``"auto"`` (the default, as in the CLI: vectorised wherever it applies;
-    ``res.engines`` says which ran), ``"event"`` (the SimPy engine) or ``"vectorized"`` (many runs
-    at once in NumPy, for exact conjugate scenarios with requests at iterations); the tables are
-    the same.
+    ``engine`` is ``"auto"`` (the default, as in the CLI: for each variant the vectorised engine
+    when it can run the variant, the variant has at least 16 runs (fewer run faster one at a time)
+    and its runs fit in memory 16 at a time, else the event engine; ``res.engines`` says which ran
+    and why), ``"event"`` (the SimPy engine) or ``"vectorized"`` (many runs at once in NumPy; a
+    variant it cannot run is a ConfigError); the tables are the same.
 
     With ``out`` finished runs are committed to that folder in batches as they complete (a kill
-    loses at most about a second of finished runs, :mod:`gossipsim.store`) and the tables (and
-    the figures, with ``make_plots``) are written there at the end; ``resume=True`` continues an
+    loses at most about a second of finished runs, :mod:`gossipsim.store`) and the tables and the
+    figures are written there at the end: the folder ``gossipsim run`` writes, its figures in
+    ``out/plots`` (those of :func:`standard_figures`, PNG, medians) unless ``plots=False`` (as
+    ``--no-plots``: the tables only) or ``make_plots`` (a function ``(results, folder) -> None``)
+    draws others instead; ``resume=True`` continues an
     interrupted sweep in ``out`` (a finished one is read back: nothing is run, the figures are
     drawn again); it refuses a folder whose runs were made by other code (gossipsim's version or
     source, a plug-in's source: :mod:`gossipsim.provenance`) unless ``allow_code_change=True``.
@@ -110,6 +115,12 @@ def run(
     workers = _integer(workers, "workers")
     out = checked_path(out, "--out") if out is not None else None
     _check_flags(resume, progress, make_plots)
+    if not isinstance(plots, bool | np.bool_):
+        raise ConfigError("plots", f"must be True or False (got {plots!r:.80})")
+    if make_plots is not None and not plots:
+        raise ConfigError("plots", "plots=False draws no figures: give make_plots or plots=False")
+    if make_plots is None and plots:
+        make_plots = standard_figures()
     for name, text in (("tables", tables), ("--engine", engine), ("--cluster", cluster)):
         if text is not None and not isinstance(text, str):
             raise ConfigError(name, f"must be a string or None (got {type(text).__name__})")
@@ -156,6 +167,25 @@ def run(
     finally:
         if store is not None:
             store.close()  # the folder's lock released
+
+
+def standard_figures(
+    fmt: str = "png", statistic: str = "median"
+) -> Callable[[Results, Path], None]:
+    """What ``gossipsim run`` and ``gs.run(..., out=DIR)`` draw into ``DIR/plots``: every standard
+    figure that applies (:func:`gossipsim.plots.plot_results`), as ``<name>.<fmt>``, ``statistic``
+    the line of the ``kl_vs_*`` figures; a ``make_plots`` for :func:`run` and
+    :meth:`Results.write`."""
+
+    def make_plots(res: Results, folder: Path) -> None:
+        from .plots import plot_results
+
+        plot_results(
+            res.metrics, res.runs, res.requests, res.visits, res.summary(), folder, fmt=fmt,
+            statistic=statistic, graphs=res.graphs, particles=res.particles,
+        )  # fmt: skip
+
+    return make_plots
 
 
 def _report_repairs(store: RunStore) -> None:

@@ -35,6 +35,18 @@ LOGLIK_GRADIENT = "loglik-gradient"
 BATCHED_MEAN_GRADIENT = "batched-mean-gradient"
 CAPABILITIES = (EXACT_FACTORS, MEAN_GRADIENT, LOGLIK_GRADIENT, BATCHED_MEAN_GRADIENT)
 
+#: what a model that declares a capability must define (the methods and attributes above; checked
+#: when its kind is loaded, :meth:`gossipsim.models.Model.unmet_needs`)
+CAPABILITY_METHODS: dict[str, tuple[str, ...]] = {
+    EXACT_FACTORS: ("factors",),
+    MEAN_GRADIENT: ("mean_gradient", "estimators"),
+    BATCHED_MEAN_GRADIENT: ("batched_mean_gradient", "in_domain_rows"),
+    LOGLIK_GRADIENT: (
+        "particle_dimension", "sample_prior", "log_prior", "log_likelihood", "node_rows",
+        "particle_target", "particle_columns", "evaluate_particles",
+    ),
+}  # fmt: skip
+
 #: what ``model.mean_gradient`` returns: ``(η, k, rng) -> ∇_μ E_{q_η}[L_k]`` (eq. 17)
 MeanGradient = Callable[[np.ndarray, int, np.random.Generator], np.ndarray]
 #: what ``model.batched_mean_gradient`` returns: ``(η (B, D), holders (B,), rngs) -> (B, D)``

@@ -156,7 +156,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--engine",
         choices=("auto", "event", "vectorized"),
         default="auto",
-        help="auto (default: the vectorized engine wherever it applies, else the event engine) | event | vectorized",
+        help="auto (default: for each variant the vectorized engine when it can run the variant, "
+        "the variant has at least 16 runs (fewer run faster one at a time) and its runs fit in "
+        "memory 16 at a time, else the event engine; the output says which ran and why) | event | "
+        "vectorized (the same tables)",
     )
     run.add_argument(
         "--resume",
@@ -171,7 +174,11 @@ def build_parser() -> argparse.ArgumentParser:
         "since (gossipsim's version or source, a plug-in's source); the tables then mix both",
     )
     _figure_options(run)
-    run.add_argument("--no-plots", action="store_true", help="write the tables only")
+    run.add_argument(
+        "--no-plots",
+        action="store_true",
+        help="write the tables only (from Python: gs.run(..., out=DIR, plots=False))",
+    )
     run.add_argument(
         "--tables",
         choices=("auto", "csv", "parquet", "both"),
@@ -349,8 +356,8 @@ def _error_line(message: str) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from .api import run
-    from .results import PostProcessingError, Results, table_formats
+    from .api import run, standard_figures
+    from .results import PostProcessingError, table_formats
     from .scenario import load_scenario
 
     if args.out is not None and not args.out.strip():
@@ -368,15 +375,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
     # auto: a bar when stderr is a terminal (decided here, so that a piped run never imports tqdm)
     progress = {"auto": sys.stderr.isatty(), "on": True, "off": False}[args.progress]
 
-    def make_plots(res: Results, folder: Path) -> None:
-        from .plots import plot_results
-
-        plot_results(
-            res.metrics, res.runs, res.requests, res.visits, res.summary(), folder,
-            fmt=args.format, statistic=args.statistic, graphs=res.graphs,
-            particles=res.particles,
-        )  # fmt: skip
-
     from .libwarnings import HELD
 
     try:
@@ -384,8 +382,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
             results = run(
                 study, runs=args.runs, seed=args.seed, workers=args.workers or 1,
                 cluster=args.cluster, engine=args.engine, out=out, resume=args.resume,
-                make_plots=None if args.no_plots else make_plots,
-                progress=progress, tables=args.tables, allow_code_change=args.allow_code_change,
+                make_plots=None if args.no_plots else standard_figures(args.format, args.statistic),
+                plots=not args.no_plots, progress=progress, tables=args.tables,
+                allow_code_change=args.allow_code_change,
             )  # fmt: skip
     except PostProcessingError as exc:
         _warn_nonfinite(exc.results.nonfinite_values(), held)

@@ -38,15 +38,25 @@ def import_object(path: str, key: str) -> Any:
 
 
 class Registry(Mapping[str, Any]):
-    """Kinds by name. ``accept(obj)`` returns the usable object (e.g. an instance of a class) or
-    None when ``obj`` is not one of this registry's things; ``what`` names them in errors."""
+    """Kinds by name. ``accept(obj)`` says whether ``obj`` is one of this registry's things (a
+    subclass of its base, or an instance where ``instantiate``); ``what`` names them in errors. A
+    kind must define every method its base requires before it is used
+    (:func:`gossipsim.contracts.check_complete`: a one-line error naming the key and each missing
+    method); an accepted class is instantiated where ``instantiate``."""
 
     def __init__(
-        self, noun: str, what: str, accept: Callable[[Any], Any], builtins: Mapping[str, str]
+        self,
+        noun: str,
+        what: str,
+        accept: Callable[[Any], bool],
+        builtins: Mapping[str, str],
+        *,
+        instantiate: bool = False,
     ) -> None:
         self.noun = noun
         self.what = what
         self._accept = accept
+        self._instantiate = instantiate
         self._entries: dict[str, Any] = dict(builtins)  # import path (str) until first use
 
     def register(self, name: str, obj: Any) -> Any:
@@ -59,7 +69,8 @@ class Registry(Mapping[str, Any]):
     def __getitem__(self, name: str) -> Any:
         entry = self._entries[name]
         if isinstance(entry, str):
-            found = self._accept(import_object(entry, f"{self.what} {name!r}"))
+            key = f"{self.what} {name!r}"
+            found = self._usable(import_object(entry, key), key, entry)
             if found is None:
                 raise TypeError(f"{entry} is not a {self.what}")
             self._entries[name] = entry = found
@@ -73,11 +84,16 @@ class Registry(Mapping[str, Any]):
 
     def lookup(self, name: str, key: str) -> Any:
         """The kind called ``name``: a registered name, or an import path ``module:attribute`` to a
-        plug-in; anything else is a one-line error naming ``key`` and what is allowed."""
+        plug-in; anything else, or a kind that lacks a method it must define, is a one-line error
+        naming ``key`` and what is allowed."""
         if name in self._entries:
-            return self[name]
+            found = self[name]
+            from .contracts import check_complete
+
+            check_complete(found, key, f"{self.noun} kind", name)  # one registered from Python
+            return found
         if ":" in name:
-            found = self._accept(import_object(name, key))
+            found = self._usable(import_object(name, key), key, name)
             if found is None:
                 raise ConfigError(key, f"{name!r} is not a gossipsim {self.what}")
             return found
@@ -87,17 +103,28 @@ class Registry(Mapping[str, Any]):
             "or an import path module:Class",
         )
 
+    def _usable(self, obj: Any, key: str, name: str) -> Any:
+        """``obj`` ready to use (instantiated where this registry instantiates classes), None when
+        it is not one of this registry's things; a one-line error naming ``key`` when it lacks a
+        method it must define."""
+        if not self._accept(obj):
+            return None
+        from .contracts import check_complete
 
-def _subclass_of(base: str, *, instantiate: bool = False) -> Callable[[Any], Any]:
+        check_complete(obj, key, f"{self.noun} kind", name)
+        return obj() if self._instantiate and isinstance(obj, type) else obj
+
+
+def _subclass_of(base: str, *, instances: bool = False) -> Callable[[Any], bool]:
     """An ``accept`` function for :class:`Registry`: subclasses of the class at import path
-    ``base`` (instantiated when ``instantiate``; instances accepted then too). The base is imported
-    on first use, by name, like the kinds themselves."""
+    ``base`` (and its instances, where ``instances``). The base is imported on first use, by name,
+    like the kinds themselves."""
 
-    def accept(obj: Any) -> Any:
+    def accept(obj: Any) -> bool:
         cls = import_object(base, "registry")
-        if isinstance(obj, type) and issubclass(obj, cls):
-            return obj() if instantiate else obj
-        return obj if instantiate and isinstance(obj, cls) else None
+        return (isinstance(obj, type) and issubclass(obj, cls)) or (
+            instances and isinstance(obj, cls)
+        )
 
     return accept
 
@@ -124,10 +151,11 @@ MODEL_KINDS = Registry(
 PROTOCOL_KINDS = Registry(
     "protocol",
     "ProtocolKind (subclass or instance)",
-    _subclass_of("gossipsim.protocols.registry:ProtocolKind", instantiate=True),
+    _subclass_of("gossipsim.protocols.registry:ProtocolKind", instances=True),
     {
         "gfvl": "gossipsim.protocols.gfvl_kind:GFVL",
         "svgd": "gossipsim.protocols.particle_kinds:SVGD",
         "dsvgd": "gossipsim.protocols.particle_kinds:DSVGD",
     },
+    instantiate=True,
 )

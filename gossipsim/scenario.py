@@ -207,12 +207,15 @@ def _set_key(raw: dict[str, Any], dotted: str, value: Any) -> None:
         node[parts[-1]] = value
 
 
-def load_scenario(path: str | os.PathLike[str]) -> Study:
+def load_scenario(path: str | os.PathLike[str] | Mapping[str, Any]) -> Study:
     """Read and validate a scenario file; raises :class:`ConfigError` naming the offending key.
 
     The file is UTF-8 text (a byte-order mark, as some editors write, is allowed); any other
     encoding, a binary file, invalid TOML or nesting deeper than :data:`MAX_DEPTH` is a one-line
-    error saying where."""
+    error saying where. A scenario given as nested dicts (what ``tomllib`` returns) is validated
+    as :func:`parse_study` does."""
+    if isinstance(path, Mapping):
+        return parse_study(path)
     p = checked_path(path, "scenario file")
     text = read_text(p, "scenario file")
     try:

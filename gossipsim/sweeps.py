@@ -115,7 +115,8 @@ def is_graph_description(value: Any) -> bool:
 
 def sweep_cases(cases: Any) -> list[tuple[str | None, dict[str, Any]]]:
     """``[[sweep.cases]]``: each table sets several dotted keys together (and may name itself with
-    ``label``); the cases form one dimension of the sweep."""
+    ``label``); the cases form one dimension of the sweep. A case with a label and no key is the
+    scenario as it is (a baseline beside the others)."""
     if cases is None:
         return [(None, {})]
     if not isinstance(cases, list) or not cases or not all(isinstance(c, dict) for c in cases):
@@ -130,8 +131,12 @@ def sweep_cases(cases: Any) -> list[tuple[str | None, dict[str, Any]]]:
         if label is not None and not isinstance(label, str):
             raise ConfigError(f"sweep.cases[{i}].label", "must be a string")
         flat = _flatten_assignments(case, f"sweep.cases[{i}]")
-        if not flat:
-            raise ConfigError(f"sweep.cases[{i}]", "sets no key")
+        if not flat and label is None:
+            raise ConfigError(
+                f"sweep.cases[{i}]",
+                "sets no key and has no label; a baseline case (the scenario as it is) needs a "
+                'label, e.g. label = "baseline"',
+            )
         out.append((label, flat))
     return out
 

@@ -136,7 +136,7 @@ def test_an_interrupted_sweep_commits_the_runs_it_holds(tmp_path, monkeypatch):
     monkeypatch.setattr(store, "COMMIT_SECONDS", 3600.0)  # nothing committed before the interrupt
     study = _study()
     whole = tmp_path / "whole"
-    gs.run(study, engine="event", out=whole)
+    gs.run(study, engine="event", out=whole, plots=False)
     real = executors.run_unit
     calls = []
 
@@ -150,9 +150,9 @@ def test_an_interrupted_sweep_commits_the_runs_it_holds(tmp_path, monkeypatch):
     with monkeypatch.context() as patch:
         patch.setattr(executors, "run_unit", interrupted)
         with pytest.raises(KeyboardInterrupt):
-            gs.run(study, engine="event", out=out)
+            gs.run(study, engine="event", out=out, plots=False)
     assert status(out)["done"] == 9
     assert len(_parts(out)) == 1
-    gs.run(study, engine="event", out=out, resume=True)
+    gs.run(study, engine="event", out=out, resume=True, plots=False)
     for name in TABLES:
         assert (whole / name).read_bytes() == (out / name).read_bytes(), name

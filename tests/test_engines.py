@@ -146,7 +146,7 @@ def test_resume_with_the_other_engine_gives_the_same_tables(tmp_path):
         store.save(0, simulate_run(world, r, run_seed(world.scenario.run.seed, r)))
     store.commit()  # single runs are held back until then (or a count or time bound)
     assert status(tmp_path / "o")["done"] == 11
-    resumed = gs.run(study, engine="vectorized", out=tmp_path / "o", resume=True)
+    resumed = gs.run(study, engine="vectorized", out=tmp_path / "o", resume=True, plots=False)
     assert resumed.metrics.equals(whole.metrics) and resumed.runs.equals(whole.runs)
 
 

@@ -116,16 +116,21 @@ def test_unlearning_ends_at_the_exact_posterior_without_the_node():
     assert (last["kl"].abs() <= 1e-12).all()
 
 
-def test_the_command_line_runs_it_in_workers_with_one_line_errors(tmp_path, capsys):
-    raw = _scenario(0.5, runs=12)
-    path = tmp_path / "pp.toml"
+def _same_tables_in_workers(raw: dict, folder: Path) -> None:
+    """``gossipsim run`` of ``raw`` in this process and with 2 worker processes: the same tables,
+    byte for byte."""
+    path = folder / "workers.toml"
     path.write_text(to_toml(raw))
     tables = []
     for flags in ([], ["--workers", "2"]):
-        out = tmp_path / f"out{len(tables)}"
+        out = folder / f"out{len(tables)}"
         assert main(["run", str(path), "--out", str(out), "--no-plots", *flags]) == 0
         tables.append({n: (out / f"{n}.csv").read_bytes() for n in ("metrics", "runs", "requests")})
     assert tables[0] == tables[1]
+
+
+def test_the_command_line_runs_it_in_workers_with_one_line_errors(tmp_path, capsys):
+    _same_tables_in_workers(_scenario(0.5, runs=12), tmp_path)
     assert f"protocol {KIND!r} declares no vectorised kernel" in capsys.readouterr().out
     for protocol, model, key in (
         ({"participation": 0}, None, "protocol.participation"),
@@ -147,7 +152,7 @@ def test_the_docs_show_the_examples_as_they_are():
     it, and every scenario block is the whole shipped file (the page cannot drift from the code the
     tests run)."""
     doc = (ROOT / "docs" / "extending.md").read_text(encoding="utf-8")
-    examples = {"partial_participation", "lazy_walk", "gamma_exponential"}
+    examples = {"partial_participation", "lazy_walk", "gamma_exponential", "poisson_regression"}
     for marker, suffix, language, whole in (
         ("from ", "py", "python", False),
         ("", "toml", "toml", True),
@@ -161,6 +166,8 @@ def test_the_docs_show_the_examples_as_they_are():
 
 
 def test_the_shipped_example_scenarios_are_valid():
+    study = gs.load_scenario(EXAMPLES / "poisson_regression.toml")
+    assert study.variants[0].scenario.model.kind == "poisson_regression:PoissonRegression"
     study = gs.load_scenario(EXAMPLES / "partial_participation.toml")
     assert [v.values["protocol.participation"] for v in study.variants] == [1.0, 0.5, 0.2]
     assert np.all([v.scenario.protocol.kind == KIND for v in study.variants])
@@ -312,3 +319,241 @@ def test_bad_model_settings_are_one_line(tmp_path, capsys, change, key):
 def test_a_waiting_time_that_is_not_positive_names_the_file_row(tmp_path, capsys):
     err = validate_error(_gamma_exponential(tmp_path, {0: np.array([1.0, -2.0])}), tmp_path, capsys)
     assert "data.path" in err and "row 3" in err, err
+
+
+# --------------------------------------------------------------------- a particle model of one's own
+
+POISSON = "poisson_regression:PoissonRegression"
+
+
+def _poisson(**data) -> dict:
+    """A small DSVGD scenario of the Poisson-regression plug-in: a ring of 5 nodes, node 0 forgotten
+    before slot 151."""
+    return base_scenario(
+        scenario={"name": "poisson", "seed": 3, "runs": 4, "iterations": 300},
+        topology={"kind": "ring", "nodes": 5},
+        model={"kind": POISSON, "prior": {"scale": 1.5}},
+        data={"points_per_node": 30, **data},
+        protocol={"kind": "dsvgd", "particles": 10, "step_size": 0.2},
+        metrics={"record_every": 10, "tolerance": 100.0},
+        unlearning=[{"node": 0, "at_iteration": 151}],
+    )
+
+
+def _poisson_model(**data):
+    world = gs.build_world(gs.parse_study(_poisson(**data)).variants[0].scenario)
+    return world.model, world.model.fixed_data
+
+
+def _log_posterior(data, nodes, theta: np.ndarray, scale: float) -> np.ndarray:
+    """The log posterior density (unnormalised) of the rows of ``nodes`` at points θ ``(..., d)``,
+    from SciPy's densities: what the plug-in computes, written independently of it."""
+    from scipy import stats
+
+    theta = np.asarray(theta, dtype=float)
+    X = np.concatenate([data.X[k] for k in nodes])
+    y = np.concatenate([data.y[k] for k in nodes])
+    prior = stats.norm.logpdf(theta, scale=scale).sum(axis=-1)
+    return prior + stats.poisson.logpmf(y, np.exp(theta @ X.T)).sum(axis=-1)
+
+
+def test_the_poisson_log_densities_are_scipy_s_and_their_gradients_finite_differences():
+    """log p0 and log p(D_k | θ) of particle sets with a batch axis, (R, N, d), against SciPy's
+    normal and Poisson densities; their gradients against central differences (step 1e-6, relative
+    error below 1e-6: the truncation error is O(h²) times the third derivative, the rounding error
+    about 1e-16·|f|/h); a mini-batch of rows scaled by n_k/|rows|, and all rows the same as None."""
+    from scipy import stats
+
+    model, data = _poisson_model(coefficients=[0.4, 0.5, -0.3])
+    rng = np.random.default_rng(8)
+    particles = 0.5 * rng.standard_normal((3, 4, 3))
+    prior, prior_grad = model.log_prior(particles)
+    likelihood, likelihood_grad = model.log_likelihood(data, 2, particles)
+    for r, n in np.ndindex(3, 4):
+        theta = particles[r, n]
+        assert prior[r, n] == pytest.approx(stats.norm.logpdf(theta, scale=1.5).sum(), rel=1e-12)
+        rate = np.exp(data.X[2] @ theta)
+        expected = stats.poisson.logpmf(data.y[2], rate).sum()
+        assert likelihood[r, n] == pytest.approx(expected, rel=1e-12)
+    h = 1e-6
+    for j in range(3):
+        step = np.zeros(3)
+        step[j] = h
+        for function, gradient in (
+            (lambda p: model.log_prior(p)[0], prior_grad),
+            (lambda p: model.log_likelihood(data, 2, p)[0], likelihood_grad),
+        ):
+            difference = (function(particles + step) - function(particles - step)) / (2 * h)
+            np.testing.assert_allclose(gradient[..., j], difference, rtol=1e-6, atol=1e-6)
+    rows = np.array([0, 4, 7, 11, 20])
+    value, grad = model.log_likelihood(data, 2, particles, rows)
+    subset = model.log_likelihood(
+        type(data)(tuple(x[rows] for x in data.X), tuple(y[rows] for y in data.y), data.X_test,
+                   data.y_test),
+        2, particles,
+    )  # fmt: skip
+    np.testing.assert_allclose(value, 30 / 5 * subset[0], rtol=1e-12)
+    np.testing.assert_allclose(grad, 30 / 5 * subset[1], rtol=1e-12)
+    whole = model.log_likelihood(data, 2, particles, np.arange(30))
+    np.testing.assert_allclose(whole[0], likelihood, rtol=1e-12)
+
+
+def test_the_poisson_target_is_checked_against_an_optimiser_and_a_grid():
+    """The target gossipsim measures the particles against (known only through its score) is the
+    posterior of every node's rows but the forgotten ones': its score is the gradient of SciPy's
+    log posterior written here (central differences), it vanishes at the mode SciPy's optimiser
+    finds for that log posterior (BFGS), and that mode is the maximum of the log posterior on a
+    grid of step 0.002 (within one step) — with and without node 0."""
+    from scipy import optimize
+
+    model, data = _poisson_model()
+    for forgotten in (frozenset(), frozenset({0})):
+        kept = [k for k in range(5) if k not in forgotten]
+        target = model.target(data, forgotten)
+
+        def negative(theta, kept=kept):
+            return -float(_log_posterior(data, kept, theta, 1.5))
+
+        found = optimize.minimize(negative, np.zeros(2), method="BFGS", options={"gtol": 1e-5})
+        mode = found.x  # SciPy's own finite-difference gradients: nothing of the plug-in's
+        # the target's score vanishes within 1e-5 of SciPy's mode (its score there is at most the
+        # curvature times 1e-5; the grid below is 200 times coarser)
+        score = target.score(mode[None, None, :])[0, 0]
+        curvature = np.abs(target.score((mode + [1e-3, 0])[None, None])[0, 0] - score) / 1e-3
+        assert found.success and np.abs(score).max() <= 1e-5 * curvature.max(), (score, found)
+        points = mode + np.random.default_rng(1).normal(scale=0.1, size=(5, 2))
+        h = 1e-6
+        for theta, analytic in zip(points, target.score(points[None])[0], strict=True):
+            numeric = [
+                (negative(theta - h * e) - negative(theta + h * e)) / (2 * h) for e in np.eye(2)
+            ]
+            np.testing.assert_allclose(analytic, numeric, rtol=1e-5)
+        axes = [np.arange(m - 0.1, m + 0.1, 0.002) for m in np.round(mode, 3)]
+        grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 2)
+        log_density = _log_posterior(data, kept, grid, 1.5)
+        assert np.abs(grid[np.argmax(log_density)] - mode).max() <= 0.002
+
+
+def test_the_poisson_nll_column_is_the_predictive_s():
+    """``nll``: minus the mean over held-out rows of log (1/N)·Σ_n Poisson(y; exp(xᵀθ_n)),
+    computed here with SciPy for two particle sets."""
+    from scipy import stats
+
+    model, data = _poisson_model()
+    sets = np.random.default_rng(2).normal([1.0, 0.5], 0.1, size=(2, 6, 2))
+    columns = model.evaluate_particles(data, sets, frozenset({0}))
+    assert tuple(columns) == model.particle_columns(frozenset({0})) == ("nll", "particle_spread")
+    for r in range(2):
+        rates = np.exp(sets[r] @ data.X_test.T)  # (N, M)
+        predictive = stats.poisson.pmf(data.y_test, rates).mean(axis=0)
+        assert columns["nll"][r] == pytest.approx(-np.log(predictive).mean(), rel=1e-10)
+
+
+def test_the_poisson_plugin_runs_dsvgd_and_forgets_alike_on_both_engines_and_in_workers(
+    tmp_path, capsys
+):
+    """DSVGD with a forget request on the plug-in: identical tables on the event and vectorised
+    engines and with 2 worker processes; the request is served (removal latency in every run, the
+    exact expectation in the theory, retrain columns), the ksd falls while learning."""
+    raw = _poisson()
+    event = gs.run(raw, engine="event", progress=None)
+    vectorised = gs.run(raw, engine="vectorized", progress=None)
+    for name in ("metrics", "runs", "requests"):
+        pd.testing.assert_frame_equal(getattr(event, name), getattr(vectorised, name))
+    assert event.requests["removal_latency"].notna().all()
+    assert event.theory["poisson"]["removal_latency"][0]["expected"] > 0
+    by_slot = event.metrics.groupby("iteration")["ksd"].median()
+    assert by_slot.loc[150] < by_slot.loc[1] / 100
+    assert {"nll", "retrain_ksd", "retrain_nll"} <= set(event.metrics.columns)
+    _same_tables_in_workers(raw, tmp_path)
+    capsys.readouterr()
+
+
+def test_the_poisson_plugin_with_data_drawn_per_run_gets_its_theory():
+    """Data drawn per run (node sizes unknown before a run): the theory step gives the exact
+    removal latency instead of failing (it indexed an empty list of node sizes)."""
+    raw = _poisson()
+    raw["data"]["draw"] = "per-run"
+    raw["scenario"].update(runs=2, iterations=200)
+    res = gs.run(raw, progress=None)
+    assert not res.theory_errors
+    assert res.theory["poisson"]["removal_latency"][0]["expected"] > 0
+
+
+@pytest.mark.parametrize(
+    "change, key",
+    [
+        ({"coefficients": 1.0}, "data.coefficients"),
+        ({"coefficients": [[1.0], [2.0]]}, "data.coefficients"),
+        ({"coefficients": [1.0, 9.0]}, "data.coefficients[1]"),
+        ({"test_rows": 0}, "data.test_rows"),
+        ({"points_per_node": [30, 30]}, "data.points_per_node"),
+    ],
+)
+def test_bad_poisson_settings_are_one_line(tmp_path, capsys, change, key):
+    err = validate_error(_poisson(**change), tmp_path, capsys)
+    assert err.startswith(f"gossipsim: error: {key}: "), err
+
+
+@pytest.mark.parametrize(
+    "method, signature",
+    [
+        ("draw_data", "draw_data(rng)"),
+        ("log_likelihood", "log_likelihood(data, node, particles, rows)"),
+        ("log_prior", "log_prior(particles)"),
+        ("node_rows", "node_rows(data, node)"),
+        ("particle_dimension", "particle_dimension"),
+        ("sample_prior", "sample_prior(rng, count)"),
+        ("sizes", "sizes(spec, nodes)"),
+    ],
+)
+def test_the_poisson_plugin_without_a_required_method_is_one_line(
+    tmp_path, capsys, monkeypatch, method, signature
+):
+    """What docs/extending.md lists as required of a particle model, taken out of the example one
+    at a time: gossipsim validate names it in one line, exit status 2 (without ``sizes`` it was an
+    AttributeError from the memory estimate; without ``log_prior`` the scenario was valid and every
+    run failed)."""
+    from poisson_regression import PoissonRegression
+
+    import tests.plugins
+    from gossipsim.contracts import abstract_methods
+    from gossipsim.models import ParticleModel
+
+    assert method in abstract_methods(ParticleModel) and len(abstract_methods(ParticleModel)) == 7
+    own = {k: v for k, v in vars(PoissonRegression).items() if k not in (method, "__dict__")}
+    monkeypatch.setattr(
+        tests.plugins, "Poisson", type("Poisson", (ParticleModel,), own), raising=False
+    )
+    raw = _poisson()
+    raw["model"]["kind"] = "tests.plugins:Poisson"
+    with pytest.raises(gs.ConfigError) as caught:
+        gs.parse_study(raw)
+    line = (
+        f"model.kind: 'tests.plugins:Poisson' does not define {signature}, which a model kind must "
+        "define (docs/extending.md lists them)"
+    )
+    assert str(caught.value) == line
+    assert validate_error(raw, tmp_path, capsys) == f"gossipsim: error: {line}"
+
+
+def test_the_docs_list_what_a_model_must_define():
+    """docs/extending.md's tables of what a particle model must define and what each capability
+    needs are those the check at loading enforces."""
+    from gossipsim.capabilities import CAPABILITY_METHODS
+    from gossipsim.contracts import abstract_methods
+    from gossipsim.models import ParticleModel
+
+    doc = (ROOT / "docs" / "extending.md").read_text(encoding="utf-8")
+
+    def rows(marker: str) -> list[tuple[list[str], list[str]]]:
+        """The names in backquotes of the first two columns of each row of the marked table (a
+        name: lower-case letters, digits, - and _)."""
+        block = doc.split(f"<!-- {marker} -->\n", 1)[1].split("\n\n", 1)[0]
+        cells = [line.split(" | ")[:2] for line in block.splitlines()[2:]]
+        return [tuple(re.findall(r"`([a-z_][a-z0-9_-]*)", c) for c in pair) for pair in cells]
+
+    required = {first[0] for first, _ in rows("particle-model-required")}
+    assert required == {*abstract_methods(ParticleModel), "__init__"}
+    listed = {first[0]: set(second) for first, second in rows("capability-methods")}
+    assert listed == {c: set(methods) for c, methods in CAPABILITY_METHODS.items()}

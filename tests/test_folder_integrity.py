@@ -93,7 +93,7 @@ def test_a_command_on_a_folder_in_use_is_refused_in_one_line_naming_the_holder(
             line = _one_line(capsys.readouterr().err)
             assert f"in use by another gossipsim command (process {proc.pid})" in line, line
         with pytest.raises(ConfigError, match=f"process {proc.pid}"):
-            gs.run(study, out=out, resume=True)
+            gs.run(study, out=out, resume=True, plots=False)
         with pytest.raises(ConfigError, match=f"^out_dir: .*process {proc.pid}"):
             whole.write(out)
         info = _status(out, capsys)
@@ -479,7 +479,7 @@ def test_resume_refuses_a_plug_in_edited_since_the_runs(tmp_path, capsys, monkey
     record = json.loads((out / ".gossipsim" / "study.json").read_text())
     assert record["code"]["plugins"]["protocol.kind=plug21:Tagged"]["file"] == str(module)
     with pytest.raises(ConfigError, match="^--resume: the code has changed"):
-        gs.run(gs.load_scenario(path), out=out, resume=True)
+        gs.run(gs.load_scenario(path), out=out, resume=True, plots=False)
     assert main([*args, "--allow-code-change"]) == 0
     assert "resuming across a change of code" in _one_line(capsys.readouterr().err)
     record = json.loads((out / ".gossipsim" / "study.json").read_text())
@@ -506,7 +506,7 @@ def test_resume_refuses_another_gossipsim_source_or_version(tmp_path, capsys, mo
     assert main(args) == 2
     assert "gossipsim 0.1.0 -> 99.0" in _one_line(capsys.readouterr().err)
     with pytest.raises(ConfigError, match="^--allow-code-change: applies only with --resume"):
-        gs.run(gs.load_scenario(path), out=tmp_path / "other", allow_code_change=True)
+        gs.run(gs.load_scenario(path), out=tmp_path / "other", allow_code_change=True, plots=False)
     monkeypatch.undo()
     assert main(args) == 0  # the same code again: resumed
 

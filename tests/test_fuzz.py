@@ -681,7 +681,7 @@ def check_part_case(template: PartTemplate, rng: random.Random, folder: Path) ->
             assert info["done"] + info["failed"] + info["remaining"] == 12, (what, info)
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                res = gs.run(template.study, out=folder, resume=True)
+                res = gs.run(template.study, out=folder, resume=True, plots=False)
     except gs.ConfigError as exc:
         assert "\n" not in str(exc), f"{what}: {exc}"
         return "refused"
@@ -725,7 +725,7 @@ def table_template(tmp_path_factory) -> TableTemplate:
     import gossipsim as gs
 
     folder = tmp_path_factory.mktemp("tables") / "R"
-    gs.run(_folder_study(), out=folder)
+    gs.run(_folder_study(), out=folder, plots=False)
     return TableTemplate(gs.load_results(folder), folder)
 
 
@@ -925,7 +925,7 @@ def concurrent_trial(
     info = status(folder)
     assert info["running"] is None and info["remaining"] >= 0, info
     assert info["done"] + info["failed"] + info["remaining"] == info["runs"], info
-    res = gs.run(gs.load_scenario(scenario), out=folder, resume=True)
+    res = gs.run(gs.load_scenario(scenario), out=folder, resume=True, plots=False)
     same_tables(reference, res)
     return outcomes
 
@@ -974,7 +974,9 @@ def test_concurrent_commands_fast_profile(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(executors, "run_unit", held)
     done: dict[str, Any] = {}
     first = threading.Thread(
-        target=lambda: done.update(res=gs.run(gs.parse_study(raw), out=folder, engine="event")),
+        target=lambda: done.update(
+            res=gs.run(gs.parse_study(raw), out=folder, engine="event", plots=False)
+        ),
         name="first",
     )
     first.start()

@@ -65,7 +65,7 @@ def test_an_out_name_too_long_for_the_file_system_is_one_line(tmp_path, capsys):
     assert main(["run", str(path), "--out", str(tmp_path / ("x" * 300))]) == 2
     assert "--out" in _one_line(capsys.readouterr().err)
     with pytest.raises(gs.ConfigError, match="--out"):
-        gs.run(path, out=tmp_path / ("y" * 300))
+        gs.run(path, out=tmp_path / ("y" * 300), plots=False)
 
 
 def test_covertime_refuses_runs_that_cannot_fit_in_memory(capsys):
@@ -286,7 +286,7 @@ def test_a_scenario_of_another_type_is_a_config_error(scenario):
 def test_arguments_of_another_type_are_config_errors_naming_them(tmp_path):
     path = _scenario(tmp_path)
     with pytest.raises(gs.ConfigError, match="--out"):
-        gs.run(path, out=123)
+        gs.run(path, out=123, plots=False)
     with pytest.raises(gs.ConfigError, match="DIR"):
         gs.load_results(None)
     with pytest.raises(gs.ConfigError, match="scenario file"):

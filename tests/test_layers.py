@@ -19,7 +19,8 @@ FOUNDATION = tuple(
     G + m
     for m in (
         "errors", "schema", "streams", "capabilities", "messages", "channels", "links",
-        "protocol_api", "representations", "registry", "textfiles", "censoring", "frozen",
+        "protocol_api", "representations", "registry", "contracts", "textfiles", "censoring",
+        "frozen",
     )
 )  # fmt: skip
 #: the layers above the simulation core: nothing below may reach them

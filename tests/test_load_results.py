@@ -136,7 +136,7 @@ def test_load_results_gives_the_tables_gs_run_gave(tmp_path, copies, case):
         )
     if copies == "parquet":
         pytest.importorskip("pyarrow")
-    res = gs.run(raw, out=tmp_path)
+    res = gs.run(raw, out=tmp_path, plots=False)
     if copies == "csv":
         for path in tmp_path.glob("*.parquet"):
             path.unlink()
@@ -163,7 +163,7 @@ def test_load_results_without_the_scenario_inputs(tmp_path):
     raw["data"] = {"path": "obs.csv"}
     path = tmp_path / "d.toml"
     path.write_text(to_toml(raw))
-    res = gs.run(path, out=tmp_path / "R")
+    res = gs.run(path, out=tmp_path / "R", plots=False)
     data.unlink()
     path.unlink()
     back = gs.load_results(tmp_path / "R")
@@ -176,7 +176,7 @@ def test_load_results_bad_folders_are_one_line_errors(tmp_path):
         gs.load_results(tmp_path / "nowhere")
     with pytest.raises(gs.ConfigError, match="no summary.json"):
         gs.load_results(tmp_path)
-    gs.run(_sweep(), out=tmp_path, runs=2)
+    gs.run(_sweep(), out=tmp_path, runs=2, plots=False)
     summary = json.loads((tmp_path / "summary.json").read_text())
     summary["scenario"]["no_such_section"] = {}  # a scenario of another version
     for key in ("files", "summary_sha256"):  # (whose summaries had no checksums)
@@ -193,7 +193,7 @@ def test_graphs_are_saved_once_per_distinct_graph_with_their_layout(tmp_path, mo
     def make_plots(r, folder):
         r.plot(folder, which=["visits"])
 
-    res = gs.run(_sweep(), out=tmp_path, runs=2)
+    res = gs.run(_sweep(), out=tmp_path, runs=2, plots=False)
     summary = json.loads((tmp_path / "summary.json").read_text())
     files = [summary["variants"][label]["graph"] for label in res.variants]
     assert files == ["graphs/1.graphml", "graphs/1.graphml", "graphs/3.graphml", "graphs/3.graphml"]
@@ -215,7 +215,7 @@ def test_graphs_are_saved_once_per_distinct_graph_with_their_layout(tmp_path, mo
 def test_the_figures_rewrite_only_graphs_that_carry_a_layout(tmp_path, monkeypatch):
     """A graph too large for a layout is written once, with the tables (GraphML of a 10,000-node
     graph costs about half a second); the figures' pass leaves its file as it was."""
-    res = gs.run(_sweep(), out=tmp_path, runs=2)
+    res = gs.run(_sweep(), out=tmp_path, runs=2, plots=False)
     files = sorted((tmp_path / "graphs").iterdir())
     before = {p.name: (p.stat().st_ino, p.read_bytes()) for p in files}
     monkeypatch.setattr(graphfiles, "LAYOUT_NODES", 7)  # the 6-node ring gets one, not the 8
@@ -383,7 +383,7 @@ def test_a_graph_given_from_python_comes_back_with_the_folder(tmp_path):
     raw = base_scenario(scenario={"name": "g", "seed": 4, "runs": 3, "iterations": 60})
     raw["topology"] = graph
     raw["unlearning"] = [{"node": "Medici", "at_iteration": 20}]
-    res = gs.run(raw, out=tmp_path)
+    res = gs.run(raw, out=tmp_path, plots=False)
     back = gs.load_results(tmp_path)
     _assert_same(res, back)
     rebuilt = back.study.graph
@@ -397,7 +397,7 @@ def test_graphs_drawn_per_run_are_not_saved(tmp_path):
         scenario={"name": "p", "seed": 4, "runs": 3, "iterations": 40},
         topology={"kind": "barabasi_albert", "nodes": 12, "m": 2, "draw": "per-run"},
     )
-    res = gs.run(raw, out=tmp_path)
+    res = gs.run(raw, out=tmp_path, plots=False)
     assert res.graphs == {} and not (tmp_path / "graphs").exists()
     entry = json.loads((tmp_path / "summary.json").read_text())["variants"][res.variants[0]]
     assert entry["graph"] is None and "per-run" in entry["graph_note"]
@@ -406,7 +406,7 @@ def test_graphs_drawn_per_run_are_not_saved(tmp_path):
 
 def test_graphs_beyond_the_size_limit_are_not_saved(tmp_path, monkeypatch):
     monkeypatch.setattr(api, "MAX_SAVED_NODES", 7)
-    res = gs.run(_sweep(), out=tmp_path, runs=2)
+    res = gs.run(_sweep(), out=tmp_path, runs=2, plots=False)
     assert set(res.graphs) == set(res.variants[2:])  # the rings of 6 nodes
     entry = json.loads((tmp_path / "summary.json").read_text())["variants"][res.variants[0]]
     assert entry["graph"] is None and "not saved" in entry["graph_note"]
@@ -432,7 +432,7 @@ def test_plot_returns_figures_or_writes_files(tmp_path, swept):
 
 
 def test_the_plot_command_reads_the_folder_with_load_results(tmp_path, monkeypatch, capsys):
-    gs.run(_sweep(), out=tmp_path, runs=2)
+    gs.run(_sweep(), out=tmp_path, runs=2, plots=False)
     monkeypatch.setattr(results, "parquet_available", lambda: False)  # the CSV files only
     import gossipsim.cli as cli
 

@@ -100,7 +100,7 @@ def test_final_keeps_each_world_s_last_set_and_none_keeps_no_table(recorded, tmp
     pd.testing.assert_frame_equal(final.particles, last.reset_index(drop=True))
     assert set(final.particles["iteration"]) == {ITERATIONS}
     # without the key: no table, no file, and the other tables as they were
-    none = gs.run(_raw("none"), out=tmp_path / "n")
+    none = gs.run(_raw("none"), out=tmp_path / "n", plots=False)
     assert none.particles.empty and not (tmp_path / "n" / "particles.csv").exists()
     for name in ("metrics", "runs", "requests", "visits"):
         pd.testing.assert_frame_equal(getattr(none, name), getattr(recorded, name))
@@ -115,7 +115,7 @@ def test_a_resumed_sweep_writes_the_same_table(recorded, tmp_path):
     study = gs.parse_study(_raw())
     out = tmp_path / "r"
     interrupted(study, out, [(0, [1])])  # run 1 committed, runs 0 and 2 still to run
-    resumed = gs.run(study, out=out, resume=True)
+    resumed = gs.run(study, out=out, resume=True, plots=False)
     pd.testing.assert_frame_equal(resumed.particles, recorded.particles)
     pd.testing.assert_frame_equal(gs.load_results(out).particles, recorded.particles)
 

@@ -11,13 +11,22 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim import executors, fastpath
+from gossipsim import budget, executors, fastpath
 from gossipsim.api import choose_engines
+from gossipsim.capabilities import (
+    BATCHED_MEAN_GRADIENT,
+    EXACT_FACTORS,
+    LOGLIK_GRADIENT,
+    MEAN_GRADIENT,
+)
 from gossipsim.channels import Channel
 from gossipsim.cli import main
+from gossipsim.contracts import abstract_methods, missing_methods
 from gossipsim.errors import ConfigError
+from gossipsim.models import Model
 from gossipsim.protocols import PROTOCOL_KINDS, GFVLSettings, protocol_kind
-from gossipsim.scheduling import register, unregister
+from gossipsim.protocols.registry import ProtocolKind
+from gossipsim.scheduling import SCHEDULERS, Scheduler, register, unregister
 from tests.helpers import base_scenario, to_toml
 from tests.plugins import TARGET_LOG, PlainWalk
 
@@ -202,3 +211,172 @@ def test_protocol_stats_become_columns_of_runs_csv(monkeypatch):
     assert (res.runs["factor_events"] >= 1).all()
     assert list(res.runs.columns[:3]) == ["variant", "run", "seed"]
     assert np.isfinite(res.runs["factor_events"]).all()
+
+
+# ------------------------------------------------------------- what a kind of one's own must define
+
+INCOMPLETE = "tests.plugins:Incomplete"
+
+
+class _Minimal(Model):
+    """A model that defines what every model must (it is never run: the check comes first)."""
+
+    kind = INCOMPLETE
+
+    def draw_data(self, rng):
+        return None
+
+    @classmethod
+    def sizes(cls, spec, nodes):
+        return budget.ModelSizes(state_entries=2, message_entries=2)
+
+    def compute_target(self, data, forgotten):
+        raise NotImplementedError
+
+    def node_sizes(self, data):
+        return []
+
+
+class _MinimalKind(ProtocolKind):
+    name = INCOMPLETE
+
+    def check_model(self, model):
+        pass
+
+    def build(self, request):
+        raise NotImplementedError
+
+
+class _MinimalWalk(Scheduler):
+    kind = INCOMPLETE
+    description = "tests only"
+    kernel = "batched-step"
+
+    def edge_weights(self, g, view=None):
+        return np.full(g.indices.size, 0.0)
+
+    def sampler(self, g, rng, view=None):
+        return lambda k: k
+
+    def step(self, positions, u, v, csr, view=None):
+        return positions
+
+
+def _without(cls: type, *names: str, **attributes) -> type:
+    """``cls`` with its own ``names`` taken out (so they are whatever its base has)."""
+    own = {k: v for k, v in vars(cls).items() if k not in (*names, "__dict__", "__weakref__")}
+    return type("Incomplete", cls.__bases__, {**own, **attributes})
+
+
+@pytest.fixture
+def incomplete(monkeypatch):
+    """Put a class at ``tests.plugins:Incomplete`` (a scheduler registered under it is removed
+    after the test)."""
+    import tests.plugins
+
+    def put(cls: type) -> None:
+        monkeypatch.setattr(tests.plugins, "Incomplete", cls, raising=False)
+
+    yield put
+    unregister(INCOMPLETE)
+
+
+def _refusal(raw: dict, tmp_path, capsys) -> str:
+    """The one line ``gossipsim validate`` prints (exit status 2), which ``gs.parse_study`` raises
+    too."""
+    with pytest.raises(ConfigError) as caught:
+        gs.parse_study(raw)
+    file = tmp_path / "s.toml"
+    file.write_text(to_toml(raw))
+    assert main(["validate", str(file)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err == f"gossipsim: error: {caught.value}\n", err
+    return str(caught.value)
+
+
+def test_the_minimal_kinds_define_what_they_must():
+    assert missing_methods(_Minimal) == missing_methods(_MinimalKind) == []
+    assert missing_methods(_MinimalWalk) == []
+
+
+@pytest.mark.parametrize("method", sorted(abstract_methods(Model)))
+def test_a_model_without_a_method_every_model_needs_is_one_line(
+    tmp_path, capsys, incomplete, method
+):
+    """Each abstract method of Model missing (``node_sizes`` too: without it the theory step failed
+    after every run), one line naming it with its arguments, at validation."""
+    assert set(abstract_methods(Model)) == {"compute_target", "draw_data", "node_sizes", "sizes"}
+    incomplete(_without(_Minimal, method))
+    signature = {"compute_target": "compute_target(data, forgotten)", "draw_data": "draw_data(rng)",
+                 "node_sizes": "node_sizes(data)", "sizes": "sizes(spec, nodes)"}[method]  # fmt: skip
+    assert _refusal(base_scenario(model={"kind": INCOMPLETE}), tmp_path, capsys) == (
+        f"model.kind: {INCOMPLETE!r} does not define {signature}, which a model kind must define "
+        "(docs/extending.md lists them)"
+    )
+
+
+@pytest.mark.parametrize(
+    "capabilities, missing",
+    [
+        ({EXACT_FACTORS}, "factors"),
+        ({MEAN_GRADIENT}, "estimators, mean_gradient"),
+        ({BATCHED_MEAN_GRADIENT}, "batched_mean_gradient, in_domain_rows"),
+        ({LOGLIK_GRADIENT}, "evaluate_particles, log_likelihood, log_prior, node_rows, "
+                            "particle_columns, particle_dimension, particle_target, sample_prior"),
+    ],
+)  # fmt: skip
+def test_a_model_without_what_its_capabilities_need_is_one_line(
+    tmp_path, capsys, incomplete, capabilities, missing
+):
+    incomplete(_without(_Minimal, capabilities=frozenset(capabilities)))
+    err = _refusal(base_scenario(model={"kind": INCOMPLETE}), tmp_path, capsys)
+    assert err.startswith(f"model.kind: {INCOMPLETE!r} does not define {missing}, which"), err
+
+
+@pytest.mark.parametrize("method", ["build", "check_model"])
+def test_a_protocol_kind_without_a_method_is_one_line(tmp_path, capsys, incomplete, method):
+    """It was a TypeError from instantiating the abstract class (a traceback)."""
+    incomplete(_without(_MinimalKind, method))
+    err = _refusal(base_scenario(protocol={"kind": INCOMPLETE}), tmp_path, capsys)
+    signature = {"build": "build(request)", "check_model": "check_model(model)"}[method]
+    assert err.startswith(f"protocol.kind: {INCOMPLETE!r} does not define {signature}, "), err
+
+
+@pytest.mark.parametrize(
+    "names, attributes, missing",
+    [
+        (("sampler",), {}, "sampler(g, rng, view)"),
+        (("step",), {}, "step(positions, u, v, csr, view)"),  # for kernel = "batched-step"
+        (("edge_weights",), {}, "edge_weights(g, view)"),
+        (
+            ("edge_weights",),
+            {"transition_matrix": lambda self, g, view=None: None},
+            "jump_chain(g, view)",
+        ),
+    ],
+)
+def test_a_scheduler_without_a_method_is_one_line(
+    tmp_path, capsys, incomplete, names, attributes, missing
+):
+    incomplete(_without(_MinimalWalk, *names, **attributes))
+    err = _refusal(base_scenario(scheduler={"kind": INCOMPLETE}), tmp_path, capsys)
+    assert err.startswith(f"scheduler.kind: {INCOMPLETE!r} does not define {missing}, "), err
+    assert INCOMPLETE not in SCHEDULERS  # refused before it was registered
+
+
+def test_a_step_is_needed_only_with_the_batched_step_kernel(incomplete):
+    incomplete(_without(_MinimalWalk, "step", kernel=None))
+    gs.parse_study(base_scenario(scheduler={"kind": INCOMPLETE}))
+
+
+def test_a_kind_registered_from_python_is_checked_too():
+    """Registered in this process rather than named by import path: refused at its lookup."""
+    from gossipsim.models import MODEL_KINDS, register_model
+
+    register_model(_without(_Minimal, "sizes", kind="test-incomplete"))
+    try:
+        with pytest.raises(ConfigError, match=r"^model\.kind: 'test-incomplete' does not define "
+                                              r"sizes\(spec, nodes\), which"):  # fmt: skip
+            gs.parse_study(base_scenario(model={"kind": "test-incomplete"}))
+    finally:
+        MODEL_KINDS._entries.pop("test-incomplete")

@@ -51,7 +51,7 @@ def test_served_and_censored_at_follow_from_the_latencies_and_the_run_length():
 
 
 def test_the_per_request_summary_is_a_tidy_table_equal_to_summary_json(tmp_path):
-    res = gs.run(_study(), out=tmp_path / "R")
+    res = gs.run(_study(), out=tmp_path / "R", plots=False)
     table = res.request_summary()
     assert list(table.columns[:2]) == ["variant", "scheduler.kind"]
     assert str(table["scheduler.kind"].dtype) != "object"
@@ -95,7 +95,7 @@ def test_without_a_retrain_baseline_nothing_is_said_of_retraining(tmp_path, caps
 
 
 def test_a_folder_without_the_new_columns_gets_them_on_loading(tmp_path):
-    res = gs.run(_study(), out=tmp_path / "R")
+    res = gs.run(_study(), out=tmp_path / "R", plots=False)
     folder = tmp_path / "R"
     for name in ("requests.csv",):
         table = pd.read_csv(folder / name).drop(columns=["served", "censored_at"])

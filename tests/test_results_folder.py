@@ -83,7 +83,7 @@ def test_a_folder_written_by_results_write_is_a_finished_sweep(tmp_path, monkeyp
     _nothing_runs(monkeypatch)
     assert main(["run", str(path), "--out", str(out), "--resume", "--no-plots"]) == 0
     assert _files(out) == before
-    again = gs.run(path, out=out, resume=True)
+    again = gs.run(path, out=out, resume=True, plots=False)
     _same_tables(res, again)
     assert main(["plot", str(out), "--figure", "cover_time"]) == 0
     assert (out / "plots" / "cover_time.png").is_file()
@@ -213,7 +213,7 @@ def test_a_graph_sweep_is_saved_reloaded_and_resumed_like_a_single_graph(
     tmp_path, monkeypatch, capsys
 ):
     out = tmp_path / "g"
-    res = gs.run(_graph_sweep(_graphs()), out=out)
+    res = gs.run(_graph_sweep(_graphs()), out=out, plots=False)
     assert sorted(p.name for p in (out / "graphs").iterdir()) == ["1.graphml", "3.graphml"]
     back = gs.load_results(out)
     _same_tables(res, back)
@@ -222,13 +222,13 @@ def test_a_graph_sweep_is_saved_reloaded_and_resumed_like_a_single_graph(
     assert _status(out, capsys)["done"] == 24
     assert main(["plot", str(out), "--figure", "visits"]) == 0
     _nothing_runs(monkeypatch)
-    _same_tables(res, gs.run(_graph_sweep(_graphs()), out=out, resume=True))
+    _same_tables(res, gs.run(_graph_sweep(_graphs()), out=out, resume=True, plots=False))
     monkeypatch.undo()
     # other graphs under the same labels are another sweep
     other = _graphs()
     other["ring7"] = nx.cycle_graph(8)
     with pytest.raises(ConfigError, match="^--resume: .*another scenario"):
-        gs.run(_graph_sweep(other), out=out, resume=True)
+        gs.run(_graph_sweep(other), out=out, resume=True, plots=False)
     # an interrupted sweep over graphs resumes to the same tables
     from gossipsim.runner import simulate_run
     from gossipsim.store import RunStore
@@ -243,7 +243,7 @@ def test_a_graph_sweep_is_saved_reloaded_and_resumed_like_a_single_graph(
         store.save(2, simulate_run(world, r, run_seed(study.seed, r)))
     store.commit()
     assert _status(cut, capsys)["done"] == 2
-    _same_tables(res, gs.run(_graph_sweep(_graphs()), out=cut, resume=True))
+    _same_tables(res, gs.run(_graph_sweep(_graphs()), out=cut, resume=True, plots=False))
 
 
 def test_a_graph_sweep_gives_the_same_tables_on_workers_and_dask(tmp_path):
@@ -255,7 +255,7 @@ def test_a_graph_sweep_gives_the_same_tables_on_workers_and_dask(tmp_path):
         ("dask", {"cluster": "local:2"}),
     ):
         folders[name] = tmp_path / name
-        gs.run(_graph_sweep(_graphs()), out=folders[name], **kwargs)
+        gs.run(_graph_sweep(_graphs()), out=folders[name], **kwargs, plots=False)
     for name in (*(f"{t}.csv" for t in TABLES), "summary.json"):
         serial = (folders["serial"] / name).read_bytes()
         assert (folders["pool"] / name).read_bytes() == serial, name
@@ -376,7 +376,7 @@ def test_tables_formats_from_python_and_stale_files(tmp_path):
     res.write(out, tables="csv")
     assert not list(out.glob("*.parquet")) and (out / "metrics.csv").is_file()
     assert json.loads((out / "summary.json").read_text())["table_formats"] == ["csv"]
-    gs.run(_raw(), out=out, tables="both")
+    gs.run(_raw(), out=out, tables="both", plots=False)
     assert len(list(out.glob("*.csv"))) == len(list(out.glob("*.parquet"))) == 5
     with pytest.raises(ConfigError, match="^tables: must be one of auto, csv, parquet, both"):
         gs.run(_raw(), tables="feather")

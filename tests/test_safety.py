@@ -315,7 +315,7 @@ def test_empty_out_is_an_error(tmp_path, monkeypatch, capsys):
     assert "--out" in _one_line(capsys.readouterr().err)
     assert not (tmp_path / "results").exists()
     with pytest.raises(gs.ConfigError, match="--out"):
-        gs.run(gs.load_scenario(path), out="")
+        gs.run(gs.load_scenario(path), out="", plots=False)
 
 
 @pytest.mark.parametrize("damage", ["corrupt", "not an object", "missing", "no metrics"])

@@ -141,8 +141,8 @@ def test_resume_checks_the_graph_object(tmp_path):
     whole = gs.run(_small(topology=nx.cycle_graph(6)))
     _interrupted(parse_study(_small(topology=nx.cycle_graph(6))), out, [0, 2])
     with pytest.raises(ConfigError, match="^--resume: .*another scenario"):
-        gs.run(_small(topology=nx.path_graph(6)), out=out, resume=True)
-    again = gs.run(_small(topology=nx.cycle_graph(6)), out=out, resume=True)
+        gs.run(_small(topology=nx.path_graph(6)), out=out, resume=True, plots=False)
+    again = gs.run(_small(topology=nx.cycle_graph(6)), out=out, resume=True, plots=False)
     assert again.runs.equals(whole.runs)
 
 
@@ -376,7 +376,7 @@ def test_per_run_graphs_same_with_two_workers_and_resume(tmp_path):
                   runs=6, engine="event")  # fmt: skip
     assert not one.runs["cover_iteration"].equals(held.runs["cover_iteration"])
     _interrupted(parse_study(raw), tmp_path / "o", [1, 4])
-    resumed = gs.run(raw, out=tmp_path / "o", resume=True)
+    resumed = gs.run(raw, out=tmp_path / "o", resume=True, plots=False)
     assert resumed.runs.equals(one.runs) and resumed.visits.equals(one.visits)
     with pytest.raises(ConfigError, match="^--engine: the vectorized engine cannot run"):
         gs.run(raw, engine="vectorized")

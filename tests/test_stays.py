@@ -391,7 +391,7 @@ def test_a_resumed_sweep_gives_the_same_tables(tmp_path) -> None:
         store.save(0, batch)
     store.commit()
     assert status(tmp_path / "o")["done"] == 3
-    resumed = gs.run(study, out=tmp_path / "o", resume=True)
+    resumed = gs.run(study, out=tmp_path / "o", resume=True, plots=False)
     assert resumed.failures.empty
     for table in ("runs", "metrics", "requests", "visits"):
         assert getattr(resumed, table).equals(getattr(whole, table)), table

@@ -203,8 +203,8 @@ def test_cluster_without_dask_says_how_to_install(tmp_path, monkeypatch, capsys)
 def test_python_api_streams_to_a_folder_and_resumes(tmp_path):
     path = _scenario(tmp_path, runs=3)
     study = gs.load_scenario(path)
-    res = gs.run(study, out=tmp_path / "api")
-    again = gs.run(study, out=tmp_path / "api", resume=True)
+    res = gs.run(study, out=tmp_path / "api", plots=False)
+    again = gs.run(study, out=tmp_path / "api", resume=True, plots=False)
     pd.testing.assert_frame_equal(res.runs, again.runs)
     assert (
         json.loads((tmp_path / "api" / ".gossipsim" / "study.json").read_text())["complete"] is True

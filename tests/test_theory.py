@@ -263,7 +263,7 @@ def test_star_simple_random_walk_reports_the_simulated_walk(tmp_path: Path) -> N
     assert mh_value == pytest.approx(244.7071428571, abs=1e-9)  # what summary.json used to say
 
     raw = raw_scenario(STAR, SRW, "uniform", iterations=700)
-    res = gs.run(raw, runs=4000, out=tmp_path / "out")
+    res = gs.run(raw, runs=4000, out=tmp_path / "out", plots=False)
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     theory = summary["variants"]["t"]["theory"]
     assert theory["scheduler"] == SRW and theory["start"] == "uniform"

@@ -18,7 +18,9 @@ A model turns its own settings (:class:`~gossipsim.settings.ModelSpec`: the ``[m
   drawn).
 
 New models (particle posteriors, Bayesian neural networks) implement this interface; the engine and
-the runner do not change.
+the runner do not change. The abstract methods (and those a declared capability needs:
+:data:`~gossipsim.capabilities.CAPABILITY_METHODS`) are what a model must define: a kind that lacks
+one is refused when it is loaded, in one line naming it (:mod:`gossipsim.contracts`).
 """
 
 from __future__ import annotations
@@ -175,9 +177,21 @@ class Model(ABC):
         """Extra per-slot metrics of the posteriors ``states`` (one row each)."""
         return {}
 
+    @abstractmethod
     def node_sizes(self, data: Any) -> list[int]:
-        """Number of observations at each node."""
-        return []
+        """Number of observations at each node, one per node in graph order (the theory's removal
+        latency is 0 for a node without any); ``[]`` where they are not known: ``data`` is None when
+        the data are drawn per run (``[data] draw = "per-run"``)."""
+
+    @classmethod
+    def unmet_needs(cls) -> list[str]:
+        """What the model's capabilities need (:data:`~gossipsim.capabilities.CAPABILITY_METHODS`)
+        that it does not define: refused when its kind is loaded (:mod:`gossipsim.contracts`)."""
+        from ..capabilities import CAPABILITY_METHODS
+        from ..contracts import lacking
+
+        needed = [m for c in sorted(cls.capabilities) for m in CAPABILITY_METHODS.get(c, ())]
+        return lacking(cls, needed)
 
     def node_data_entries(self, data: Any, node: int) -> int:
         """How many numbers node ``node``'s data are, as a node would send them to a centre (what

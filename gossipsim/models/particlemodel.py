@@ -64,6 +64,11 @@ class ParticleModel(ParticleCapable, Model):
         """Every point θ ∈ R^d is a state."""
         return True
 
+    def node_sizes(self, data: Any) -> list[int]:
+        """Each node's rows (:meth:`~.particle.ParticleCapable.node_rows`); ``[]`` for data drawn
+        per run (``data`` None)."""
+        return [] if data is None else [self.node_rows(data, k) for k in range(self.nodes)]
+
     def compute_target(self, data: Any, forgotten: frozenset[int]) -> Target:
         """The posterior of all data but the ``forgotten`` nodes', through its score."""
         return self.particle_target(data, forgotten)

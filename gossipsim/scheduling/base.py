@@ -25,6 +25,7 @@ built-in kinds ignore it.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 import numpy as np
 
+from ..contracts import check_complete
 from ..errors import ConfigError
 from .graph import CSR, IndexedGraph
 from .jump import JumpChain
@@ -139,6 +141,7 @@ class Scheduler:
 
     # ------------------------------------------------------------------ samplers
 
+    @abstractmethod
     def sampler(
         self, g: IndexedGraph, rng: np.random.Generator, view: NodeView | None = None
     ) -> Callable[[int], int]:
@@ -161,6 +164,22 @@ class Scheduler:
     def jump_chain(self, g: IndexedGraph, view: NodeView | None = None) -> JumpChain:
         """The walk as its jump chain (holding slots and next distinct holder), for the Monte Carlo."""
         return JumpChain(g, self.edge_weights(g, view))
+
+    @classmethod
+    def unmet_needs(cls) -> list[str]:
+        """What the kind's declarations need that it does not define, refused when the kind is
+        loaded (:mod:`gossipsim.contracts`; :meth:`sampler` is abstract): :meth:`step` where it
+        declares ``kernel = "batched-step"``; :meth:`edge_weights`, or else
+        :meth:`transition_matrix` with :meth:`jump_chain`."""
+        unmet = []
+        if cls.kernel == "batched-step" and cls.step is Scheduler.step:
+            unmet.append("step")
+        if cls.edge_weights is Scheduler.edge_weights:
+            if cls.transition_matrix is Scheduler.transition_matrix:
+                unmet.append("edge_weights")
+            elif cls.jump_chain is Scheduler.jump_chain:
+                unmet.append("jump_chain")
+        return unmet
 
 
 _S = TypeVar("_S", bound=type[Scheduler])
@@ -196,6 +215,7 @@ def check_scheduler(kind: str, key: str = "scheduler.kind") -> str:
             f"unknown scheduler {kind!r}; allowed: {', '.join(SCHEDULER_KINDS)}, "
             "or an import path module:Class",
         )
+    check_complete(SCHEDULERS[kind], key, "scheduler", kind)  # one registered from Python
     return kind
 
 
@@ -210,6 +230,7 @@ def _import_scheduler(path: str, key: str) -> None:
         raise ConfigError(
             key, f"{path!r} must set kind = {path!r} (got {getattr(cls, 'kind', None)!r})"
         )
+    check_complete(cls, key, "scheduler", path)  # before it is registered
     SCHEDULERS[path] = cls
     SCHEDULER_KINDS[path] = getattr(cls, "description", "")
 
