@@ -531,6 +531,15 @@ def _request_line(entry: dict[str, Any], rows: Any, divergence: str = "KL") -> s
             "tolerance before the request; their unlearning latency times learning or estimator "
             "noise"
         )
+    both = rows.reindex(columns=["latency", "removal_latency"]).dropna()
+    early = int((both["latency"] < both["removal_latency"]).sum())
+    if early:
+        line += (
+            f"\n      note: in {early}/{len(rows)} runs the {divergence} to the posterior without "
+            "the node was within the tolerance before the node's data left the state (unlearning "
+            "latency < removal latency): at this tolerance it does not tell the posteriors with "
+            "and without the node apart"
+        )
     return line
 
 

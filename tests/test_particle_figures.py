@@ -462,6 +462,13 @@ def test_the_run_summary_names_the_divergence_the_requests_were_judged_on():
     note = "note: in 1/2 runs the {} was not within the tolerance before the request; their"
     assert note.format("KL") in _request_line(entry, rows)  # as before, for KL folders
     assert note.format("KSD") in _request_line(entry, rows, "KSD")
+    # a latency shorter than the removal latency: the divergence could not tell the posteriors apart
+    rows = pd.DataFrame({"settled_at_request": [True, True], "latency": [1.0, 7.0],
+                         "removal_latency": [6.0, 7.0]})  # fmt: skip
+    early = "note: in 1/2 runs the KSD to the posterior without the node was within the tolerance"
+    assert early in _request_line(entry, rows, "KSD")
+    rows["latency"] = [6.0, 8.0]
+    assert "without the node was within" not in _request_line(entry, rows, "KSD")
 
 
 def test_a_particle_run_says_ksd_and_records_no_gaussian_target(particle_folder):
