@@ -61,8 +61,8 @@ SLOW = (
 PER_FIGURE = r"""
 import json, sys, time
 from pathlib import Path
-from gossipsim import results
-from gossipsim import plots
+from gossipsim.results import results
+from gossipsim.figures import plots
 
 folder, out = Path(sys.argv[1]), Path(sys.argv[2])
 out.mkdir(parents=True, exist_ok=True)

@@ -55,7 +55,7 @@ def main() -> None:
         cmd = [
             sys.executable,
             "-m",
-            "gossipsim.cli",
+            "gossipsim.cli.commands",
             "run",
             str(path),
             "--out",

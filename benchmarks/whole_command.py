@@ -7,7 +7,7 @@ included, on the event engine and on the vectorized engine, for two scenarios:
 - ``fig3``: the paper's Fig. 3 scenario as shipped (3 topologies × 1,000 runs × 300 slots, every
   slot recorded: 900,000 rows of metrics.csv).
 
-Each command runs in a fresh process (``python -c "from gossipsim.cli import main; main()"``, what
+Each command runs in a fresh process (``python -c "from gossipsim.cli.commands import main; main()"``, what
 the ``gossipsim`` console script does) on the checkout this file belongs to; the best of
 ``--repeat`` wall times counts (this machine's timings vary by tens of percent). The two engines'
 tables are compared byte for byte. Then each command runs once more with phase timers (wrapping
@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ENTRY = "import sys; from gossipsim.cli import main; sys.exit(main())"
+ENTRY = "import sys; from gossipsim.cli.commands import main; sys.exit(main())"
 ENGINES = ("event", "vectorized")
 TABLES = ("metrics.csv", "runs.csv", "requests.csv", "visits.csv", "failures.csv")
 #: third-party packages a run imports only to build and write its tables (an import is counted
@@ -83,7 +83,7 @@ PHASES = r"""
 import time
 T0 = time.perf_counter()
 import functools, importlib, json, sys
-import gossipsim.cli
+import gossipsim.cli.commands
 
 totals = {}
 depth = {}
@@ -123,21 +123,21 @@ def patch_method(module, cls, attr, name):
 
 patch("gossipsim.api", "check", "world building")
 patch("gossipsim.api", "_execute", "running")
-patch("gossipsim.executors", "run_unit", "simulation")
-patch("gossipsim.measure", "measure", "measurement", ["gossipsim.fastpath", "gossipsim.runner"])
-patch("gossipsim.measure", "measure_batch", "measurement", ["gossipsim.fastpath"])
-patch_method("gossipsim.store", "RunStore", "save", "commits")
-patch_method("gossipsim.store", "RunStore", "commit", "commits")
-patch_method("gossipsim.store", "RunStore", "load", "reading parts")
+patch("gossipsim.execution.executors", "run_unit", "simulation")
+patch("gossipsim.measurement.measure", "measure", "measurement", ["gossipsim.execution.vectorized.driver", "gossipsim.execution.runner"])
+patch("gossipsim.measurement.measure", "measure_batch", "measurement", ["gossipsim.execution.vectorized.driver"])
+patch_method("gossipsim.results.store", "RunStore", "save", "commits")
+patch_method("gossipsim.results.store", "RunStore", "commit", "commits")
+patch_method("gossipsim.results.store", "RunStore", "load", "reading parts")
 patch("gossipsim.api", "collect", "merging (collect)")
 patch("gossipsim.api", "_attach_theory", "theory")
-patch_method("gossipsim.results", "Results", "write_tables", "tables")
-patch_method("gossipsim.store", "RunStore", "finish", "removing parts")
+patch_method("gossipsim.results.results", "Results", "write_tables", "tables")
+patch_method("gossipsim.results.store", "RunStore", "finish", "removing parts")
 # the modules patched above are those a run imports (the CLI imports them lazily, inside main):
 # their import is counted here, as start-up, and not inside the first phase that needs them
 T_MAIN = time.perf_counter()
 sys.argv = ["gossipsim", *sys.argv[1:]]
-code = gossipsim.cli.main()  # as the console script calls it
+code = gossipsim.cli.commands.main()  # as the console script calls it
 T_END = time.perf_counter()
 print(json.dumps({"imports": T_MAIN - T0, "main": T_END - T_MAIN, "child": T_END - T0,
                   "totals": totals, "code": code}))

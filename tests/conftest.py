@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import pytest
 from matplotlib.figure import Figure
 
-from gossipsim import plots
+from gossipsim.figures import plots
 
 
 @pytest.fixture

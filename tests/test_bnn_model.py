@@ -14,12 +14,12 @@ import pytest
 from scipy.special import logsumexp
 from scipy.stats import gamma, norm
 
-from gossipsim import store
 from gossipsim.api import parse_study
 from gossipsim.errors import ConfigError
 from gossipsim.models import particlemodel
-from gossipsim.scenario import parse_scenario
-from gossipsim.world import build_world
+from gossipsim.results import store
+from gossipsim.study.scenario import parse_scenario
+from gossipsim.world.world import build_world
 from tests.helpers import base_scenario, validate_error
 from tests.test_imagetask import _folder as fashion_folder
 

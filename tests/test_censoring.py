@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gossipsim.censoring import (
+from gossipsim.measurement.censoring import (
     censored_summary,
     empirical_survival,
     estimates,
@@ -182,7 +182,7 @@ def test_where_nobody_is_left_at_risk_the_band_is_zero():
 def _brookmeyer_crowley(
     follow: np.ndarray, observed: np.ndarray, level: float = 0.95
 ) -> tuple[float, float, float]:
-    """(median, lower, upper) from first principles, written apart from gossipsim.censoring and
+    """(median, lower, upper) from first principles, written apart from gossipsim.measurement.censoring and
     SciPy: the product-limit estimate in exact fractions over the distinct event times (ties one
     step with d events; a censoring at t at risk at t), Greenwood's sum Σ d / (n (n − d)) (the
     term with n = d left out: S is then 0), the log-log band S^exp(±w), w = z sqrt(Σ) / |log S|,

@@ -16,8 +16,8 @@ import pytest
 
 import gossipsim as gs
 import gossipsim.cover as ct
-from gossipsim import executors
-from gossipsim.cli import main
+from gossipsim.cli.commands import main
+from gossipsim.execution import executors
 from tests.helpers import base_scenario, to_toml
 
 
@@ -326,7 +326,7 @@ def test_library_warnings_are_said_as_what_they_mean_for_the_study(capsys):
     import matplotlib.pyplot as plt
     from scipy.integrate import IntegrationWarning
 
-    from gossipsim import cli
+    from gossipsim.cli import commands as cli
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -355,7 +355,7 @@ def test_cli_rings_and_paths_are_built_as_arrays_equal_to_networkx(kind, monkeyp
 
     import networkx as nx
 
-    from gossipsim import cli
+    from gossipsim.cli import commands as cli
     from gossipsim.topology import build_indexed
 
     expected = {n: build_indexed(kind, n, {})[0] for n in (2, 3, 4, 10, 57)}

@@ -14,9 +14,11 @@ import pytest
 from matplotlib.figure import Figure
 
 import gossipsim as gs
-from gossipsim import api, graphfiles, results
-from gossipsim.cli import main
-from gossipsim.tidy import sweep_columns
+from gossipsim import api
+from gossipsim.cli.commands import main
+from gossipsim.figures import graph_layout
+from gossipsim.results import graphfiles, results
+from gossipsim.results.tidy import sweep_columns
 from tests.helpers import base_scenario, to_toml
 
 SWEEP = {"topology.nodes": [8, 6], "scheduler.kind": ["simple-random-walk", "metropolis-hastings"]}
@@ -150,7 +152,7 @@ def test_load_results_gives_the_tables_gs_run_gave(tmp_path, copies, case):
         loaded = back.graphs[label]
         assert list(loaded.nodes) == list(graph.nodes)
         assert {frozenset(e) for e in loaded.edges} == {frozenset(e) for e in graph.edges}
-        assert graphfiles.layout(loaded) == graphfiles.layout(graph)
+        assert graph_layout.layout(loaded) == graph_layout.layout(graph)
 
 
 def test_load_results_without_the_scenario_inputs(tmp_path):
@@ -207,7 +209,7 @@ def test_graphs_are_saved_once_per_distinct_graph_with_their_layout(tmp_path, mo
     assert nx.is_isomorphic(ring, nx.cycle_graph(8)) and list(ring) == list(range(8))
     # the saved layout is used, never computed again
     monkeypatch.setattr(nx, "kamada_kawai_layout", lambda *a, **k: pytest.fail("recomputed"))
-    pos = graphfiles.layout(ring)
+    pos = graph_layout.layout(ring)
     assert pos[0] == (ring.nodes[0]["layout_x"], ring.nodes[0]["layout_y"])
     assert back.plot(which=["visits"])["visits"] is not None
 
@@ -434,7 +436,7 @@ def test_plot_returns_figures_or_writes_files(tmp_path, swept):
 def test_the_plot_command_reads_the_folder_with_load_results(tmp_path, monkeypatch, capsys):
     gs.run(_sweep(), out=tmp_path, runs=2, plots=False)
     monkeypatch.setattr(results, "parquet_available", lambda: False)  # the CSV files only
-    import gossipsim.cli as cli
+    import gossipsim.cli.commands as cli
 
     monkeypatch.setattr(cli, "_graphs", lambda study: pytest.fail("graphs built again"))
     assert main(["plot", str(tmp_path), "--figure", "visits", "--figure", "cover_time"]) == 0

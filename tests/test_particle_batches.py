@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim import fastpath
+from gossipsim.execution.vectorized import driver as fastpath
 from gossipsim.particles.kernels import median_bandwidth, pairwise_squared_distances
 from gossipsim.protocols import protocol_kind
 
@@ -127,7 +127,7 @@ def test_results_identical_for_any_number_of_workers_and_batches(monkeypatch):
     raw = _raw({"kind": "dsvgd", "particles": 5})
     raw["scenario"]["runs"] = 5
     whole = gs.run(raw, engine="vectorized", workers=2)
-    monkeypatch.setattr("gossipsim.budget.VECTORIZED_MAX_RUNS", 2)
+    monkeypatch.setattr("gossipsim.study.budget.VECTORIZED_MAX_RUNS", 2)
     split = gs.run(raw, engine="vectorized")
     for name in TABLES:
         pd.testing.assert_frame_equal(getattr(whole, name), getattr(split, name), check_exact=True)

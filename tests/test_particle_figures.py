@@ -18,9 +18,9 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from gossipsim import plots
-from gossipsim.divergences import KL, KSD, divergence, divergences, joined_names
-from gossipsim.plotting.axes import REQUEST_LABEL
+from gossipsim.figures import plots
+from gossipsim.figures.axes import REQUEST_LABEL
+from gossipsim.states.divergences import KL, KSD, divergence, divergences, joined_names
 
 REQUEST_SLOT = 12
 
@@ -116,7 +116,7 @@ def test_a_table_says_which_divergence_each_variant_holds():
 
 
 def test_a_registered_representation_s_divergence_is_found():
-    from gossipsim.representations import (
+    from gossipsim.states.representations import (
         REPRESENTATIONS,
         NaturalParameters,
         register_representation,
@@ -434,7 +434,7 @@ at_iteration = 15
 
 
 def _cli(args: list[str]) -> tuple[int, str]:
-    from gossipsim.cli import main
+    from gossipsim.cli.commands import main
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -455,7 +455,7 @@ def particle_folder(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str
 
 
 def test_the_run_summary_names_the_divergence_the_requests_were_judged_on():
-    from gossipsim.cli import _request_line
+    from gossipsim.cli.commands import _request_line
 
     entry = {"request_iteration": 20.0, "arrived": 2, "runs": 2, "node": 0}
     rows = pd.DataFrame({"settled_at_request": [False, True]})

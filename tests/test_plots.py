@@ -18,12 +18,11 @@ from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from gossipsim import plots
-from gossipsim.divergences import KL
-from gossipsim.plotting import style
-from gossipsim.plotting.axes import REQUEST_LABEL, REQUEST_SPAN_LABEL, LogPanel, request_marks
-from gossipsim.plotting.layout import facets, grid
-from gossipsim.plotting.stats import across_runs, mean_and_half_width, mean_ci
+from gossipsim.figures import plots, style
+from gossipsim.figures.axes import REQUEST_LABEL, REQUEST_SPAN_LABEL, LogPanel, request_marks
+from gossipsim.figures.layout import facets, grid
+from gossipsim.figures.stats import across_runs, mean_and_half_width, mean_ci
+from gossipsim.states.divergences import KL
 
 # ---------------------------------------------------------------------------------------------------
 # statistics
@@ -164,7 +163,7 @@ def test_exact_zeros_go_past_a_break_labelled_zero():
 def test_a_diverged_kl_near_the_float_limit_still_draws(tmp_path):
     """A KL of 1e285 (a REINFORCE step with baseline 1e300, found by the fuzz profile) put the log
     ticks past the float range and matplotlib's formatter failed: the axis now stops at LOG_TOP."""
-    from gossipsim.plotting.axes import LOG_TOP
+    from gossipsim.figures.axes import LOG_TOP
 
     fig = plt.figure()
     try:
@@ -395,8 +394,8 @@ def test_latency_legends_give_kaplan_meier_medians_and_restricted_means_with_int
 ):
     """Not "mean ± t-interval" (which went below zero for these heavy-tailed latencies): the
     Kaplan–Meier median and restricted mean, each with its interval, computed independently here
-    by gossipsim.censoring on the same data with the censoring at n − r + 1."""
-    from gossipsim.censoring import estimates
+    by gossipsim.measurement.censoring on the same data with the censoring at n − r + 1."""
+    from gossipsim.measurement.censoring import estimates
 
     rng = np.random.default_rng(2)
     latency = np.ceil(rng.lognormal(3.0, 1.4, size=60))
@@ -477,7 +476,7 @@ def test_a_kl_latency_judged_over_a_window_is_censored_w_minus_1_slots_sooner(dr
     """latency_window W = 10: a KL latency needs 10 settled slots, so a run of 1,000 slots sees it
     only up to 1,000 − 10 + 1 − 950 + 1 = 42 (the removal latency up to 51): its estimate ends
     there and is the Kaplan–Meier estimate censored at 42."""
-    from gossipsim.censoring import estimates
+    from gossipsim.measurement.censoring import estimates
 
     removal = [3.0, 10.0, np.nan, 40.0, np.nan, 20.0]
     requests = _requests(["v"], runs=6, slot=950, removal_latency=removal, latency=removal)
@@ -672,7 +671,7 @@ def test_palette_roles_differ():
 
 
 def test_per_variant_panels_of_a_sweep_put_its_facets_in_columns():
-    from gossipsim.plotting.layout import variant_cells
+    from gossipsim.figures.layout import variant_cells
 
     summary = _sweep_summary()
     variants = list(summary["variants"])
@@ -692,7 +691,7 @@ def test_step_values_on_grid_equal_a_per_run_searchsorted():
     """The KL-vs-time curves of all runs at once equal the per-run loop they replaced, bit for bit:
     times equal to grid points, repeated times, a run starting after the grid does, runs listed out
     of order, -0.0 beside 0.0."""
-    from gossipsim.plotting.stats import step_values_on_grid
+    from gossipsim.figures.stats import step_values_on_grid
 
     rng = np.random.default_rng(4)
     grid = np.linspace(0.0, 10.0, 41)
@@ -733,7 +732,7 @@ def test_band_matrix_equals_the_pandas_pivot_it_replaced():
     rows out of order, runs that stop early (carried forward), slots some runs did not record,
     NaN in the middle of a run (carried over) and at its start (kept), a run with no value at all,
     two rows of one run at one slot (the later non-NaN one wins), and a float x (time)."""
-    from gossipsim.plotting.stats import band_matrix
+    from gossipsim.figures.stats import band_matrix
 
     rng = np.random.default_rng(7)
     rows = []
@@ -825,7 +824,7 @@ def test_a_png_is_laid_out_once_and_is_the_image_savefig_makes(tmp_path, monkeyp
     keeps its layout engine."""
     from PIL import Image
 
-    from gossipsim.plotting.style import RC
+    from gossipsim.figures.style import RC
 
     removal = [1.0, 2.0, 4.0, np.nan, 8.0]
     requests = _requests(["v"], removal_latency=removal, latency=removal,
@@ -1099,7 +1098,7 @@ def test_figures_show_in_a_notebook_without_pyplot():
     import base64
     import re
 
-    from gossipsim.plotting.canvas import Figures
+    from gossipsim.figures.canvas import Figures
 
     fig = plots.plot_kl_vs_iteration(_metrics(["v"]), ["v"])
     assert fig._repr_png_().startswith(b"\x89PNG")
@@ -1118,7 +1117,7 @@ def test_importing_and_drawing_leave_the_backend_alone(tmp_path):
 
     code = (
         "import matplotlib; before = matplotlib.get_backend()\n"
-        "import gossipsim.plots as p, pandas as pd\n"
+        "import gossipsim.figures.plots as p, pandas as pd\n"
         "m = pd.DataFrame({'variant': 'v', 'run': 0, 'iteration': [1, 2], 'time': 0.0,"
         " 'kl': [1.0, 0.5]})\n"
         "p.plot_kl_vs_iteration(m, ['v'], 'kl.png')\n"
@@ -1135,7 +1134,7 @@ def test_importing_and_drawing_leave_the_backend_alone(tmp_path):
 def test_a_latency_not_served_exceeds_the_slots_left_in_its_run():
     """n − r + 1 for a request at slot r in a run of n slots, the run's own length (runs of one
     variant may differ: stop_when_done), matched by variant and run."""
-    from gossipsim.plotting.requests import latency_bound
+    from gossipsim.figures.requests import latency_bound
 
     requests = pd.DataFrame({"variant": ["a", "a", "b"], "run": [0, 1, 0],
                              "request_iteration": [950.0, 950.0, 10.0]})  # fmt: skip
@@ -1153,7 +1152,7 @@ def test_a_notebook_shows_the_figures_and_the_user_s_own(tmp_path):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
-    from gossipsim.cli import main
+    from gossipsim.cli.commands import main
 
     scenario = tmp_path / "s.toml"
     scenario.write_text(
@@ -1182,7 +1181,7 @@ def test_compare_outlines_each_band_and_draws_the_tolerance(drawn, tmp_path):
     """`gossipsim compare` of two folders of a two-variant sweep: faint bands outlined in their
     line's style (the same variant the same colour in both folders, each folder its style) and the
     folders' common tolerance drawn once."""
-    from gossipsim.cli import main
+    from gossipsim.cli.commands import main
     from tests.helpers import base_scenario, to_toml
 
     raw = base_scenario(scenario={"name": "c", "seed": 3, "runs": 4, "iterations": 120},
@@ -1248,11 +1247,11 @@ def test_figures_of_a_folder_import_neither_scipy_statistics_nor_the_engines(ser
 
     _, out = served_folder
     code = (
-        "import sys; from gossipsim.results import load_results; "
+        "import sys; from gossipsim.results.results import load_results; "
         "written = load_results(sys.argv[1]).plot(sys.argv[2]); "
         "assert 'latency' in written, written; "
-        "print(sorted(m for m in ('scipy.stats', 'gossipsim.runner', 'gossipsim.executors', "
-        "'gossipsim.engine', 'gossipsim.store') if m in sys.modules))"
+        "print(sorted(m for m in ('scipy.stats', 'gossipsim.execution.runner', 'gossipsim.execution.executors', "
+        "'gossipsim.engine.token', 'gossipsim.results.store') if m in sys.modules))"
     )
     done = subprocess.run(
         [sys.executable, "-c", code, str(out), str(out / "figures")],
@@ -1267,7 +1266,7 @@ def test_latency_figure_from_summary_json_is_the_one_estimated_again(served_fold
     again, with SciPy)."""
     from PIL import Image
 
-    from gossipsim.results import load_results
+    from gossipsim.results.results import load_results
 
     res, out = served_folder
     assert res.read_summary is None

@@ -11,22 +11,24 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim import budget, executors, fastpath
 from gossipsim.api import choose_engines
-from gossipsim.capabilities import (
+from gossipsim.cli.commands import main
+from gossipsim.core.capabilities import (
     BATCHED_MEAN_GRADIENT,
     EXACT_FACTORS,
     LOGLIK_GRADIENT,
     MEAN_GRADIENT,
 )
-from gossipsim.channels import Channel
-from gossipsim.cli import main
-from gossipsim.contracts import abstract_methods, missing_methods
+from gossipsim.core.contracts import abstract_methods, missing_methods
 from gossipsim.errors import ConfigError
+from gossipsim.execution import executors
+from gossipsim.execution.vectorized import driver as fastpath
 from gossipsim.models import Model
+from gossipsim.network.channels import Channel
 from gossipsim.protocols import PROTOCOL_KINDS, GFVLSettings, protocol_kind
 from gossipsim.protocols.registry import ProtocolKind
 from gossipsim.scheduling import SCHEDULERS, Scheduler, register, unregister
+from gossipsim.study import budget
 from tests.helpers import base_scenario, to_toml
 from tests.plugins import TARGET_LOG, PlainWalk
 

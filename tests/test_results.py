@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim import results
 from gossipsim.errors import ConfigError
+from gossipsim.results import results
 from tests.helpers import base_scenario
 
 pytest.importorskip("pyarrow")
@@ -72,7 +72,7 @@ def test_summaries_are_per_request_and_report_censoring(tmp_path, capsys):
     the same per-request entries."""
     import json
 
-    from gossipsim.cli import main
+    from gossipsim.cli.commands import main
     from tests.helpers import base_scenario, to_toml
 
     raw = base_scenario(

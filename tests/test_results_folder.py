@@ -12,10 +12,11 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim import executors, results
-from gossipsim.cli import main
+from gossipsim.cli.commands import main
 from gossipsim.errors import ConfigError
-from gossipsim.scenario import parse_study
+from gossipsim.execution import executors
+from gossipsim.results import results
+from gossipsim.study.scenario import parse_study
 from tests.helpers import base_scenario, to_toml
 
 TABLES = ("metrics", "runs", "requests", "visits", "failures")
@@ -230,10 +231,10 @@ def test_a_graph_sweep_is_saved_reloaded_and_resumed_like_a_single_graph(
     with pytest.raises(ConfigError, match="^--resume: .*another scenario"):
         gs.run(_graph_sweep(other), out=out, resume=True, plots=False)
     # an interrupted sweep over graphs resumes to the same tables
-    from gossipsim.runner import simulate_run
-    from gossipsim.store import RunStore
-    from gossipsim.streams import run_seed
-    from gossipsim.world import build_world
+    from gossipsim.core.streams import run_seed
+    from gossipsim.execution.runner import simulate_run
+    from gossipsim.results.store import RunStore
+    from gossipsim.world.world import build_world
 
     study = parse_study(_graph_sweep(_graphs()))
     cut = tmp_path / "cut"
@@ -351,7 +352,7 @@ def test_parquet_only_tables_are_read_by_every_command(tmp_path, monkeypatch, ca
     monkeypatch.undo()
     # an interrupted sweep resumed with --tables parquet
     cut = tmp_path / "cut"
-    from gossipsim.store import RunStore
+    from gossipsim.results.store import RunStore
 
     store = RunStore(cut, gs.load_scenario(path))
     store.open()

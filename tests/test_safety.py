@@ -21,10 +21,12 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim import api, executors, store
-from gossipsim.cli import main
-from gossipsim.executors import RunFailure
-from gossipsim.runner import BatchOutput, RunOutput
+from gossipsim import api
+from gossipsim.cli.commands import main
+from gossipsim.execution import executors
+from gossipsim.execution.executors import RunFailure
+from gossipsim.execution.runner import BatchOutput, RunOutput
+from gossipsim.results import store
 from tests.helpers import base_scenario, to_toml
 
 TABLES = ("metrics.csv", "runs.csv", "requests.csv", "visits.csv", "failures.csv", "summary.json")
@@ -154,13 +156,13 @@ def test_every_run_failing_writes_failures_csv_and_a_complete_folder(tmp_path, m
 
 
 def test_a_theory_failure_keeps_the_runs_and_is_recorded(tmp_path, monkeypatch, capsys):
-    import gossipsim.theory
-    from gossipsim.results import PostProcessingError
+    import gossipsim.measurement.theory
+    from gossipsim.results.results import PostProcessingError
 
     def overflow(world, arrival_slots=None):
         raise ValueError("array is too big")
 
-    monkeypatch.setattr(gossipsim.theory, "theory_for", overflow)
+    monkeypatch.setattr(gossipsim.measurement.theory, "theory_for", overflow)
     path = _scenario(tmp_path)
     out = tmp_path / "R"
     assert main(["run", str(path), "--out", str(out), "--no-plots"]) == 1
@@ -218,7 +220,7 @@ def test_a_disk_full_while_writing_the_tables_keeps_the_runs_for_resume(
     full, out = tmp_path / "full", tmp_path / "R"
     assert main(["run", str(path), "--out", str(full), "--no-plots"]) == 0
     capsys.readouterr()
-    from gossipsim import results
+    from gossipsim.results import results
 
     real = results.write_csv
 
@@ -405,7 +407,7 @@ def test_resume_refuses_changed_input_files(tmp_path, capsys, make, key, change)
 
 
 def test_the_bundled_data_set_is_an_input_of_the_fingerprint(monkeypatch):
-    import gossipsim.datasets as datasets
+    import gossipsim.data.datasets as datasets
 
     study = gs.parse_study(LOGISTIC_IRIS)
     before = store.input_hashes(study)
@@ -477,7 +479,7 @@ def _same(a, b) -> None:
     ids=["int", "str", "mixed"],
 )
 def test_parts_round_trip_every_outcome_without_pickle(monkeypatch, labels):
-    from gossipsim.store import decode_part, encode_part
+    from gossipsim.results.store import decode_part, encode_part
 
     run = RunOutput(
         run=7,
@@ -626,7 +628,7 @@ def _long_scenario(tmp_path: Path) -> Path:
 # for work
 QUICK_COMMITS = """
 import sys, time
-from gossipsim import store
+from gossipsim.results import store
 store.COMMIT_SECONDS = 0.25
 if sys.argv[1] == "slow-disk":
     save = store.RunStore.save
@@ -634,7 +636,7 @@ if sys.argv[1] == "slow-disk":
         time.sleep(0.02)
         save(self, variant, outcome)
     store.RunStore.save = slow_save
-from gossipsim.cli import main
+from gossipsim.cli.commands import main
 sys.exit(main(sys.argv[2:]))
 """
 
@@ -793,9 +795,9 @@ def test_a_run_whose_kl_is_not_finite_fails_with_its_cause(
             main_state = "the KL of the protocol's state to its target is NaN from slot 1 (state ("
             retrain = re.match(
                 r"the KL of the retrain baseline's state to its target is NaN from slot (\d+) ",
-                error.removeprefix("gossipsim.measure.NonFiniteKL: "),
+                error.removeprefix("gossipsim.measurement.measure.NonFiniteKL: "),
             )
-            assert error.startswith(f"gossipsim.measure.NonFiniteKL: {main_state}") or (
+            assert error.startswith(f"gossipsim.measurement.measure.NonFiniteKL: {main_state}") or (
                 requests and retrain and int(retrain.group(1)) >= 60
             ), error
             assert error.endswith("terms of the KL are beyond float64's range (an ∞ − ∞ or 0·∞)")

@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-import gossipsim.fastpath as fastpath
-from gossipsim.measure import _recorded_many
-from gossipsim.metrics import recorded_slots
+import gossipsim.execution.vectorized.driver as fastpath
+from gossipsim.measurement.measure import _recorded_many
+from gossipsim.measurement.metrics import recorded_slots
 
 MODELS = [
     ({"kind": "beta-bernoulli", "prior": {"a": 2, "b": 2}}, {"theta": 0.7}),
@@ -113,7 +113,7 @@ def test_recorded_slots_of_many_runs_are_those_of_each_run():
 @pytest.mark.parametrize("seed", [5, 11, 17])
 def test_the_batch_measures_what_measure_gives_each_run(seed):
     """measure_batch's columns against the rows measure() gives each run of the event engine."""
-    from gossipsim.runner import build_world, run_seed, simulate_run
+    from gossipsim.execution.runner import build_world, run_seed, simulate_run
 
     raw = random_scenario(seed)
     runs = list(range(raw["scenario"]["runs"]))

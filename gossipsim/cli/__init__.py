@@ -1,0 +1,5 @@
+"""The ``gossipsim`` command line."""
+
+from gossipsim.cli.commands import main
+
+__all__ = ["main"]
