@@ -61,13 +61,13 @@ SLOW = (
 PER_FIGURE = r"""
 import json, sys, time
 from pathlib import Path
-from gossipsim.results import results
+from gossipsim.results import figuretables, results
 from gossipsim.figures import plots
 
 folder, out = Path(sys.argv[1]), Path(sys.argv[2])
 out.mkdir(parents=True, exist_ok=True)
 start = time.perf_counter()
-drawn = getattr(results, "load_figure_tables", lambda folder: None)(folder)
+drawn = figuretables.load_figure_tables(folder)
 if drawn is None:
     res = results.load_results(folder)
     args = (res.metrics, res.runs, res.requests, res.visits, res.figure_summary(), "median",

@@ -131,7 +131,7 @@ def run(
         raise ConfigError("allow_code_change", f"must be True or False (got {allow_code_change!r})")
     if allow_code_change and not resume:
         raise ConfigError("--allow-code-change", "applies only with --resume")
-    from gossipsim.results.results import table_formats
+    from gossipsim.results.writing import table_formats
 
     formats = table_formats(tables)
     worlds = check(study)
@@ -338,7 +338,8 @@ def _finish(
 ) -> Results:
     """Merge the outcomes into tables, commit them, then run the steps that may fail (theory is
     recorded per variant, figures drawn last); raise PostProcessingError if any did."""
-    from gossipsim.results.results import PostProcessingError, collect
+    from gossipsim.results.collect import collect
+    from gossipsim.results.results import PostProcessingError
 
     ordered = store.load() if store is not None else ((t[0], outcomes[t]) for t in sorted(outcomes))
     results = collect(study, ordered, node_labels=[w.indexed.labels for w in worlds])
@@ -398,15 +399,12 @@ def _finished(
     formats: tuple[str, ...],
 ) -> Results:
     """A finished sweep resumed: a damaged or missing table file rewritten from its intact copy
-    in the other format, byte for byte the file written (:func:`~gossipsim.results.results.repair_tables`;
+    in the other format, byte for byte the file written (:func:`~gossipsim.results.repair.repair_tables`;
     a warning says so), its tables read back (nothing is run), written again only in formats they
     do not have yet (``tables``), and the figures drawn again."""
-    from gossipsim.results.results import (
-        TABLE_FILE_KINDS,
-        PostProcessingError,
-        load_results,
-        repair_tables,
-    )
+    from gossipsim.results.manifest import TABLE_FILE_KINDS
+    from gossipsim.results.repair import repair_tables
+    from gossipsim.results.results import PostProcessingError, load_results
 
     store.open()  # only removes what a killed process left behind
     try:

@@ -1,5 +1,5 @@
 """``gossipsim plot`` of a folder this gossipsim wrote: its tables and summary.json read without
-rebuilding its study (:func:`gossipsim.results.results.load_figure_tables`), the same figures as from
+rebuilding its study (:func:`gossipsim.results.figuretables.load_figure_tables`), the same figures as from
 :func:`gossipsim.load_results`, neither SciPy nor a model imported for the graphs of Fig. 3; a
 folder of other code read with its study; the cover figure's interval recorded in summary.json."""
 
@@ -20,7 +20,7 @@ import gossipsim as gs
 from gossipsim.cli import commands as cli
 from gossipsim.figures import stats
 from gossipsim.results import results
-from gossipsim.results.results import UNDRAWN_COLUMNS, load_figure_tables
+from gossipsim.results.figuretables import UNDRAWN_COLUMNS, load_figure_tables
 from tests.helpers import base_scenario
 
 #: Fig. 3's sweep, small: beta-Bernoulli on a star, a ring and a complete graph of 10 nodes

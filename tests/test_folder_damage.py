@@ -22,8 +22,7 @@ import pytest
 import gossipsim as gs
 from gossipsim.cli.commands import main
 from gossipsim.errors import ConfigError
-from gossipsim.results import results as results_module
-from gossipsim.results import store
+from gossipsim.results import repair, store
 from gossipsim.results.store import RunStore, decode_part, encode_part, status
 from tests.folders import interrupted, parts_of
 from tests.helpers import to_toml
@@ -243,7 +242,7 @@ def test_resume_refuses_a_rewrite_that_is_not_the_file_written(
     def other_bytes(table: pd.DataFrame, path: Path) -> None:
         table.to_csv(path, index=False, float_format="%.3g")
 
-    monkeypatch.setattr(results_module, "write_csv", other_bytes)
+    monkeypatch.setattr(repair, "write_csv", other_bytes)
     assert main(["run", str(scenario), "--out", str(out), "--no-plots", "--resume"]) == 2
     line = _one_line(capsys.readouterr().err)
     assert "metrics.csv" in line and "would not be the file written" in line

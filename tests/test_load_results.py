@@ -17,7 +17,7 @@ import gossipsim as gs
 from gossipsim import api
 from gossipsim.cli.commands import main
 from gossipsim.figures import graph_layout
-from gossipsim.results import graphfiles, results
+from gossipsim.results import graphfiles, reading
 from gossipsim.results.tidy import sweep_columns
 from tests.helpers import base_scenario, to_toml
 
@@ -371,9 +371,9 @@ def test_node_labels_that_share_a_text_stay_text(tmp_path):
     graphs = [nx.Graph([(3, "3")])]
     tables = {name: table.copy() for name, table in res.tables().items()}
     tables["visits"]["node"] = tables["visits"]["node"].astype(str).astype(object)
-    results._restore_node_labels(tables, graphs)
+    reading.restore_node_labels(tables, graphs)
     assert set(map(type, tables["visits"]["node"])) == {str}
-    results._restore_node_labels(tables, [nx.Graph([(3, "a")]), nx.path_graph(50)])
+    reading.restore_node_labels(tables, [nx.Graph([(3, "a")]), nx.path_graph(50)])
     assert set(map(type, tables["visits"]["node"])) == {int}
 
 
@@ -435,7 +435,7 @@ def test_plot_returns_figures_or_writes_files(tmp_path, swept):
 
 def test_the_plot_command_reads_the_folder_with_load_results(tmp_path, monkeypatch, capsys):
     gs.run(_sweep(), out=tmp_path, runs=2, plots=False)
-    monkeypatch.setattr(results, "parquet_available", lambda: False)  # the CSV files only
+    monkeypatch.setattr(reading, "parquet_available", lambda: False)  # the CSV files only
     import gossipsim.cli.commands as cli
 
     monkeypatch.setattr(cli, "_graphs", lambda study: pytest.fail("graphs built again"))

@@ -15,7 +15,7 @@ import gossipsim as gs
 from gossipsim.cli.commands import main
 from gossipsim.errors import ConfigError
 from gossipsim.execution import executors
-from gossipsim.results import results
+from gossipsim.results import reading, repair, writing
 from gossipsim.study.scenario import parse_study
 from tests.helpers import base_scenario, to_toml
 
@@ -390,7 +390,8 @@ def test_parquet_without_pyarrow_is_one_line(tmp_path, monkeypatch, capsys):
     path = _file(tmp_path)
     out = tmp_path / "pq"
     assert main(["run", str(path), "--out", str(out), "--tables", "parquet", "--no-plots"]) == 0
-    monkeypatch.setattr(results, "parquet_available", lambda: False)
+    for module in (writing, reading, repair):  # where the tables are written, read, rewritten
+        monkeypatch.setattr(module, "parquet_available", lambda: False)
     capsys.readouterr()
     for args in (
         ["run", str(path), "--out", str(tmp_path / "new"), "--tables", "parquet"],

@@ -220,15 +220,15 @@ def test_a_disk_full_while_writing_the_tables_keeps_the_runs_for_resume(
     full, out = tmp_path / "full", tmp_path / "R"
     assert main(["run", str(path), "--out", str(full), "--no-plots"]) == 0
     capsys.readouterr()
-    from gossipsim.results import results
+    from gossipsim.results import writing
 
-    real = results.write_csv
+    real = writing.write_csv
 
     def disk_full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     with monkeypatch.context() as patch:
-        patch.setattr(results, "write_csv", disk_full)
+        patch.setattr(writing, "write_csv", disk_full)
         assert main(["run", str(path), "--out", str(out), "--no-plots"]) == 1
     captured = capsys.readouterr()
     line = _one_line(captured.err)
@@ -236,7 +236,7 @@ def test_a_disk_full_while_writing_the_tables_keeps_the_runs_for_resume(
     # "wrote" is said only once it is true: a log or a pipe must not read the failure as a success
     assert "wrote" not in captured.out
     assert f"the tables were NOT written to {out}/" in captured.out
-    assert results.write_csv is real
+    assert writing.write_csv is real
     info = _status(out, capsys)
     assert not info["complete"] and info["done"] == 4  # every run kept
     assert not list(out.glob(".staging-*"))

@@ -357,7 +357,8 @@ def _error_line(message: str) -> None:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from gossipsim.api import run, standard_figures
-    from gossipsim.results.results import PostProcessingError, table_formats
+    from gossipsim.results.results import PostProcessingError
+    from gossipsim.results.writing import table_formats
     from gossipsim.study.scenario import load_scenario
 
     if args.out is not None and not args.out.strip():
@@ -458,7 +459,7 @@ def _print_summary(results: Any, out: Path, *, tables_written: bool = True) -> N
         "engine: "
         + "; ".join(f"{e} for {engines.count(e)} variant(s)" for e in sorted(set(engines)))
     )
-    from gossipsim.results.results import cover_summary, walks
+    from gossipsim.results.summary import cover_summary, walks
 
     kinds = results.divergences  # what "converged" and the unlearning latency were judged on
     scenarios = {v.label: v.scenario for v in results.study.variants}
@@ -871,8 +872,8 @@ def _cmd_plot(args: argparse.Namespace) -> int:
             FIGURES,
             plot_results,
         )
+        from gossipsim.results.figuretables import load_figure_tables
         from gossipsim.results.folderfiles import check_output_folder
-        from gossipsim.results.results import load_figure_tables
 
         if args.figure:
             unknown = [name for name in args.figure if name not in FIGURES]

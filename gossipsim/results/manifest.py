@@ -216,6 +216,10 @@ def start_check(folder: Path) -> TableCheck | None:
     return TableCheck(Path(folder), summary, first)
 
 
+#: what to install for Parquet files, where :func:`parquet_available` is False
+PARQUET_HINT = "pip install 'gossipsim[parquet]'"
+
+
 def parquet_available() -> bool:
     """Whether pandas can read and write Parquet here (pyarrow is installed)."""
     return importlib.util.find_spec("pyarrow") is not None
