@@ -39,7 +39,8 @@ from gossipsim.execution.executors import (
 )
 from gossipsim.execution.runner import World, build_world
 from gossipsim.results.graphfiles import MAX_SAVED_NODES
-from gossipsim.results.store import RunStore, study_record
+from gossipsim.results.store import RunStore
+from gossipsim.results.studyrecord import study_record
 from gossipsim.study.scenario import Study, load_scenario, parse_study, raise_for_swept_base
 
 if TYPE_CHECKING:  # the tables need pandas: imported by run() alone, not by check() (validate)

@@ -12,7 +12,8 @@ from gossipsim.execution.executors import RunFailure
 from gossipsim.execution.runner import build_world, run_seed, simulate_run
 from gossipsim.results import store
 from gossipsim.results.collect import collect
-from gossipsim.results.store import RunStore, status
+from gossipsim.results.status import status
+from gossipsim.results.store import RunStore
 from tests.helpers import base_scenario
 
 TABLES = ("metrics.csv", "runs.csv", "requests.csv", "visits.csv", "failures.csv", "summary.json")

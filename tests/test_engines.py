@@ -133,7 +133,8 @@ def test_batches_and_single_runs_merge_in_run_order():
 
 
 def test_resume_with_the_other_engine_gives_the_same_tables(tmp_path):
-    from gossipsim.results.store import RunStore, status
+    from gossipsim.results.status import status
+    from gossipsim.results.store import RunStore
 
     study = gs.parse_study(CASES["learning, record_every"])
     whole = gs.run(study, engine="event")
@@ -153,7 +154,8 @@ def test_resume_with_the_other_engine_gives_the_same_tables(tmp_path):
 def test_status_counts_the_runs_of_a_committed_batch(tmp_path):
     from gossipsim.execution.runner import build_world
     from gossipsim.execution.vectorized.driver import simulate_runs
-    from gossipsim.results.store import RunStore, status
+    from gossipsim.results.status import status
+    from gossipsim.results.store import RunStore
 
     study = gs.parse_study(CASES["learning, record_every"])
     world = build_world(study.variants[0].scenario)

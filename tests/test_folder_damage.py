@@ -23,7 +23,8 @@ import gossipsim as gs
 from gossipsim.cli.commands import main
 from gossipsim.errors import ConfigError
 from gossipsim.results import repair, store
-from gossipsim.results.store import RunStore, decode_part, encode_part, status
+from gossipsim.results.status import status
+from gossipsim.results.store import RunStore, decode_part, encode_part
 from tests.folders import interrupted, parts_of
 from tests.helpers import to_toml
 from tests.test_folder_integrity import _one_line

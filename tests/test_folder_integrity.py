@@ -21,7 +21,7 @@ import pytest
 import gossipsim as gs
 from gossipsim.cli.commands import main
 from gossipsim.errors import ConfigError
-from gossipsim.results import store
+from gossipsim.results import store, studyrecord
 from tests.folders import forged, interrupted, parts_of, same_tables, split, sweep_raw
 from tests.helpers import to_toml
 
@@ -307,7 +307,7 @@ def test_a_malformed_part_is_one_line_and_reported(tmp_path):
     runs."""
     import shutil
 
-    from gossipsim.results.store import status
+    from gossipsim.results.status import status
 
     _, _, template = _whole_and_cut(tmp_path)
     for i, (forgery, change) in enumerate(sorted(FORGERIES.items())):
@@ -531,7 +531,8 @@ def test_a_full_disk_says_what_it_kept(tmp_path, monkeypatch, capsys, fits):
             raise OSError(errno.ENOSPC, "No space left on device", str(target))
         real(target, data)
 
-    monkeypatch.setattr(store, "atomic_write_bytes", fills_up)
+    monkeypatch.setattr(store, "atomic_write_bytes", fills_up)  # the parts
+    monkeypatch.setattr(studyrecord, "atomic_write_bytes", fills_up)  # study.json
     monkeypatch.setattr(store, "COMMIT_RUNS", 1)
     assert main(["run", str(path), "--out", str(out), "--no-plots", "--engine", "event"]) == 1
     line = _one_line(capsys.readouterr().err)

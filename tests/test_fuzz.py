@@ -670,7 +670,7 @@ def check_part_case(template: PartTemplate, rng: random.Random, folder: Path) ->
     import warnings
 
     import gossipsim as gs
-    from gossipsim.results.store import status
+    from gossipsim.results.status import status
     from tests.folders import same_tables
 
     shutil.copytree(template.folder, folder)
@@ -814,7 +814,7 @@ def check_table_case(template: TableTemplate, rng: random.Random, folder: Path) 
     import shutil
 
     import gossipsim as gs
-    from gossipsim.results.store import status
+    from gossipsim.results.status import status
     from tests.folders import same_tables
 
     shutil.copytree(template.folder, folder)
@@ -892,7 +892,7 @@ def concurrent_trial(
     import time
 
     import gossipsim as gs
-    from gossipsim.results.store import status
+    from gossipsim.results.status import status
     from tests.folders import same_tables
 
     outcomes: Counter[str] = Counter()

@@ -26,7 +26,7 @@ from gossipsim.cli.commands import main
 from gossipsim.execution import executors
 from gossipsim.execution.executors import RunFailure
 from gossipsim.execution.runner import BatchOutput, RunOutput
-from gossipsim.results import store
+from gossipsim.results import store, studyrecord
 from tests.helpers import base_scenario, to_toml
 
 TABLES = ("metrics.csv", "runs.csv", "requests.csv", "visits.csv", "failures.csv", "summary.json")
@@ -260,7 +260,8 @@ def test_a_disk_full_while_committing_a_run_is_one_line_and_resumable(
         real(target, data)
 
     with monkeypatch.context() as patch:
-        patch.setattr(store, "atomic_write_bytes", fills_up)
+        patch.setattr(store, "atomic_write_bytes", fills_up)  # the parts
+        patch.setattr(studyrecord, "atomic_write_bytes", fills_up)  # study.json
         patch.setattr(store, "COMMIT_RUNS", 1)  # each run committed as it finishes
         assert main(["run", str(path), "--out", str(out), "--no-plots", "--engine", "event"]) == 1
     line = _one_line(capsys.readouterr().err)
@@ -410,11 +411,11 @@ def test_the_bundled_data_set_is_an_input_of_the_fingerprint(monkeypatch):
     import gossipsim.data.datasets as datasets
 
     study = gs.parse_study(LOGISTIC_IRIS)
-    before = store.input_hashes(study)
+    before = studyrecord.input_hashes(study)
     assert list(before) == ["data.dataset=iris"]
     X, target, names = datasets._raw("iris")
     monkeypatch.setattr(datasets, "_raw", lambda name: (X + 1.0, target, names))
-    assert store.input_hashes(study) != before  # e.g. scikit-learn ships other values
+    assert studyrecord.input_hashes(study) != before  # e.g. scikit-learn ships other values
 
 
 def test_pickled_parts_are_never_loaded(tmp_path, capsys):

@@ -380,7 +380,8 @@ def test_a_run_depends_on_its_seed_alone() -> None:
 
 def test_a_resumed_sweep_gives_the_same_tables(tmp_path) -> None:
     """Runs 3, 4 and 11 committed by an interrupted sweep, the rest run on --resume."""
-    from gossipsim.results.store import RunStore, status
+    from gossipsim.results.status import status
+    from gossipsim.results.store import RunStore
 
     raw = scenario({"kind": "star", "nodes": 7}, 16, requests=[{"node": 3, "at_iteration": 50}])
     study = parse_study(raw)

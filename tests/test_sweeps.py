@@ -87,7 +87,7 @@ def test_resume_after_sigkill_gives_the_uninterrupted_tables(tmp_path, capsys, e
     """Kill the process (SIGKILL) mid-sweep, between commits of several runs, resume, and the
     tables equal an uninterrupted sweep's (committed in one part per variant or batch). Only the
     killed run is a process of its own; the others run here, as ``main`` of the CLI."""
-    from gossipsim.results.store import status
+    from gossipsim.results.status import status
 
     path = _scenario(tmp_path, runs=30, iterations=3000)
     env = {**os.environ, "PYTHONHASHSEED": "0"}

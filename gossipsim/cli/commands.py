@@ -413,7 +413,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _runs_kept(out: Path) -> int:
     """Runs done or failed committed in ``out`` (0 where it cannot be read)."""
-    from gossipsim.results.store import status
+    from gossipsim.results.status import status
 
     try:
         info = status(out)
@@ -568,7 +568,7 @@ def _expected_text(entry: dict[str, Any]) -> str:
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    from gossipsim.results.store import status
+    from gossipsim.results.status import status
 
     info = status(args.dir)
     damaged_tables = bool(info["complete"] and info["damaged"])

@@ -434,8 +434,8 @@ def read_bytes(path: Path) -> bytearray:
 
 def read_header(path: Path) -> dict[str, Any]:
     """The header of a committed part (its runs, whether they failed, ...), read without its
-    arrays nor its checksum verified (:func:`scan_parts` does both); a ValueError if the file is
-    not a part."""
+    arrays nor its checksum verified (:func:`gossipsim.results.parts.scan_parts` does both); a
+    ValueError if the file is not a part."""
     with open(path, "rb") as fh:
         head = fh.read(_HEAD)
         if head.startswith(OLD_PART_MAGIC) or len(head) < _HEAD:

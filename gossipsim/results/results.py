@@ -79,7 +79,7 @@ class Results:
     theory_errors: dict[str, str] = field(default_factory=dict)  # variant -> why its theory failed
     graphs: dict[str, nx.Graph] = field(default_factory=dict)
     #: what ``DIR/.gossipsim/study.json`` records of the runs (the scenario's fingerprint, the
-    #: content hashes of its inputs when they ran: :func:`gossipsim.results.store.study_record`), written
+    #: content hashes of its inputs when they ran: :func:`gossipsim.results.studyrecord.study_record`), written
     #: with the tables so that ``status`` and ``--resume`` know the folder; None: from the study
     run_record: dict[str, Any] | None = field(default=None, repr=False)
     #: summary.json as :func:`load_results` read it (None for the Results of a run): the figures
@@ -222,9 +222,9 @@ class Results:
 
     def write_record(self, out_dir: str | os.PathLike[str]) -> None:
         """Record in ``out_dir/.gossipsim/study.json`` that the folder holds the finished runs of
-        this study (:func:`gossipsim.results.store.mark_complete`), as ``gossipsim run`` does once its
+        this study (:func:`gossipsim.results.studyrecord.mark_complete`), as ``gossipsim run`` does once its
         tables are written."""
-        from gossipsim.results.store import mark_complete, study_record
+        from gossipsim.results.studyrecord import mark_complete, study_record
 
         record = self.run_record
         if record is None:

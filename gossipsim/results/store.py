@@ -32,7 +32,8 @@ holding the same runs (two commands on one folder before folders were locked) ar
 
 When every run is done the tables (metrics.csv, runs.csv, requests.csv, visits.csv, failures.csv,
 particles.csv where particle sets are kept, summary.json, plots/) are merged from the parts in (variant, run) order, the parts are removed and
-study.json is marked ``complete`` with the runs done and failed (:func:`mark_complete`, which
+study.json is marked ``complete`` with the runs done and failed
+(:func:`gossipsim.results.studyrecord.mark_complete`, which
 :meth:`gossipsim.Results.write` calls too: its folder is the one ``gossipsim run`` writes).
 ``gossipsim run FILE --out DIR --resume`` continues an interrupted sweep: finished runs are skipped,
 and a folder that holds another scenario, whose data or graph files have changed since, or whose
@@ -45,24 +46,21 @@ the folder's lock, with ``lock=True``) and changes the folder only in :meth:`Run
 rerun that replaces a folder first checks that it can write every folder it will use, then moves
 the old files aside and deletes them only once all have moved (:func:`clear`): a refusal removes
 nothing.
+
+The record of the sweep is :mod:`gossipsim.results.studyrecord`'s, the parts are read and checked
+by :mod:`gossipsim.results.parts` (written in :mod:`gossipsim.results.partformat`'s format) and
+``gossipsim status`` is :mod:`gossipsim.results.status`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import os
 import shutil
 import tempfile
 import time
-import warnings
-from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from gossipsim.errors import ConfigError
 from gossipsim.execution.executors import Outcome, RunFailure, Task
@@ -73,7 +71,7 @@ from gossipsim.results.folderfiles import (
 from gossipsim.results.folderfiles import STAGING_PREFIX as STAGING_PREFIX
 from gossipsim.results.folderfiles import check_output_folder as check_output_folder
 from gossipsim.results.folderfiles import read_meta as read_meta
-from gossipsim.results.folderlock import LOCK_NAME, META, FolderLock, holder
+from gossipsim.results.folderlock import LOCK_NAME, META, FolderLock
 from gossipsim.results.partformat import (
     PART_MAGIC as PART_MAGIC,  # re-exported: the part format's names
 )
@@ -81,10 +79,28 @@ from gossipsim.results.partformat import decode_part as decode_part
 from gossipsim.results.partformat import decoded, read_bytes
 from gossipsim.results.partformat import encode_part as encode_part
 from gossipsim.results.partformat import read_header as read_header
+from gossipsim.results.parts import (
+    PART_SUFFIX,
+    PartScan,
+    check_part,
+    damaged_part,
+    part_task,
+    refuse_pickled_parts,
+    scan_parts,
+)
 from gossipsim.results.provenance import code_changes, code_fingerprint
-from gossipsim.study.scenario import Scenario, Study, parse_study, records_particle_sets
+from gossipsim.results.studyrecord import (
+    fingerprint,
+    input_hashes,
+    mark_complete,
+    study_record,
+    write_record,
+)
+from gossipsim.results.writing import atomic_write_bytes
 
-PART_SUFFIX = ".part"
+if TYPE_CHECKING:
+    from gossipsim.study.scenario import Study
+
 DAMAGED_SUFFIX = ".damaged"  # a damaged part set aside by --resume (its runs are run again)
 #: runs of the event engine held back before a commit, at most (one part per variant and commit)
 COMMIT_RUNS = 1024
@@ -95,92 +111,6 @@ RESULT_FILES = (
     "summary.json", "metrics.parquet", "runs.parquet", "requests.parquet", "visits.parquet",
     "failures.parquet", "particles.parquet",
 )  # fmt: skip
-
-
-def fingerprint(study: Study) -> str:
-    """A hash of the scenario as it will run (sections, sweep, runs, seed)."""
-    text = json.dumps(study.raw, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def input_files(study: Study) -> dict[str, Path]:
-    """Every file the scenario names, by ``key=value as written`` (e.g. ``data.path=obs.csv``),
-    resolved as the simulator resolves it (relative to the scenario file's folder)."""
-    out: dict[str, Path] = {}
-    for variant in study.variants:
-        sc = variant.scenario
-        if sc.topology.path is not None:
-            path = Path(sc.topology.path).expanduser()  # as topology._resolve reads it
-            out[f"topology.path={sc.topology.path}"] = (
-                path if path.is_absolute() else Path(sc.base_dir) / path
-            )
-        if sc.data.path is not None:
-            path = Path(sc.data.path)  # as the conjugate models read it
-            out[f"data.path={sc.data.path}"] = (
-                path if path.is_absolute() else Path(sc.base_dir) / path
-            )
-        if sc.data.options.get("dataset") == "fashion_mnist":  # as the bnn model reads it
-            from gossipsim.data.idx import FASHION_MNIST_FILES, FASHION_MNIST_FOLDER
-
-            written = str(sc.data.options.get("folder", FASHION_MNIST_FOLDER))
-            folder = Path(written)
-            folder = folder if folder.is_absolute() else Path(sc.base_dir) / folder
-            for name in FASHION_MNIST_FILES.values():
-                out[f"data.folder={written}/{name}"] = folder / name
-    return out
-
-
-def input_hashes(study: Study) -> dict[str, str]:
-    """Content hashes of every input the scenario names: its data and graph files, and the bundled
-    data sets it uses (whose options are in the scenario itself), so that a resumed sweep is known
-    to read the same data as the runs already finished."""
-    hashes: dict[str, str] = {}
-    for key, path in input_files(study).items():
-        try:
-            with open(path, "rb") as fh:
-                hashes[key] = hashlib.file_digest(fh, "sha256").hexdigest()[:16]
-        except OSError as exc:
-            setting = key.split("=", 1)[0]
-            raise ConfigError(
-                setting, f"cannot read {str(path)!r}: {exc.strerror or exc}"
-            ) from None
-    for name in sorted(_datasets(study)):
-        hashes[f"data.dataset={name}"] = _dataset_hash(name)
-    return hashes
-
-
-def _datasets(study: Study) -> set[str]:
-    names = {v.scenario.data.options.get("dataset", "synthetic") for v in study.variants}
-    return {str(n) for n in names if n not in ("synthetic", "fashion_mnist")}  # files: above
-
-
-def _dataset_hash(name: str) -> str:
-    """The content hash of a bundled data set (as loaded, cached, by the simulator)."""
-    from gossipsim.data.datasets import _raw
-
-    X, target, features = _raw(name)
-    digest = hashlib.sha256()
-    for array in (X, target):
-        digest.update(str(array.dtype).encode() + str(array.shape).encode())
-        digest.update(np.ascontiguousarray(array).tobytes())
-    digest.update("\n".join(features).encode())
-    return digest.hexdigest()[:16]
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` under a temporary name, flushed to disk, then renamed into place:
-    a reader sees the old file or the whole new one, never a part."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):  # e.g. a full disk: give back the partial copy's space
-            tmp.unlink()
-        raise
 
 
 def check_writable(folder: Path, key: str) -> None:
@@ -204,135 +134,6 @@ def check_writable(folder: Path, key: str) -> None:
             raise ConfigError(
                 key, f"cannot write {str(path)!r}: {exc.strerror or exc}; nothing was changed"
             ) from None
-
-
-@dataclass
-class PartScan:
-    """The committed parts of a folder, checked: those merged (``kept``: (variant, first run),
-    path, header; no two share a run), those ``damaged`` (path, why) and those holding runs of
-    kept parts (``duplicates``, from two commands writing one folder at once)."""
-
-    kept: list[tuple[Task, Path, dict[str, Any]]] = field(default_factory=list)
-    damaged: list[tuple[Path, str]] = field(default_factory=list)
-    duplicates: list[Path] = field(default_factory=list)
-
-    def runs(self, *, failed: bool | None = None) -> set[Task]:
-        """The (variant, run) pairs of the kept parts (only failed or only done ones)."""
-        return {
-            (variant, r)
-            for (variant, _), _, header in self.kept
-            if failed is None or bool(header["failed"]) == failed
-            for r in header["runs"]
-        }
-
-
-def scan_parts(parts: Path, study: Study | None = None) -> PartScan:
-    """Every part of ``parts`` read whole, its checksum verified and its content checked (against
-    ``study``'s variants and runs where given); of the parts sharing runs, the larger is kept."""
-    scan = PartScan()
-    good: list[tuple[Task, Path, dict[str, Any]]] = []
-    for path in sorted(parts.glob(f"v*-r*{PART_SUFFIX}")) if parts.is_dir() else []:
-        try:
-            task = _part_task(path)
-            data = read_bytes(path)
-            header, outcomes = decoded(data)
-            _check_against(task, header, outcomes, study)
-        except (OSError, ValueError) as exc:
-            scan.damaged.append((path, _reason(exc)))
-            continue
-        del outcomes, data
-        good.append((task, path, header))
-    taken: set[Task] = set()
-    for task, path, header in sorted(good, key=lambda g: (-len(g[2]["runs"]), g[0])):
-        mine = {(task[0], r) for r in header["runs"]}
-        if mine & taken:
-            scan.duplicates.append(path)
-            continue
-        taken |= mine
-        scan.kept.append((task, path, header))
-    scan.kept.sort(key=lambda g: g[0])
-    return scan
-
-
-def _listed(runs: list[int]) -> str:
-    return ", ".join(map(str, runs[:3])) + (", ..." if len(runs) > 3 else "")
-
-
-def _reason(exc: BaseException) -> str:
-    return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-
-
-def _part_task(path: Path) -> Task:
-    """(variant, first run) from a part's name ``vVVVV-rRRRRRR.part``."""
-    v, _, r = path.stem[1:].partition("-r")
-    if not (v.isdigit() and r.isdigit()):
-        raise ValueError(f"{path.name!r} is not the name of a results part")
-    return int(v), int(r)
-
-
-def _check_against(
-    task: Task, header: dict[str, Any], outcomes: list[Outcome], study: Study | None
-) -> None:
-    """A part's name, header and outcomes agree (and fit ``study``)."""
-    variant, first = task
-    runs = header["runs"]
-    if "variant" in header and header["variant"] != variant:
-        raise ValueError(f"its name says variant {variant}, its header {header['variant']!r}")
-    if runs and min(runs) != first:
-        raise ValueError(f"its name says first run {first}, its header {min(runs)}")
-    if study is not None:
-        if variant >= len(study.variants):
-            raise ValueError(f"variant {variant} is not in the scenario")
-        total = study.variants[variant].scenario.run.runs
-        if runs and max(runs) >= total:
-            raise ValueError(f"run {max(runs)} is beyond the variant's {total} runs")
-    if sorted(r for outcome in outcomes for r in outcome.runs) != sorted(runs):
-        raise ValueError("its runs and its header's runs differ")
-    if study is not None:
-        for outcome in outcomes:
-            why = missing_tables(study.variants[variant].scenario, outcome)
-            if why is not None:
-                raise ValueError(why)
-
-
-def missing_tables(scenario: Scenario, outcome: Outcome) -> str | None:
-    """Why a part's runs (``outcome``) do not hold every table their variant records (None if
-    they do): metrics.csv rows for each run, requests.csv rows for each of the variant's
-    requests in each run, and particles.csv rows (the ``particles.*`` arrays) for exactly the runs
-    that keep their particle sets (``[metrics] particles``, ``particle_runs``). A part holding
-    less would be merged into tables silently missing the rows of its runs."""
-    if isinstance(outcome, RunFailure):
-        return None
-    runs = list(outcome.runs)
-    if isinstance(outcome, BatchOutput):
-        with_metrics = set(np.unique(outcome.metric_runs).tolist()) if outcome.metrics else set()
-        if outcome.request_columns:
-            asked = outcome.request_columns.get("run", np.zeros(0, dtype=np.int64))
-            requested = Counter(np.asarray(asked).tolist())
-        else:
-            requested = Counter(row.get("run") for row in outcome.request_rows)
-        particles = outcome.particles
-        with_particles = set(np.unique(particles["run"]).tolist()) if particles else set()
-    else:
-        columns = list(outcome.metrics.values())
-        with_metrics = {outcome.run} if columns and len(columns[0]) else set()
-        requested = Counter({outcome.run: len(outcome.request_rows)})
-        kept = outcome.particles
-        with_particles = {outcome.run} if kept and len(kept.get("iteration", ())) else set()
-    keeps = records_particle_sets(scenario)
-    keeping = {r for r in runs if keeps and scenario.metrics.keeps_particles(r)}
-    requests = len(scenario.unlearning)
-    for table, missing in (
-        ("metrics.csv rows (metrics.* arrays)", [r for r in runs if r not in with_metrics]),
-        ("requests.csv rows", [r for r in runs if requested[r] != requests]),
-        ("particles.csv rows (particles.* arrays)", sorted(keeping - with_particles)),
-    ):
-        if missing:
-            return f"it holds no {table} for run(s) {_listed(missing)}, which its variant records"
-    extra = sorted(with_particles - keeping)
-    if extra:
-        return f"it holds particle sets of run(s) {_listed(extra)}, which its variant does not keep"
-    return None
 
 
 class RunStore:
@@ -593,11 +394,11 @@ class RunStore:
         seen: set[Task] = set()
         for path in sorted(self.parts.glob(f"v*-r*{PART_SUFFIX}")):
             try:
-                task = _part_task(path)
+                task = part_task(path)
                 header, outcomes = decoded(read_bytes(path))
-                _check_against(task, header, outcomes, self.study)
+                check_part(task, header, outcomes, self.study)
             except (OSError, ValueError) as exc:
-                raise _damaged(path, exc) from None
+                raise damaged_part(path, exc) from None
             mine = {(task[0], r) for r in header["runs"]}
             if mine & seen:
                 raise ConfigError(
@@ -615,61 +416,6 @@ class RunStore:
         """The tables are written: drop the parts, keep study.json (for status and --resume),
         marked complete with the runs done and failed (:func:`mark_complete`)."""
         mark_complete(self.dir, read_meta(self.dir) or self.record, done=done, failed=failed)
-
-
-def study_record(
-    study: Study, inputs: dict[str, str] | None = None, code: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """What ``DIR/.gossipsim/study.json`` records of a sweep of ``study``: its name, fingerprint,
-    the content hashes of its inputs (``inputs``, else read now: :func:`input_hashes`), the
-    fingerprint of the code (``code``, else taken now: :func:`.provenance.code_fingerprint`), its
-    number of runs and its scenario."""
-    return {
-        "name": study.name,
-        "fingerprint": fingerprint(study),
-        "inputs": input_hashes(study) if inputs is None else inputs,
-        "code": code_fingerprint(study) if code is None else code,
-        "runs": sum(v.scenario.run.runs for v in study.variants),
-        "scenario": study.raw,
-    }
-
-
-def write_record(out_dir: Path, record: dict[str, Any]) -> None:
-    """``DIR/.gossipsim/study.json``, written atomically."""
-    meta = Path(out_dir) / META
-    meta.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(record, indent=2, default=str) + "\n"
-    atomic_write_bytes(meta / "study.json", text.encode())
-
-
-def mark_complete(out_dir: Path, record: dict[str, Any], *, done: int, failed: int) -> None:
-    """Record a sweep whose tables are written in ``out_dir``: the parts of the runs (if any) are
-    dropped and study.json says ``complete`` with the runs ``done`` and ``failed``, as
-    ``gossipsim status`` reports them and ``--resume`` finds nothing left to run. What
-    ``gossipsim run`` does at the end of a sweep, and :meth:`gossipsim.Results.write`."""
-    shutil.rmtree(Path(out_dir) / META / "parts", ignore_errors=True)
-    kept = {k: v for k, v in record.items() if k not in PROGRESS_KEYS}
-    write_record(out_dir, {**kept, "complete": True, "done": done, "failed": failed})
-
-
-def _damaged(path: Path, exc: Exception) -> ConfigError:
-    return ConfigError(
-        "--resume",
-        f"results part {str(path)!r} is damaged ({_reason(exc)}); continue with the same command "
-        "and --resume, which sets it aside and runs its runs again",
-    )
-
-
-def refuse_pickled_parts(out_dir: Path, key: str) -> None:
-    """Refuse a folder holding parts of an older gossipsim, which were pickles: unpickling a file
-    from elsewhere can run any code, so they are never read."""
-    parts = Path(out_dir) / META / "parts"
-    if parts.is_dir() and any(parts.glob("*.pkl")):
-        raise ConfigError(
-            key,
-            f"{str(out_dir)!r} holds runs saved by an older gossipsim as pickle files, which are not "
-            "read (loading them could run code); run without --resume to start over",
-        )
 
 
 # ---------------------------------------------------------------------------------- folder upkeep
@@ -713,97 +459,3 @@ def clear(out_dir: Path) -> None:
         shutil.rmtree(trash, ignore_errors=True)
         raise
     shutil.rmtree(trash, ignore_errors=True)
-
-
-def status(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
-    """Runs done, failed and remaining of a results folder (finished or interrupted), whether a
-    command holds it (``running``: its process id, else None), what is damaged (``damaged``:
-    ``name: why`` of each part that will not be merged, or of each file of finished tables that
-    is not what was written; ``repairable``: whether ``--resume`` rewrites each such file from
-    its intact copy in the other format) and how many parts hold runs of other parts
-    (``duplicate_parts``: each run is counted once)."""
-    d = Path(out_dir)
-    meta = read_meta(d)
-    if meta is None:
-        meta = _record_of_tables(d)
-    if meta is None:
-        raise ConfigError("DIR", f"{str(d)!r} is not a gossipsim results folder")
-    total = meta.get("runs", 0)
-    total = total if type(total) is int else 0
-    running = holder(d)
-    if meta.get("complete"):
-        from gossipsim.results.manifest import folder_damage
-
-        failed = meta.get("failed")
-        if type(failed) is not int:  # recorded by an older gossipsim: count failures.csv
-            failed = _failures_written(d)
-        damaged, repairable = folder_damage(d)
-        return {
-            "name": meta.get("name"),
-            "complete": True,
-            "runs": total,
-            "done": total - failed,
-            "failed": failed,
-            "remaining": 0,
-            "running": running,
-            "damaged": damaged,
-            "repairable": repairable,
-            "duplicate_parts": 0,
-        }
-    refuse_pickled_parts(d, "DIR")
-    scan = scan_parts(d / META / "parts", _study_of(meta))
-    done, failed = len(scan.runs(failed=False)), len(scan.runs(failed=True))
-    damaged = [f"{path.name}: {why}" for path, why in scan.damaged]
-    return {
-        "name": meta.get("name"),
-        "complete": False,
-        "runs": total,
-        "done": done,
-        "failed": failed,
-        "remaining": max(total - done - failed, 0),
-        "running": running,
-        "damaged": damaged,
-        "repairable": False,
-        "duplicate_parts": len(scan.duplicates),
-    }
-
-
-def _study_of(record: dict[str, Any]) -> Study | None:
-    """The study a folder's record holds (its scenario as the sweep ran it), which its parts are
-    checked against (every table their variant records: :func:`missing_tables`); None where this
-    gossipsim cannot rebuild it (a data file or plug-in gone): the parts are then checked alone."""
-    raw = record.get("scenario")
-    if not isinstance(raw, dict):
-        return None
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return parse_study(raw)
-    except Exception:  # noqa: BLE001 - status reports what it can read
-        return None
-
-
-def _failures_written(d: Path) -> int:
-    """Rows of a finished folder's failures table (folders whose record does not count them)."""
-    if (d / "failures.csv").is_file():
-        import pandas as pd
-
-        try:
-            return len(pd.read_csv(d / "failures.csv"))
-        except (OSError, ValueError, pd.errors.ParserError):
-            return 0
-    return 0
-
-
-def _record_of_tables(d: Path) -> dict[str, Any] | None:
-    """The record of a finished folder that has none (written by an older gossipsim's
-    ``Results.write``), from its summary.json: each variant's runs (its resolved settings) and
-    failed runs; None if there is no readable summary."""
-    try:
-        summary = json.loads((d / "summary.json").read_text(encoding="utf-8"))
-        entries = summary["variants"].values()
-        runs = sum(int(e["resolved"]["run"]["runs"]) for e in entries)
-        failed = sum(int(e.get("failed_runs", 0)) for e in entries)
-    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
-        return None
-    return {"name": summary.get("name"), "runs": runs, "complete": True, "failed": failed}
