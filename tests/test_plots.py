@@ -1117,6 +1117,29 @@ def test_figures_show_in_a_notebook_without_pyplot():
     assert fig not in [plt.figure(n) for n in plt.get_fignums()]
 
 
+def test_the_figures_package_hands_on_every_figure_function_from_its_module():
+    """``gossipsim.figures`` is the one place the figure functions are imported from: each of its
+    names is the object its family's module defines, loaded on first use, so a helper imported on
+    its own (what the results stage reads of the figures' statistics) imports no figure."""
+    import importlib
+    import subprocess
+    import sys
+
+    import gossipsim.figures as figures
+
+    for name in figures.__all__:
+        home = importlib.import_module(f"gossipsim.figures.{figures._LAZY[name]}")
+        assert getattr(figures, name) is getattr(home, name), name
+    assert set(figures.__all__) <= set(dir(figures))
+    code = (
+        "import sys, gossipsim.figures.stats\n"
+        "drawn = {m for m in sys.modules if m.startswith('gossipsim.figures.')}\n"
+        "assert drawn <= {'gossipsim.figures.stats'}, drawn\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
 def test_importing_and_drawing_leave_the_backend_alone(tmp_path):
     """Importing gossipsim's plotting switched the backend to Agg, so a notebook's inline backend
     (and the user's own plt.show()) showed nothing: run in a fresh interpreter with another
