@@ -148,7 +148,7 @@ def test_a_part_carries_the_particles_and_refuses_others():
     from dataclasses import replace
 
     from gossipsim.execution.runner import build_world, simulate_run
-    from gossipsim.measurement.measure import BatchOutput
+    from gossipsim.measurement.outputs import BatchOutput
     from gossipsim.results.partformat import decode_part, encode_part
 
     study = gs.parse_study(_raw())

@@ -86,9 +86,9 @@ def _same(a: pd.DataFrame, b: pd.DataFrame, what: str) -> None:
 def test_random_unlearning_scenarios_give_the_event_engine_s_tables(monkeypatch, seed):
     raw = random_scenario(seed)
     calls = []
-    real = fastpath._batch_unlearning
+    real = fastpath.unlearning_batch
     monkeypatch.setattr(
-        fastpath, "_batch_unlearning", lambda w, runs: calls.append(runs) or real(w, runs)
+        fastpath, "unlearning_batch", lambda w, runs: calls.append(runs) or real(w, runs)
     )
     monkeypatch.setattr(fastpath, "LEARNING_BATCH", 7)  # several batches, one of them short
     event = gs.run(raw, engine="event")

@@ -43,10 +43,10 @@ from gossipsim.world.world import World, slot_costs
 STAY_KERNELS = ("jump-chain",)
 #: most entries (runs × moves) of one chunk of drawn moves: a few tens of MB of arrays
 CHUNK_CELLS = 1 << 20
-_NEVER = np.iinfo(np.int64).max
+NEVER = np.iinfo(np.int64).max
 
 #: ``(first visits: runs × nodes, first visits since each restart: restarts × runs × nodes)`` →
-#: the slot each run stops at (``_NEVER`` while not known from the slots walked so far)
+#: the slot each run stops at (``NEVER`` while not known from the slots walked so far)
 StopRule = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
@@ -186,7 +186,7 @@ def walk_stays(
 ) -> tuple[StaySlots, np.ndarray, np.ndarray]:
     """The walks of a batch drawn stay by stay, until each run's last slot (``stop_of``, or the
     slot budget): the walks as a :class:`~gossipsim.engine.slottables.StaySlots`, each node's first visit
-    (runs × nodes, 1-based slot; ``_NEVER``: none) and its first visit at or after each restart
+    (runs × nodes, 1-based slot; ``NEVER``: none) and its first visit at or after each restart
     slot (restarts × runs × nodes; a stay holding the restart slot counts from it).
 
     The stays kept are those holding a slot the measurement asks about: slot 1, the multiples of
@@ -196,8 +196,8 @@ def walk_stays(
     sc = world.scenario
     total, every = sc.run.iterations, sc.metrics.record_every
     batch, k_nodes = seeds.size, world.nodes
-    first = np.full(batch * k_nodes, _NEVER, dtype=np.int64)
-    since = np.full((restart_slots.size, batch * k_nodes), _NEVER, dtype=np.int64)
+    first = np.full(batch * k_nodes, NEVER, dtype=np.int64)
+    since = np.full((restart_slots.size, batch * k_nodes), NEVER, dtype=np.int64)
     visits = np.zeros(batch * k_nodes, dtype=np.int64)
     last = np.full(batch, total, dtype=np.int64)  # each run's last slot, once known
     kept: list[tuple[np.ndarray, ...]] = []
@@ -210,12 +210,12 @@ def walk_stays(
         ends = begins + lengths - 1
         keys = rows[:, None] * k_nodes + holders
         valid = begins <= total
-        new = valid & (first[keys] == _NEVER)
+        new = valid & (first[keys] == NEVER)
         np.minimum.at(first, keys[new], begins[new])
         asked = np.zeros(keys.shape, dtype=bool)  # the stays the measurement may ask about
         asked[new] = first[keys[new]] == begins[new]  # first visits
         for i, a in enumerate(restart_slots.tolist()):
-            new = valid & (ends >= a) & (since[i][keys] == _NEVER)
+            new = valid & (ends >= a) & (since[i][keys] == NEVER)
             np.minimum.at(since[i], keys[new], np.maximum(begins[new], a))
         stop = stop_of(first.reshape(batch, k_nodes), since.reshape(-1, batch, k_nodes))
         last = np.minimum(stop, total)

@@ -2,7 +2,7 @@
 (natural-gradient G-FVL, the particle protocols), stepped for a batch of runs at once.
 
 Each run keeps everything it has on the event engine: its seed, start node, walk stream (the walks
-of the batch advance together, :func:`~gossipsim.execution.vectorized.driver._walks`, exactly as each run's own
+of the batch advance together, :func:`~gossipsim.execution.vectorized.walks.stepped_walks`, exactly as each run's own
 :class:`~gossipsim.scheduling.Walker` moves) and its protocol generators (the main protocol's and
 the retrain baseline's, spawned from its PROTOCOL stream as
 :func:`~gossipsim.world.world.make_protocol` spawns them). At every slot, in the event engine's order,
@@ -15,7 +15,7 @@ the retrain baseline's, spawned from its PROTOCOL stream as
 3. with ``stop_when_done``, a run stops after the first slot at whose end its protocol is done and
    no request is still to arrive.
 
-Each run is then measured by the event engine's own code (:func:`~gossipsim.execution.vectorized.driver.run_output`)
+Each run is then measured by the event engine's own code (:func:`~gossipsim.execution.vectorized.per_run.run_output`)
 from its streamed segments. With the parameter server (``architecture = "server"``) the holder is the
 agent the scheduler picks and its step is the same; only the clock differs (each slot a download and
 an upload: :func:`~gossipsim.world.world.slot_costs`).
@@ -41,15 +41,11 @@ import numpy as np
 from gossipsim.core import memory
 from gossipsim.core.streams import PROTOCOL, WALK, WalkStreams, run_seeds, run_stream
 from gossipsim.engine.token import Arrival
-from gossipsim.execution.vectorized.driver import _walks, run_output, start_nodes
+from gossipsim.execution.vectorized.per_run import run_output
 from gossipsim.execution.vectorized.trace import StreamedWorlds
-from gossipsim.measurement.measure import (
-    BatchOutput,
-    NonFiniteKL,
-    RunOutput,
-    batches_with_failures,
-    target_trace,
-)
+from gossipsim.execution.vectorized.walks import start_nodes, stepped_walks
+from gossipsim.measurement.measure import target_trace
+from gossipsim.measurement.outputs import BatchOutput, NonFiniteKL, RunOutput, batches_with_failures
 from gossipsim.protocols import protocol_kind
 from gossipsim.protocols.registry import BatchBuildRequest
 from gossipsim.states.representations import representation
@@ -81,11 +77,11 @@ def simulate_stepped(world: World, runs: Sequence[int]) -> list[BatchOutput]:
     size = batch_size(world)
     out: list[BatchOutput] = []
     for begin in range(0, len(runs), size):
-        out += _batch(world, list(runs[begin : begin + size]))
+        out += per_run_batch(world, list(runs[begin : begin + size]))
     return out
 
 
-def _batch(world: World, runs: list[int]) -> list[BatchOutput]:
+def per_run_batch(world: World, runs: list[int]) -> list[BatchOutput]:
     sc = world.scenario
     model = world.model
     data = model.fixed_data
@@ -135,7 +131,7 @@ def _batch(world: World, runs: list[int]) -> list[BatchOutput]:
     active = np.ones(batch, dtype=bool)
     stop = np.full(batch, total, dtype=np.int64)
     chunks = []
-    for slot0, chunk in _walks(world, WalkStreams(seeds, WALK), start_nodes(world, seeds)):
+    for slot0, chunk in stepped_walks(world, WalkStreams(seeds, WALK), start_nodes(world, seeds)):
         chunks.append(chunk)
         for column in range(chunk.shape[1]):
             slot = slot0 + column
