@@ -37,10 +37,10 @@ from gossipsim.execution.executors import (
     start_executor,
     units,
 )
-from gossipsim.execution.runner import World, build_world
 from gossipsim.results.graphfiles import MAX_SAVED_NODES
 from gossipsim.results.store import RunStore, study_record
 from gossipsim.study.scenario import Study, load_scenario, parse_study, raise_for_swept_base
+from gossipsim.world.world import World, build_world
 
 if TYPE_CHECKING:  # the tables need pandas: imported by run() alone, not by check() (validate)
     from gossipsim.results.results import Results
@@ -525,7 +525,7 @@ def physical_memory() -> int | None:
 
 def choose_engines(study: Study, worlds: list[World], engine: str) -> tuple[list[str], list[str]]:
     """The engine of each variant and a note saying why (for ``engine="auto"``)."""
-    from gossipsim.execution.vectorized.driver import (
+    from gossipsim.execution.vectorized.capability import (
         ENGINES,
         MIN_VECTORIZED_RUNS,
         too_long,
