@@ -26,9 +26,9 @@ _LAZY = {
     "OptimumError": "families.optimum",
     "PostProcessingError": "results.results",
     "Protocol": "protocols",
-    "Request": "engine.token",
+    "Request": "engine.records",
     "Results": "results.results",
-    "RunRecord": "engine.token",
+    "RunRecord": "engine.records",
     "Scenario": "study.scenario",
     "ServerLinks": "network.links",
     "ServerRounds": "protocols",
@@ -80,7 +80,8 @@ if TYPE_CHECKING:
         theoretical_cover,
         theoretical_cover_moves,
     )
-    from gossipsim.engine.token import Request, RunRecord, run_token
+    from gossipsim.engine.records import Request, RunRecord
+    from gossipsim.engine.token import run_token
     from gossipsim.errors import ConfigError
     from gossipsim.execution.runner import World, build_world, simulate_run
     from gossipsim.families import CONJUGATE_MODELS

@@ -37,11 +37,11 @@ from gossipsim.execution.executors import (
     start_executor,
     units,
 )
-from gossipsim.execution.runner import World, build_world
 from gossipsim.results.graphfiles import MAX_SAVED_NODES
 from gossipsim.results.store import RunStore
 from gossipsim.results.studyrecord import study_record
 from gossipsim.study.scenario import Study, load_scenario, parse_study, raise_for_swept_base
+from gossipsim.world.world import World, build_world
 
 if TYPE_CHECKING:  # the tables need pandas: imported by run() alone, not by check() (validate)
     from gossipsim.results.results import Results
@@ -174,12 +174,12 @@ def standard_figures(
     fmt: str = "png", statistic: str = "median"
 ) -> Callable[[Results, Path], None]:
     """What ``gossipsim run`` and ``gs.run(..., out=DIR)`` draw into ``DIR/plots``: every standard
-    figure that applies (:func:`gossipsim.figures.plots.plot_results`), as ``<name>.<fmt>``, ``statistic``
+    figure that applies (:func:`gossipsim.figures.standard.plot_results`), as ``<name>.<fmt>``, ``statistic``
     the line of the ``kl_vs_*`` figures; a ``make_plots`` for :func:`run` and
     :meth:`Results.write`."""
 
     def make_plots(res: Results, folder: Path) -> None:
-        from gossipsim.figures.plots import plot_results
+        from gossipsim.figures.standard import plot_results
 
         plot_results(
             res.metrics, res.runs, res.requests, res.visits, res.summary(), folder, fmt=fmt,
@@ -524,7 +524,7 @@ def physical_memory() -> int | None:
 
 def choose_engines(study: Study, worlds: list[World], engine: str) -> tuple[list[str], list[str]]:
     """The engine of each variant and a note saying why (for ``engine="auto"``)."""
-    from gossipsim.execution.vectorized.driver import (
+    from gossipsim.execution.vectorized.capability import (
         ENGINES,
         MIN_VECTORIZED_RUNS,
         too_long,

@@ -8,7 +8,8 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from gossipsim.engine.token import Request, run_token
+from gossipsim.engine.records import Request
+from gossipsim.engine.token import run_token
 from gossipsim.errors import ConfigError
 from gossipsim.network.links import LinkModel
 from gossipsim.network.messages import Message

@@ -13,7 +13,7 @@ import pytest
 
 import gossipsim as gs
 from gossipsim.cli.commands import build_parser, main
-from gossipsim.execution.vectorized.driver import MIN_VECTORIZED_RUNS
+from gossipsim.execution.vectorized.capability import MIN_VECTORIZED_RUNS
 from tests.helpers import base_scenario, to_toml, validate_error
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -606,7 +606,8 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from gossipsim.figures.plots import FORMATS, plot_comparison
+    from gossipsim.figures.compare import plot_comparison
+    from gossipsim.figures.standard import FORMATS
     from gossipsim.results.folderfiles import check_output_folder
     from gossipsim.results.results import load_results
 
@@ -868,7 +869,7 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     # below are imported (about a second): on two cores, verifying costs the command little time
     check = start_check(folder)
     with _collector_paused(getattr(args, "own_process", False)):
-        from gossipsim.figures.plots import (  # matplotlib: imported with the collector paused
+        from gossipsim.figures.standard import (  # matplotlib: imported with the collector paused
             FIGURES,
             plot_results,
         )

@@ -18,6 +18,7 @@ bit.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -212,3 +213,10 @@ class StaySlots:
     def visits(self, n_slots: np.ndarray, kept: np.ndarray | None = None) -> np.ndarray:
         chosen = self.per_run_visits if kept is None else self.per_run_visits[kept]
         return chosen.sum(axis=0).astype(np.int64)
+
+
+def round_seconds(delays: Sequence[float], sequential: bool) -> float:
+    """How long a round whose transfers take ``delays`` seconds lasts: one after another
+    (``sequential``), their sum in order; at once, the slowest. The vectorised engine times the
+    server's rounds with it too."""
+    return sum(delays) if sequential else max(delays, default=0.0)

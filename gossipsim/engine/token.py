@@ -35,12 +35,13 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Generator, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gossipsim.engine.protocol_api import Protocol, StateTrace
+from gossipsim.engine.protocol_api import Protocol
+from gossipsim.engine.records import Arrival, Event, Request, RunRecord
+from gossipsim.engine.slottables import round_seconds
 from gossipsim.errors import ConfigError
 from gossipsim.network.channels import Channel
 from gossipsim.network.links import LinkModel
@@ -57,66 +58,6 @@ _INF = float("inf")
 #: exact) and one more lets the completions of requests due exactly at s run; more would mean the
 #: clock cannot reach s, an error instead of a spin
 _CATCH_UP_ROUNDS = 8
-
-
-@dataclass(frozen=True)
-class Request:
-    """An unlearning request for node index ``node``, at an iteration (slot) or a simulated time."""
-
-    node: int
-    at_iteration: int | None = None
-    at_time: float | None = None
-
-    def __post_init__(self) -> None:
-        if (self.at_iteration is None) == (self.at_time is None):
-            raise ValueError("a request needs exactly one of at_iteration and at_time")
-
-
-@dataclass(frozen=True)
-class Arrival:
-    """Request ``request`` (index into the run's requests) reached the protocol before ``slot``."""
-
-    request: int
-    node: int
-    slot: int
-    time: float
-
-
-@dataclass(frozen=True, slots=True)
-class Event:
-    """Something other than a plain hop, at the end of ``slot`` (simulated ``time``): ``kind`` is
-    ``lost`` (the token sent from ``sender`` to ``receiver`` was lost), ``regenerated`` (``receiver``
-    holds the token after a loss), ``round`` (the slot was a round of ``transfers`` transfers, of which
-    ``delivered`` arrived) or ``ended`` (the token was lost for good)."""
-
-    slot: int
-    time: float
-    kind: str
-    sender: int = -1
-    receiver: int = -1
-    transfers: int = 0
-    delivered: int = 0
-
-
-@dataclass
-class RunRecord:
-    """Raw record of one run: one entry per slot, plus request arrivals, the protocol's traces and
-    its removal slots (:meth:`~gossipsim.protocols.base.Protocol.removals`)."""
-
-    holders: np.ndarray
-    end_times: np.ndarray
-    bits: np.ndarray
-    arrivals: list[Arrival]
-    traces: dict[str, StateTrace]
-    stopped_early: bool = False
-    requests: Sequence[Request] = field(default_factory=tuple)
-    removals: dict[int, int] = field(default_factory=dict)
-    events: list[Event] = field(default_factory=list)
-    representation: str = "natural-parameters"  # what the traces' states are
-
-    @property
-    def slots(self) -> int:
-        return int(self.holders.size)
 
 
 def run_token(
@@ -279,13 +220,6 @@ def _round(
     if delivered:  # a round without transfers (a centralised protocol's slot) is no event
         events.append(Event(slot, t + spent, "round", holder, -1, len(delivered), sum(delivered)))
     return t + spent, total_bits
-
-
-def round_seconds(delays: Sequence[float], sequential: bool) -> float:
-    """How long a round whose transfers take ``delays`` seconds lasts: one after another
-    (``sequential``), their sum in order; at once, the slowest. The vectorised engine times the
-    server's rounds with it too."""
-    return sum(delays) if sequential else max(delays, default=0.0)
 
 
 def _timed_request(

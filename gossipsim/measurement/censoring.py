@@ -4,9 +4,11 @@ served before the run ends) says only that the time exceeds what the run could s
 Times are integer slot counts T ≥ 0 (a cover iteration, a latency); a censored observation at c means
 T > c. The Kaplan–Meier estimate of the survival function S(t) = P(T > t) is the product over event
 times t_j ≤ t of (1 − d_j / n_j), with d_j events at t_j and n_j observations at risk (events at
-t ≥ t_j, censorings at c ≥ t_j); it is computed by SciPy (``scipy.stats.ecdf`` of
-``CensoredData.right_censored``); where nothing is censored it is the empirical survival function
-(:func:`empirical_survival`, which the latency figure draws without importing SciPy). From it:
+t ≥ t_j, censorings at c ≥ t_j); it is computed in closed form with the arithmetic of SciPy's
+``scipy.stats.ecdf`` (of the sample, or of ``CensoredData.right_censored`` where something is
+censored), so its numbers are SciPy's bit for bit (tests/test_censoring.py compares them) without
+SciPy's second of imports (``scipy.stats``) in every summary; where nothing is censored it is the
+empirical survival function (:func:`empirical_survival`, what the latency figure draws). From it:
 
 - the median: the smallest t with S(t) ≤ 1/2 (undefined when more than half of the mass lies
   beyond the last censoring: then only "> c" can be said), with the Brookmeyer–Crowley confidence
@@ -38,8 +40,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-# SciPy (``scipy.stats``: about a second of imports) is imported by the functions that use it
-
 CONFIDENCE = 0.95
 
 
@@ -47,14 +47,14 @@ CONFIDENCE = 0.95
 class Survival:
     """The Kaplan–Meier step function: ``survival[i]`` = S(t) for ``times[i] ≤ t < times[i + 1]``
     (S = 1 before the first event time), with the numbers at risk ``at_risk[i]`` and the events
-    ``events[i]`` at each event time (for Greenwood's variance) and SciPy's estimate (``ecdf``, its
-    ``sf``) from which they come."""
+    ``events[i]`` at each event time (for Greenwood's variance); ``banded`` where :meth:`band` is
+    defined (:func:`kaplan_meier`'s estimate, not :func:`empirical_survival`'s)."""
 
     times: np.ndarray
     survival: np.ndarray
     at_risk: np.ndarray
     events: np.ndarray
-    ecdf: Any = field(default=None, repr=False, compare=False)  # SciPy's survival function
+    banded: bool = field(default=False, repr=False, compare=False)
 
     def at(self, t: npt.ArrayLike) -> np.ndarray:
         """S(t) at integer times ``t``."""
@@ -65,9 +65,10 @@ class Survival:
         return np.where(idx >= 0, self.survival[np.maximum(idx, 0)], 1.0)
 
     def band(self, level: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
-        """The pointwise ``level`` band (lower, upper) of S at each event time: SciPy's log-log
-        ("exponential Greenwood") interval (``confidence_interval(method="log-log")``),
-        log(−log S) ± z sqrt(Σ_{t_j ≤ t} d_j / (n_j (n_j − d_j))) / |log S|, mapped back.
+        """The pointwise ``level`` band (lower, upper) of S at each event time: the log-log
+        ("exponential Greenwood") interval, log(−log S) ± z sqrt(Σ_{t_j ≤ t} d_j / (n_j (n_j −
+        d_j))) / |log S|, mapped back, with the arithmetic of SciPy's
+        ``ecdf(...).sf.confidence_interval(level, method="log-log")`` (its numbers bit for bit).
 
         Where S = 0 (at the last event time, every observation still at risk having its event
         there; with nothing censored, at the largest time) the formula is 0/0 (log 0, and the term
@@ -77,13 +78,19 @@ class Survival:
         the band is {1} before the first event time). lifelines does the same (its Greenwood term
         with n_j = d_j is 0). So no time past the last event is in the Brookmeyer–Crowley
         interval, as none before the first is."""
-        if self.ecdf is None or not self.times.size:
+        if not self.banded or not self.times.size:
             return np.zeros(0), np.zeros(0)
-        with warnings.catch_warnings():  # SciPy warns where the formula is undefined (S = 0)
-            warnings.simplefilter("ignore", RuntimeWarning)
-            ci = self.ecdf.confidence_interval(level, method="log-log")
-        lower = np.asarray(ci.low.evaluate(self.times), dtype=float)
-        upper = np.asarray(ci.high.evaluate(self.times), dtype=float)
+        from scipy import special  # (scipy.special, which the families import anyway)
+
+        sf, d, n = self.survival, self.events, self.at_risk
+        with np.errstate(divide="ignore", invalid="ignore"):  # undefined where S = 0 (below)
+            var = 1 / np.log(sf) ** 2 * np.cumsum(d / (n * (n - d)))
+            se = np.sqrt(var)
+            z = special.ndtri(1 / 2 + level / 2)
+            loglog = np.log(-np.log(sf))
+            z_se = z * se
+            lower = np.exp(-np.exp(loglog + z_se))
+            upper = np.exp(-np.exp(loglog - z_se))
         zero = self.survival <= 0
         return np.where(zero, 0.0, lower), np.where(zero, 0.0, upper)
 
@@ -103,23 +110,35 @@ def _observations(
 
 def kaplan_meier(times: npt.ArrayLike, censored_at: npt.ArrayLike) -> Survival:
     """Kaplan–Meier estimate from observations: ``times[i]`` where observed (finite), NaN where
-    censored, with ``censored_at[i]`` the time it exceeds (used only where ``times`` is NaN);
-    ``scipy.stats.ecdf`` on ``CensoredData.right_censored``, kept at the event times."""
-    from scipy import stats
+    censored, with ``censored_at[i]`` the time it exceeds (used only where ``times`` is NaN); kept
+    at the event times.
 
+    In closed form, with the arithmetic of ``scipy.stats.ecdf`` (SciPy 1.11+) so that the numbers
+    are its own bit for bit: without censoring S(t_j) = 1 − (events up to t_j) / n; with censoring
+    the product over the distinct times (censoring times included, where the factor is exactly 1)
+    of (n_j − d_j) / n_j."""
     follow, observed = _observations(times, censored_at)
     if not observed.any():
         empty = np.zeros(0)
         return Survival(empty, empty, empty, empty)
-    sf = stats.ecdf(stats.CensoredData.right_censored(follow, ~observed)).sf
     event_times, events = np.unique(follow[observed], return_counts=True)
+    survival: np.ndarray
+    if observed.all():
+        survival = 1 - np.cumsum(events) / follow.size
+    else:
+        distinct = np.unique(follow)
+        later = follow.size - np.searchsorted(np.sort(follow), distinct, side="left")
+        deaths = np.zeros(distinct.size, dtype=np.int64)
+        deaths[np.searchsorted(distinct, event_times)] = events
+        product = np.cumprod((later - deaths) / later)
+        survival = product[np.searchsorted(distinct, event_times)]
     at_risk = (follow[None, :] >= event_times[:, None]).sum(axis=1)
     return Survival(
         event_times,
-        np.asarray(sf.evaluate(event_times), dtype=float),
+        np.asarray(survival, dtype=float),
         at_risk.astype(float),
         events.astype(float),
-        sf,
+        banded=True,
     )
 
 
@@ -148,6 +167,14 @@ def km_median(times: npt.ArrayLike, censored_at: npt.ArrayLike) -> float:
     return _first_at_or_below(s, s.survival)
 
 
+def _median_ci(s: Survival, level: float) -> tuple[float, float]:
+    if not s.times.size:
+        return float("nan"), float("inf")
+    lower, upper = s.band(level)
+    hi = _first_at_or_below(s, upper)
+    return _first_at_or_below(s, lower), hi if math.isfinite(hi) else float("inf")
+
+
 def km_median_ci(
     times: npt.ArrayLike, censored_at: npt.ArrayLike, level: float = CONFIDENCE
 ) -> tuple[float, float]:
@@ -169,17 +196,15 @@ def km_median_ci(
       for a continuous law), so for n ≤ 5 no interval within the observations reaches 95%, and
       this one, like any Wald-type interval, is then narrower than ``level`` says: three times
       give [min, max] (75% for a continuous law), a single time x gives [x, x]."""
-    s = kaplan_meier(times, censored_at)
-    if not s.times.size:
-        return float("nan"), float("inf")
-    lower, upper = s.band(level)
-    hi = _first_at_or_below(s, upper)
-    return _first_at_or_below(s, lower), hi if math.isfinite(hi) else float("inf")
+    return _median_ci(kaplan_meier(times, censored_at), level)
 
 
 def restricted_mean(times: npt.ArrayLike, censored_at: npt.ArrayLike, tau: float) -> float:
     """E[min(T, τ)] = Σ_{t=0}^{τ−1} S(t) for integer times, from the Kaplan–Meier estimate."""
-    s = kaplan_meier(times, censored_at)
+    return _restricted_mean(kaplan_meier(times, censored_at), tau)
+
+
+def _restricted_mean(s: Survival, tau: float) -> float:
     if tau <= 0:
         return 0.0
     grid = np.arange(int(np.ceil(tau)), dtype=float)
@@ -190,7 +215,10 @@ def restricted_mean_se(times: npt.ArrayLike, censored_at: npt.ArrayLike, tau: fl
     """Standard error of the restricted mean up to τ: the square root of the Greenwood-type
     variance Σ_{t_j < τ} A_j² d_j / (n_j (n_j − d_j)), A_j = Σ_{t=t_j}^{τ−1} S(t) (Klein &
     Moeschberger eq. 4.5.2 for integer times; a term with n_j = d_j has A_j = 0)."""
-    s = kaplan_meier(times, censored_at)
+    return _restricted_mean_se(kaplan_meier(times, censored_at), tau)
+
+
+def _restricted_mean_se(s: Survival, tau: float) -> float:
     n_tau = int(np.ceil(tau)) if tau > 0 else 0
     inside = s.times < n_tau
     if not inside.any():
@@ -210,8 +238,12 @@ def restricted_mean_ci(
 ) -> tuple[float, float]:
     """``level`` interval of the restricted mean up to τ, on the log scale: μ exp(∓ z se / μ) with
     se from :func:`restricted_mean_se` (a point when μ = 0)."""
-    mu = restricted_mean(times, censored_at, tau)
-    se = restricted_mean_se(times, censored_at, tau)
+    return _restricted_mean_ci(kaplan_meier(times, censored_at), tau, level)
+
+
+def _restricted_mean_ci(s: Survival, tau: float, level: float) -> tuple[float, float]:
+    mu = _restricted_mean(s, tau)
+    se = _restricted_mean_se(s, tau)
     if mu <= 0:
         return mu, mu
     from scipy import special
@@ -244,7 +276,8 @@ def estimates(
     times: npt.ArrayLike, censored_at: npt.ArrayLike, level: float = CONFIDENCE
 ) -> Estimates:
     """The Kaplan–Meier median and restricted mean with their ``level`` intervals
-    (:func:`km_median_ci`, :func:`restricted_mean_ci`), τ the longest follow-up + 1."""
+    (:func:`km_median_ci`, :func:`restricted_mean_ci`), τ the longest follow-up + 1; the
+    Kaplan–Meier estimate computed once for all of them."""
     t = np.asarray(times, dtype=float)
     c = np.asarray(censored_at, dtype=float)
     tau = _tau(t, c)
@@ -253,13 +286,14 @@ def estimates(
         return Estimates(0, 0, nan, (nan, nan), nan, (nan, nan), tau, level)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
+        s = kaplan_meier(t, c)
         return Estimates(
             int(np.isfinite(t).sum()),
             int(t.size),
-            km_median(t, c),
-            km_median_ci(t, c, level),
-            restricted_mean(t, c, tau),
-            restricted_mean_ci(t, c, tau, level),
+            _first_at_or_below(s, s.survival),
+            _median_ci(s, level),
+            _restricted_mean(s, tau),
+            _restricted_mean_ci(s, tau, level),
             tau,
             level,
         )

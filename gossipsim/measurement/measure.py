@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from gossipsim.cover.iteration import cover_iteration
-from gossipsim.engine.token import Arrival, RunRecord
+from gossipsim.engine.records import Arrival, RunRecord
 from gossipsim.measurement.metrics import (
     Segments,
     kl_segments,

@@ -260,7 +260,7 @@ class Results:
         ``<name>.<fmt>`` and their paths returned; without, the matplotlib Figures are returned
         (shown by a notebook), by name. A figure that does not apply (no requests, no graph) is
         left out."""
-        from gossipsim.figures.plots import FIGURES, FORMATS, STATISTICS, draw_figures
+        from gossipsim.figures.standard import FIGURES, FORMATS, STATISTICS, draw_figures
 
         if isinstance(which, str):  # one figure by name
             which = [which]

@@ -19,8 +19,8 @@ import networkx as nx
 import numpy as np
 
 from gossipsim.core.streams import DATA_TAG, TOPOLOGY, TOPOLOGY_TAG, run_stream
-from gossipsim.engine.slottables import SlotCosts
-from gossipsim.engine.token import Request, round_seconds
+from gossipsim.engine.records import Request
+from gossipsim.engine.slottables import SlotCosts, round_seconds
 from gossipsim.errors import ConfigError
 from gossipsim.families import ExponentialFamily
 from gossipsim.models import Model, model_class

@@ -1,6 +1,6 @@
 """The vectorized engine: many runs of a scenario at once, in NumPy, without SimPy.
 
-It runs a variant only by declaration (``engine="auto"`` checks them, :func:`.driver.unavailable`): the
+It runs a variant only by declaration (``engine="auto"`` checks them, :func:`.capability.unavailable`): the
 protocol kind declares a kernel this engine has (exact conjugate G-FVL: ``conjugate-first-visits``,
 the state changes only at a node's first visit, or at its first visit after an unlearning request;
 natural-gradient G-FVL and the particle protocols: ``batched-steps``, every run's holder stepped at

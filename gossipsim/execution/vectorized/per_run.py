@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from gossipsim.core.streams import DATA, PROTOCOL, WALK, WalkStreams, run_seeds, run_stream
+from gossipsim.engine.records import Arrival, RunRecord
 from gossipsim.engine.slottables import stepped_clock
-from gossipsim.engine.token import Arrival, RunRecord
 from gossipsim.execution.vectorized.walks import first_new, start_nodes, stepped_walks
 from gossipsim.measurement.measure import measure
 from gossipsim.measurement.outputs import BatchOutput, NonFiniteKL, RunOutput, batches_with_failures

@@ -52,7 +52,7 @@ StopRule = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 def drawn_unavailable(world: World) -> str | None:
     """Why the walks of ``world`` cannot be drawn stay by stay (None: they can), beyond what the
-    vectorised engine needs anyway (:func:`~gossipsim.execution.vectorized.driver.unavailable`)."""
+    vectorised engine needs anyway (:func:`~gossipsim.execution.vectorized.capability.unavailable`)."""
     sc = world.scenario
     model = world.model
     if not protocol_kind(sc.protocol.kind).idle_stays(model):

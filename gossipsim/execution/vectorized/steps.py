@@ -40,7 +40,7 @@ import numpy as np
 
 from gossipsim.core import memory
 from gossipsim.core.streams import PROTOCOL, WALK, WalkStreams, run_seeds, run_stream
-from gossipsim.engine.token import Arrival
+from gossipsim.engine.records import Arrival
 from gossipsim.execution.vectorized.per_run import run_output
 from gossipsim.execution.vectorized.trace import StreamedWorlds
 from gossipsim.execution.vectorized.walks import start_nodes, stepped_walks
