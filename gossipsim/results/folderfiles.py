@@ -14,7 +14,7 @@ from typing import Any
 from gossipsim.errors import ConfigError
 from gossipsim.results.folderlock import META
 
-STAGING_PREFIX = ".staging-"  # results.Results stages the tables and figures in DIR/.staging-*
+STAGING_PREFIX = ".staging-"  # results.writing stages the tables and figures in DIR/.staging-*
 #: the keys of a record that say how far its sweep got (not what the sweep is)
 PROGRESS_KEYS = ("complete", "done", "failed")
 

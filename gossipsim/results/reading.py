@@ -97,8 +97,9 @@ def read_tables(
     ``gossipsim plot`` does): the files read before any is parsed, the others (the CSV files
     beside the Parquet copies read) on a thread of their own while the tables are read, and a
     damaged one is refused once they are (:func:`gossipsim.results.manifest.check_tables`). With
-    ``sources`` (table -> the kind of file to read it from: what :func:`gossipsim.results.repair.repair_tables` rewrites
-    a damaged file from, once it has verified those files) only those tables are read."""
+    ``sources`` (table -> the kind of file to read it from: what
+    :func:`gossipsim.results.repair.repair_tables` rewrites a damaged file from, once it has
+    verified those files) only those tables are read."""
     written = summary.get("table_formats")
     # the files that must hold the tables: the CSV files, unless summary.json says the tables
     # were written as Parquet only (Parquet copies beside CSV files may be deleted; they are read
