@@ -14,7 +14,7 @@ import importlib
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from gossipsim.core.moved import resolve_moved
+from gossipsim.core.moved import moved_attribute, resolve_moved
 from gossipsim.errors import ConfigError
 
 
@@ -36,6 +36,9 @@ def import_object(path: str, key: str) -> Any:
     try:
         return getattr(module, attribute)
     except AttributeError:
+        found = moved_attribute(path.partition(":")[0], attribute)  # split after its move
+        if found is not None:
+            return found[1]
         raise ConfigError(key, f"module {module_name!r} has no {attribute!r}") from None
 
 
