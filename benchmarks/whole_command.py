@@ -7,7 +7,7 @@ included, on the event engine and on the vectorized engine, for two scenarios:
 - ``fig3``: the paper's Fig. 3 scenario as shipped (3 topologies × 1,000 runs × 300 slots, every
   slot recorded: 900,000 rows of metrics.csv).
 
-Each command runs in a fresh process (``python -c "from gossipsim.cli.commands import main; main()"``, what
+Each command runs in a fresh process (``python -c "from gossipsim.cli.parser import main; main()"``, what
 the ``gossipsim`` console script does) on the checkout this file belongs to; the best of
 ``--repeat`` wall times counts (this machine's timings vary by tens of percent). The two engines'
 tables are compared byte for byte. Then each command runs once more with phase timers (wrapping
@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ENTRY = "import sys; from gossipsim.cli.commands import main; sys.exit(main())"
+ENTRY = "import sys; from gossipsim.cli.parser import main; sys.exit(main())"
 ENGINES = ("event", "vectorized")
 TABLES = ("metrics.csv", "runs.csv", "requests.csv", "visits.csv", "failures.csv")
 #: third-party packages a run imports only to build and write its tables (an import is counted
@@ -83,7 +83,7 @@ PHASES = r"""
 import time
 T0 = time.perf_counter()
 import functools, importlib, json, sys
-import gossipsim.cli.commands
+import gossipsim.cli.parser
 
 totals = {}
 depth = {}
@@ -137,7 +137,7 @@ patch_method("gossipsim.results.store", "RunStore", "finish", "removing parts")
 # their import is counted here, as start-up, and not inside the first phase that needs them
 T_MAIN = time.perf_counter()
 sys.argv = ["gossipsim", *sys.argv[1:]]
-code = gossipsim.cli.commands.main()  # as the console script calls it
+code = gossipsim.cli.parser.main()  # as the console script calls it
 T_END = time.perf_counter()
 print(json.dumps({"imports": T_MAIN - T0, "main": T_END - T_MAIN, "child": T_END - T0,
                   "totals": totals, "code": code}))
