@@ -62,7 +62,10 @@ PER_FIGURE = r"""
 import json, sys, time
 from pathlib import Path
 from gossipsim.results import results
-from gossipsim.figures import plots
+try:
+    from gossipsim.figures.standard import _figure_jobs
+except ImportError:  # a checkout before the figures were split (issue 31)
+    from gossipsim.figures.plots import _figure_jobs
 
 folder, out = Path(sys.argv[1]), Path(sys.argv[2])
 out.mkdir(parents=True, exist_ok=True)
@@ -76,7 +79,7 @@ else:
     args = (drawn.metrics, drawn.runs, drawn.requests, drawn.visits, drawn.summary, "median",
             drawn.graphs, drawn.particles)
 times = {"(reading the folder)": time.perf_counter() - start}
-jobs = plots._figure_jobs(*args)
+jobs = _figure_jobs(*args)
 for name, job in jobs.items():
     start = time.perf_counter()
     if job(out / f"{name}.png") is not None:

@@ -173,12 +173,12 @@ def standard_figures(
     fmt: str = "png", statistic: str = "median"
 ) -> Callable[[Results, Path], None]:
     """What ``gossipsim run`` and ``gs.run(..., out=DIR)`` draw into ``DIR/plots``: every standard
-    figure that applies (:func:`gossipsim.figures.plots.plot_results`), as ``<name>.<fmt>``, ``statistic``
+    figure that applies (:func:`gossipsim.figures.standard.plot_results`), as ``<name>.<fmt>``, ``statistic``
     the line of the ``kl_vs_*`` figures; a ``make_plots`` for :func:`run` and
     :meth:`Results.write`."""
 
     def make_plots(res: Results, folder: Path) -> None:
-        from gossipsim.figures.plots import plot_results
+        from gossipsim.figures.standard import plot_results
 
         plot_results(
             res.metrics, res.runs, res.requests, res.visits, res.summary(), folder, fmt=fmt,

@@ -795,9 +795,9 @@ def test_a_run_whose_kl_is_not_finite_fails_with_its_cause(
             main_state = "the KL of the protocol's state to its target is NaN from slot 1 (state ("
             retrain = re.match(
                 r"the KL of the retrain baseline's state to its target is NaN from slot (\d+) ",
-                error.removeprefix("gossipsim.measurement.measure.NonFiniteKL: "),
+                error.removeprefix("gossipsim.measurement.outputs.NonFiniteKL: "),
             )
-            assert error.startswith(f"gossipsim.measurement.measure.NonFiniteKL: {main_state}") or (
+            assert error.startswith(f"gossipsim.measurement.outputs.NonFiniteKL: {main_state}") or (
                 requests and retrain and int(retrain.group(1)) >= 60
             ), error
             assert error.endswith("terms of the KL are beyond float64's range (an ∞ − ∞ or 0·∞)")

@@ -26,7 +26,7 @@ def plot_command(args: argparse.Namespace) -> int:
     # below are imported (about a second): on two cores, verifying costs the command little time
     check = start_check(folder)
     with _collector_paused(getattr(args, "own_process", False)):
-        from gossipsim.figures.plots import (  # matplotlib: imported with the collector paused
+        from gossipsim.figures.standard import (  # matplotlib: imported with the collector paused
             FIGURES,
             plot_results,
         )
@@ -156,7 +156,8 @@ def status_command(args: argparse.Namespace) -> int:
 
 
 def compare_command(args: argparse.Namespace) -> int:
-    from gossipsim.figures.plots import FORMATS, plot_comparison
+    from gossipsim.figures.compare import plot_comparison
+    from gossipsim.figures.standard import FORMATS
     from gossipsim.results.folderfiles import check_output_folder
     from gossipsim.results.results import load_results
 

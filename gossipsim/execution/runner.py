@@ -20,7 +20,8 @@ import numpy as np
 
 from gossipsim.core.streams import DATA, PROTOCOL, START, WALK, run_seed, run_stream
 from gossipsim.engine.token import run_token
-from gossipsim.measurement.measure import BatchOutput, RunOutput, measure
+from gossipsim.measurement.measure import measure
+from gossipsim.measurement.outputs import BatchOutput, RunOutput
 from gossipsim.scheduling import Walker
 from gossipsim.world.world import (
     World,

@@ -146,7 +146,7 @@ class ExponentialFamily(ABC):
             # (not a number at concentrations below about 1e-308: the Bregman form's value kept)
             value[redo] = np.where(np.isfinite(exact), exact, value[redo])
         # −∞ (a mean parameter beyond float64 where the stable form does not apply) is not a
-        # divergence of 0: NaN, which fails the run (gossipsim.measurement.measure.NonFiniteKL)
+        # divergence of 0: NaN, which fails the run (gossipsim.measurement.outputs.NonFiniteKL)
         return np.where(value == -np.inf, np.nan, np.maximum(value, 0.0))
 
 

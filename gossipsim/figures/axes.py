@@ -1,5 +1,6 @@
 """Axes pieces every figure shares: a log axis whose exact zeros are drawn past a break, the slots of
-unlearning requests, and a legend that names every line and band."""
+unlearning requests, wrapped text and the number of runs a title gives, and a legend that names
+every line and band."""
 
 from __future__ import annotations
 
@@ -229,6 +230,26 @@ def request_marks(
     return sorted(out, key=lambda m: (m.lo, m.node))
 
 
+def merge_marks(marks: dict[str, list[RequestMark]], variants: Sequence[str]) -> list[RequestMark]:
+    """The marks of ``variants`` (by variant, :func:`marks_by_variant`) in one list, each once."""
+    out: list[RequestMark] = []
+    for v in variants:
+        for m in marks.get(v, []):
+            if m not in out:
+                out.append(m)
+    return out
+
+
+def marks_by_variant(
+    requests: pd.DataFrame | None,
+    variants: Sequence[str],
+    column: str,
+    scale: dict[str, float] | None = None,
+) -> dict[str, list[RequestMark]]:
+    """Each variant's request marks (:func:`request_marks`)."""
+    return {v: request_marks(requests, [v], column, scale) for v in variants}
+
+
 REQUEST_LABEL = "unlearning request (node: top axis)"
 #: a request whose arrival differs between runs (a request at a slot, on a time axis; a request at
 #: a time, on a slot axis): the span from its earliest to its latest arrival, shaded
@@ -418,6 +439,16 @@ def wrap(text: str, width_in: float, fontsize: float) -> str:
                     current = trial
         out.append(current)
     return "\n".join(out)
+
+
+def runs_text(counts: Sequence[int]) -> str:
+    """The number of runs a title gives: "20 runs", "20 runs each", "18-20 runs per variant"."""
+    counts = [c for c in counts if c]
+    if not counts:
+        return "no runs"
+    lo, hi = min(counts), max(counts)
+    each = " each" if len(counts) > 1 else ""
+    return f"{lo:,} runs{each}" if lo == hi else f"{lo:,}-{hi:,} runs per variant"
 
 
 #: the smallest font a tick label is shrunk to, in points

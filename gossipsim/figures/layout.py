@@ -1,6 +1,7 @@
 """Panels of a sweep: its first dimension gives the lines of a panel (one colour per value, the same in
 every panel), the second and later dimensions give the panels (facets), so a two-dimensional sweep
-never puts all its variants on one axis under one legend."""
+never puts all its variants on one axis under one legend. A grid of a sweep's factors
+(:func:`variant_cells`) labels its rows and columns (:func:`label_cells`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from matplotlib.axes import Axes
+
+from gossipsim.figures.axes import wrap
 from gossipsim.figures.style import COLUMN_WIDTH_IN, DOUBLE_WIDTH_IN, colour
 from gossipsim.study.sweeps import variant_label
 
@@ -138,3 +142,24 @@ def figure_width(cols: int, panel_in: float = COLUMN_WIDTH_IN * 2 / 3) -> float:
     if cols <= 1:
         return COLUMN_WIDTH_IN
     return max(DOUBLE_WIDTH_IN, cols * panel_in)
+
+
+def label_cells(
+    placed: dict[tuple[int, int], Axes], cells: Cells, panel_width: float, panel_height: float
+) -> None:
+    """A grid of a sweep's factors: each column's label above its top panel, each row's label to
+    the right of its last panel (read downwards), both wrapped to the panel's size (inches)."""
+    if cells.col_labels:
+        for c, label in enumerate(cells.col_labels):
+            top = min((r for r, cc in placed if cc == c), default=None)
+            if top is not None and label:
+                placed[top, c].set_title(wrap(label, panel_width - 0.3, 8))
+    if cells.row_labels:
+        for r, label in enumerate(cells.row_labels):
+            last = max((c for rr, c in placed if rr == r), default=None)
+            if last is None or not label:
+                continue
+            ax = placed[r, last]
+            ax.annotate(wrap(label, panel_height, 7), xy=(1.03, 0.5), xycoords="axes fraction",
+                        rotation=270, ha="left", va="center", fontsize=7, gid="row-label",
+                        annotation_clip=False)  # fmt: skip

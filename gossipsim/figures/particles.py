@@ -11,13 +11,15 @@ densities are those summary.json records (``theory.target_density``, on a grid:
 data drawn per run) gets the particles without contours, and says so. For d > 2 the first two
 coordinates are drawn, without contours (the marginal density is not recorded); d = 1 is not
 drawn. Each panel gives the divergence of that set (the KSD) and, where the metrics table has it,
-its MMD² to exact draws of the same target.
+its MMD² to exact draws of the same target. :func:`plot_particles` writes it to a file or returns
+the Figure, as the other figures do.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import matplotlib as mpl
@@ -30,7 +32,7 @@ from matplotlib.patches import Patch
 
 from gossipsim.figures import style as S
 from gossipsim.figures.axes import Legend, line_handle, wrap
-from gossipsim.figures.canvas import drawing_area, fit_height
+from gossipsim.figures.canvas import Where, drawing_area, finish, fit_height
 from gossipsim.logdensity.densitygrid import highest_density_levels
 from gossipsim.states.divergences import divergence, divergences
 
@@ -232,6 +234,27 @@ def _outline(ax: Axes, x: np.ndarray, y: np.ndarray, log_density: np.ndarray) ->
     levels = highest_density_levels(log_density, MASSES[-1:])
     ax.contour(x, y, log_density, levels=levels.tolist(), colors="0.35", linewidths=0.6,
                linestyles="--", zorder=1)  # fmt: skip
+
+
+def plot_particles(
+    particles: pd.DataFrame,
+    requests: pd.DataFrame | None,
+    variants: Sequence[str],
+    path: Where = None,
+    *,
+    summary: dict[str, Any] | None = None,
+    metrics: pd.DataFrame | None = None,
+    ax: Axes | None = None,
+    fig: Figure | SubFigure | None = None,
+) -> Path | Figure | None:
+    """The particle sets of each variant's first run kept (particles.csv, ``[metrics]
+    particles``): after learning, after forgetting and retrained from scratch, over the exact
+    posterior's 50/90/99% highest-density regions that summary.json records
+    (``theory.target_density``), with each set's KSD and MMD² from ``metrics`` (drawn by
+    :func:`draw_particles`). None without particle sets of d ≥ 2."""
+    area = draw_particles(particles, requests, variants, summary=summary, metrics=metrics,
+                          ax=ax, fig=fig)  # fmt: skip
+    return None if area is None else finish(area, path)
 
 
 def draw_particles(

@@ -13,6 +13,7 @@ from typing import Any
 
 COLUMN_WIDTH_IN = 3.5  # one column of a two-column paper
 DOUBLE_WIDTH_IN = 7.0  # a figure across both columns (sweep grids of two or three columns)
+PANEL_HEIGHT_IN = 2.0  # a panel of the divergence curves
 
 #: Okabe & Ito (2008), without the yellow (too pale on white); black last
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000")

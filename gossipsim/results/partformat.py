@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from gossipsim.execution.executors import Outcome, RunFailure
-from gossipsim.measurement.measure import PARTICLE_FIELDS, PARTICLE_WORLDS, BatchOutput, RunOutput
+from gossipsim.measurement.outputs import PARTICLE_FIELDS, PARTICLE_WORLDS, BatchOutput, RunOutput
 
 PART_MAGIC = b"GOSSIPSIM-PART-2\n"
 OLD_PART_MAGIC = b"GOSSIPSIM-PART-1\n"  # parts without a checksum (earlier gossipsim versions)
@@ -310,7 +310,7 @@ def _check_outcomes(header: dict[str, Any], outcomes: list[Outcome]) -> None:
 
 def _particles_wrong(columns: dict[str, np.ndarray], batch: bool, runs: set[int]) -> str | None:
     """Why a part's particle columns are not particles.csv's (None if they are): every column
-    of :data:`~gossipsim.measurement.measure.PARTICLE_FIELDS` (and ``run`` in a batch, of the part's runs), one
+    of :data:`~gossipsim.measurement.outputs.PARTICLE_FIELDS` (and ``run`` in a batch, of the part's runs), one
     entry per row, ``theta`` a matrix of numbers, ``world`` one of the worlds."""
     if not columns:
         return None

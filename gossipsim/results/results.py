@@ -72,7 +72,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from gossipsim.execution.executors import RunFailure
-    from gossipsim.measurement.measure import BatchOutput, RunOutput
+    from gossipsim.measurement.outputs import BatchOutput, RunOutput
     from gossipsim.study.scenario import (
         Study,  # the scenario's machinery (its models) is imported where read
     )
@@ -445,7 +445,7 @@ class Results:
         ``<name>.<fmt>`` and their paths returned; without, the matplotlib Figures are returned
         (shown by a notebook), by name. A figure that does not apply (no requests, no graph) is
         left out."""
-        from gossipsim.figures.plots import FIGURES, FORMATS, STATISTICS, draw_figures
+        from gossipsim.figures.standard import FIGURES, FORMATS, STATISTICS, draw_figures
 
         if isinstance(which, str):  # one figure by name
             which = [which]
@@ -556,7 +556,7 @@ def collect(
     from gossipsim.execution.executors import (
         RunFailure,  # the engines: imported by runs, not by readers of a folder
     )
-    from gossipsim.measurement.measure import BatchOutput, joined_particles
+    from gossipsim.measurement.outputs import BatchOutput, joined_particles
 
     labels = [v.label for v in study.variants]
     run_rows: list[dict[str, Any]] = []
@@ -764,7 +764,7 @@ def particle_table(
     parts: list[tuple[str, dict[str, np.ndarray]]], labels: Sequence[str]
 ) -> pd.DataFrame:
     """particles.csv from the particle columns of batches of runs (variant label,
-    :func:`~gossipsim.measurement.measure.joined_particles`), in the order given: :data:`PARTICLE_COLUMNS`
+    :func:`~gossipsim.measurement.outputs.joined_particles`), in the order given: :data:`PARTICLE_COLUMNS`
     then ``theta_0`` … ``theta_{d−1}`` (d the largest of the variants'; empty for the others)."""
     parts = [(label, cols) for label, cols in parts if len(cols.get("iteration", ()))]
     if not parts:

@@ -66,7 +66,7 @@ import numpy as np
 
 from gossipsim.errors import ConfigError
 from gossipsim.execution.executors import Outcome, RunFailure, Task
-from gossipsim.measurement.measure import BatchOutput
+from gossipsim.measurement.outputs import BatchOutput
 from gossipsim.results.folderfiles import (
     PROGRESS_KEYS as PROGRESS_KEYS,  # re-exported: the folder's names
 )

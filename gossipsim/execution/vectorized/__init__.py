@@ -27,12 +27,12 @@ every slot, a download of the state then an upload of the message, both counted.
    prior plus the factors visited) and with requests at iterations (a node's factor leaves at its
    first visit after its request; the retrain baseline restarts at each request and adds the first
    visits since), so the traces and every metric are computed across the batch
-   (:func:`~gossipsim.measurement.measure.measure_batch`, the same definitions as
+   (:func:`~gossipsim.measurement.batch.measure_batch`, the same definitions as
    :func:`~gossipsim.measurement.measure.measure`). Otherwise (extra evaluation columns, a settling window)
    the protocol is called only at the slots where it can change state (first visits, first
    visits after each request, request slots), which is all the event engine's calls amount to,
    and each run is measured by the event engine's own code. Either way a batch gives one
-   :class:`~gossipsim.measurement.measure.BatchOutput`, committed to a results folder as one part;
+   :class:`~gossipsim.measurement.outputs.BatchOutput`, committed to a results folder as one part;
 4. slot times are cumulative sums of the same increments in the same order (compute, the server's
    round, the hop: :func:`~gossipsim.engine.slottables.stepped_clock`), payload bits the same whole
    numbers.
@@ -50,7 +50,7 @@ walk stream, keeping first visits, first visits since each request, the slots ea
 token and the stays holding a recorded or requested slot: memory bounded by runs × moves, not runs
 × slots. The walks are read through a :class:`~gossipsim.engine.slottables.SlotTable`, so states, traces
 and metrics are computed by the same code as for stepped walks (:func:`.first_visits.learning_batch`,
-:func:`.first_visits.unlearning_batch`, :func:`~gossipsim.measurement.measure.measure_batch`), with the same meaning of
+:func:`.first_visits.unlearning_batch`, :func:`~gossipsim.measurement.batch.measure_batch`), with the same meaning of
 every number; the tables agree with the stepped walks' in distribution, not in value (tested
 against the exact cover and hitting times). ``scenarios/cover_time_vs_nodes.toml``: 275 s stepped,
 about 26 s drawn, as a whole command on two cores (``benchmarks/stays.py``).

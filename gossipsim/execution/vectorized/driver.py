@@ -17,9 +17,7 @@ from gossipsim.execution.vectorized.first_visits import (
 )
 from gossipsim.execution.vectorized.per_run import per_run_batch
 from gossipsim.execution.vectorized.stays import drawn_unavailable
-from gossipsim.measurement.measure import (
-    BatchOutput,
-)
+from gossipsim.measurement.outputs import BatchOutput
 from gossipsim.protocols import protocol_kind
 from gossipsim.scheduling import scheduler_for
 from gossipsim.states.representations import representation
@@ -82,7 +80,7 @@ def simulate_runs(world: World, runs: Sequence[int]) -> list[BatchOutput]:
     With exact factors, no extra evaluation columns and first-passage latencies, everything is
     computed across the batch at once: the walks, the states after first visits, the metrics
     (:func:`learning_batch` without requests; :func:`unlearning_batch` and
-    :func:`~gossipsim.measurement.measure.measure_batch` with them). Otherwise the walks are vectorised and
+    :func:`~gossipsim.measurement.batch.measure_batch` with them). Otherwise the walks are vectorised and
     each run's protocol and metrics are processed with the event engine's own code
     (:func:`per_run_batch`).
     """

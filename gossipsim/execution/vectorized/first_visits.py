@@ -3,7 +3,7 @@ first visit (or its first visit after an unlearning request). Every state follow
 first-visit slots, so the traces and every metric of a batch are computed at once: without requests
 (the prior plus the factors visited) and with requests at iterations (a node's factor leaves at its
 first visit after its request; the retrain baseline restarts at each request and adds the first
-visits since), measured by :func:`~gossipsim.measurement.measure.measure_batch`. The walks are
+visits since), measured by :func:`~gossipsim.measurement.batch.measure_batch`. The walks are
 stepped (:mod:`.walks`) or drawn stay by stay (:mod:`.stays`)."""
 
 from __future__ import annotations
@@ -24,15 +24,9 @@ from gossipsim.execution.vectorized.walks import (
     stepped_walks,
 )
 from gossipsim.families.exactsum import running_sums
-from gossipsim.measurement.measure import (
-    BatchOutput,
-    BatchRecord,
-    NonFiniteKL,
-    measure_batch,
-    nonfinite_kl,
-    without_runs,
-)
+from gossipsim.measurement.batch import BatchRecord, measure_batch
 from gossipsim.measurement.metrics import recorded_slots
+from gossipsim.measurement.outputs import BatchOutput, NonFiniteKL, nonfinite_kl, without_runs
 from gossipsim.world.world import World, node_labels
 
 #: how a batch's walks are made for the first-visit kernels: ``(world, seeds)`` → the walks and
@@ -206,7 +200,7 @@ def unlearning_batch(
     baseline restarts from the prior at each request and adds the first visits since then of the
     nodes not forgotten. Trace states are the cumulative sums of the same signed factors in the same
     order as :class:`~gossipsim.protocols.gfvl.FactorTrace` sums them, so they are bit for bit the
-    event engine's; :func:`~gossipsim.measurement.measure.measure_batch` measures them. The walks are stepped
+    event engine's; :func:`~gossipsim.measurement.batch.measure_batch` measures them. The walks are stepped
     slot by slot (:func:`_walk_unlearning`) or drawn by ``walk_unlearning``."""
     sc = world.scenario
     model = world.model

@@ -16,13 +16,8 @@ from gossipsim.core.streams import DATA, PROTOCOL, WALK, WalkStreams, run_seeds,
 from gossipsim.engine.slottables import stepped_clock
 from gossipsim.engine.token import Arrival, RunRecord
 from gossipsim.execution.vectorized.walks import first_new, start_nodes, stepped_walks
-from gossipsim.measurement.measure import (
-    BatchOutput,
-    NonFiniteKL,
-    RunOutput,
-    batches_with_failures,
-    measure,
-)
+from gossipsim.measurement.measure import measure
+from gossipsim.measurement.outputs import BatchOutput, NonFiniteKL, RunOutput, batches_with_failures
 from gossipsim.protocols import ServerRounds, WithRetrainBaseline, protocol_kind
 from gossipsim.world.world import World, make_protocol, slot_costs
 
@@ -54,7 +49,7 @@ class _RunState:
 def per_run_batch(world: World, runs: list[int]) -> list[BatchOutput]:
     """Runs whose walks are vectorised and whose protocols and metrics are the event engine's
     (:func:`_advance`, :func:`_finish`), as batches; a run whose KL is not a number is a failure
-    of its batch (:attr:`~gossipsim.measurement.measure.BatchOutput.failures`)."""
+    of its batch (:attr:`~gossipsim.measurement.outputs.BatchOutput.failures`)."""
     seeds = run_seeds(world.scenario.run.seed, np.asarray(runs, dtype=np.int64))
     starts = start_nodes(world, seeds)
     states = [

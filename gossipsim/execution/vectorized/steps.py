@@ -44,13 +44,8 @@ from gossipsim.engine.token import Arrival
 from gossipsim.execution.vectorized.per_run import run_output
 from gossipsim.execution.vectorized.trace import StreamedWorlds
 from gossipsim.execution.vectorized.walks import start_nodes, stepped_walks
-from gossipsim.measurement.measure import (
-    BatchOutput,
-    NonFiniteKL,
-    RunOutput,
-    batches_with_failures,
-    target_trace,
-)
+from gossipsim.measurement.measure import target_trace
+from gossipsim.measurement.outputs import BatchOutput, NonFiniteKL, RunOutput, batches_with_failures
 from gossipsim.protocols import protocol_kind
 from gossipsim.protocols.registry import BatchBuildRequest
 from gossipsim.states.representations import representation
