@@ -24,7 +24,7 @@ from gossipsim.errors import ConfigError
 from gossipsim.figures.particles import plot_particles
 from gossipsim.logdensity.densitygrid import highest_density_levels
 from gossipsim.scheduling import Walker
-from gossipsim.study.scenario import parse_scenario
+from gossipsim.study.sections import parse_scenario
 from gossipsim.world.world import build_world, make_protocol, start_node
 from tests.folders import interrupted
 from tests.helpers import base_scenario, validate_error
