@@ -2,7 +2,7 @@
 
 A registry maps a kind's name to the object that implements it, written as an import path
 ``"module.sub:attribute"`` until first use, so that reading and validating a scenario imports only
-the kinds it names (and the layers stay apart: :mod:`gossipsim.study.scenario` looks kinds up here and
+the kinds it names (and the layers stay apart: :mod:`gossipsim.study.sections` looks kinds up here and
 imports no model or protocol module itself). A plug-in of one's own is either registered with one
 line (:meth:`Registry.register`) or named by import path in the scenario
 (``kind = "mypackage.module:MyProtocol"``), which worker processes import again.
