@@ -23,7 +23,7 @@ import numpy as np
 from gossipsim.engine.token import run_token
 from gossipsim.measurement.measure import measure
 from gossipsim.scheduling import Walker
-from gossipsim.study.scenario import parse_scenario
+from gossipsim.study.sections import parse_scenario
 from gossipsim.world.world import build_world, make_protocol
 
 

@@ -55,7 +55,7 @@ def main() -> None:
         cmd = [
             sys.executable,
             "-m",
-            "gossipsim.cli.commands",
+            "gossipsim",
             "run",
             str(path),
             "--out",

@@ -18,7 +18,7 @@ from gossipsim.api import parse_study
 from gossipsim.errors import ConfigError
 from gossipsim.models import particlemodel
 from gossipsim.results import studyrecord
-from gossipsim.study.scenario import parse_scenario
+from gossipsim.study.sections import parse_scenario
 from gossipsim.world.world import build_world
 from tests.helpers import base_scenario, validate_error
 from tests.test_imagetask import _folder as fashion_folder

@@ -159,7 +159,7 @@ def test_a_first_round_is_charged_in_slot_1_only():
 
 
 def test_the_cli_says_the_centralised_variant_has_no_walk(tmp_path, capsys):
-    from gossipsim.cli.commands import main
+    from gossipsim.cli.parser import main
 
     raw = centralised()
     del raw["metrics"]["particles"], raw["metrics"]["particle_runs"]

@@ -9,7 +9,8 @@ import pytest
 from gossipsim.api import check
 from gossipsim.errors import ConfigError
 from gossipsim.study import reference
-from gossipsim.study.scenario import parse_scenario, parse_study
+from gossipsim.study.scenario import parse_study
+from gossipsim.study.sections import parse_scenario
 from gossipsim.study.settings import SCHEMA, MetricsSettings, RunSettings, SchedulerSettings
 from tests.helpers import base_scenario
 

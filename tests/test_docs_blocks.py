@@ -36,7 +36,7 @@ import pytest
 import gossipsim
 import gossipsim as gs
 from gossipsim import api
-from gossipsim.cli.commands import build_parser, main
+from gossipsim.cli.parser import build_parser, main
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

@@ -167,7 +167,7 @@ def test_bad_distributions_are_one_line_errors(model, data, key, words):
 
 
 def test_cli_validates_a_drawn_parameter(tmp_path, capsys):
-    from gossipsim.cli.commands import main
+    from gossipsim.cli.parser import main
 
     raw = base_scenario(
         scenario={"runs": 2, "iterations": 20},

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import gossipsim as gs
-from gossipsim.cli.commands import main
+from gossipsim.cli.parser import main
 from tests.helpers import base_scenario, to_toml
 
 CASES = {

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim.cli.commands import main
+from gossipsim.cli.parser import main
 from gossipsim.scheduling import unregister
 from tests.helpers import base_scenario, to_toml, validate_error
 

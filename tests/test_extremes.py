@@ -19,7 +19,7 @@ import pytest
 from scipy.special import gammaln
 
 import gossipsim as gs
-from gossipsim.cli.commands import main
+from gossipsim.cli.parser import main
 from gossipsim.families import Normal
 from gossipsim.families.conjugate import GammaPoisson
 from tests.helpers import to_toml, validate_error

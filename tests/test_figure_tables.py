@@ -17,7 +17,8 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim.cli import commands as cli
+from gossipsim.cli import folders
+from gossipsim.cli.parser import main
 from gossipsim.figures import stats
 from gossipsim.results import results
 from gossipsim.results.figuretables import UNDRAWN_COLUMNS, load_figure_tables
@@ -94,7 +95,7 @@ def _pixels(path: Path) -> np.ndarray:
 def test_the_plot_command_draws_the_figures_load_results_draws(requests_folder, tmp_path):
     lean = _copy(requests_folder, tmp_path / "lean")
     full = _copy(requests_folder, tmp_path / "full")
-    assert cli.main(["plot", str(lean)]) == 0
+    assert main(["plot", str(lean)]) == 0
     written = gs.load_results(full).plot(full / "plots")
     names = sorted(p.name for p in (lean / "plots").iterdir())
     assert names == sorted(p.name for p in written.values())
@@ -118,7 +119,7 @@ def test_a_folder_of_other_code_is_read_with_its_study(fig3, tmp_path, monkeypat
     calls = []
     load = results.load_results
     monkeypatch.setattr(results, "load_results", lambda d: calls.append(d) or load(d))
-    assert cli.main(["plot", str(folder), "--figure", "cover_time"]) == 0
+    assert main(["plot", str(folder), "--figure", "cover_time"]) == 0
     assert calls and (folder / "plots" / "cover_time.png").is_file()
     record["code"]["source"]["gossipsim/results/results.py"] = json.loads(
         (fig3 / ".gossipsim" / "study.json").read_text()
@@ -151,7 +152,7 @@ def test_the_plot_command_of_fig3_imports_neither_scipy_nor_a_model(fig3, tmp_pa
     cover figure's interval from summary.json and the graphs' layouts in closed form (no SciPy)."""
     folder = _copy(fig3, tmp_path / "imports")
     code = (
-        "import sys; from gossipsim.cli.commands import main; assert main(['plot', sys.argv[1]]) == 0; "
+        "import sys; from gossipsim.cli.parser import main; assert main(['plot', sys.argv[1]]) == 0; "
         "print(sorted({m.split('.')[0] if m.startswith('scipy') else m for m in sys.modules "
         "if m.startswith(('scipy', 'gossipsim.models', 'gossipsim.families', "
         "'gossipsim.study.scenario'))}))"
@@ -214,11 +215,11 @@ def test_the_cover_figure_takes_the_recorded_interval_only_for_its_own_runs(monk
 
 def test_the_collector_is_paused_only_in_a_process_that_is_the_command():
     before = gc.get_freeze_count()
-    with cli._collector_paused(False):
+    with folders._collector_paused(False):
         assert gc.isenabled()
     assert gc.get_freeze_count() == before
     try:
-        with cli._collector_paused(True):
+        with folders._collector_paused(True):
             assert not gc.isenabled()
             kept = [object() for _ in range(1000)]
         assert gc.isenabled() and gc.get_freeze_count() >= before + len(kept)
@@ -231,5 +232,5 @@ def test_the_collector_is_paused_only_in_a_process_that_is_the_command():
 def test_plot_called_from_python_leaves_the_collector_alone(fig3, tmp_path):
     folder = _copy(fig3, tmp_path / "python")
     before = gc.get_freeze_count()
-    assert cli.main(["plot", str(folder), "--figure", "cover_time"]) == 0
+    assert main(["plot", str(folder), "--figure", "cover_time"]) == 0
     assert gc.isenabled() and gc.get_freeze_count() == before

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim.cli.commands import build_parser, main
+from gossipsim.cli.parser import build_parser, main
 from gossipsim.execution.vectorized.capability import MIN_VECTORIZED_RUNS
 from tests.helpers import base_scenario, to_toml, validate_error
 

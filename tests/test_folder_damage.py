@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim.cli.commands import main
+from gossipsim.cli.parser import main
 from gossipsim.errors import ConfigError
 from gossipsim.results import repair, store
 from gossipsim.results.status import status

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim.cli.commands import main
+from gossipsim.cli.parser import main
 from gossipsim.errors import ConfigError
 from gossipsim.results import store, studyrecord
 from tests.folders import forged, interrupted, parts_of, same_tables, split, sweep_raw

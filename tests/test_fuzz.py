@@ -40,7 +40,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from gossipsim.cli.commands import main
+from gossipsim.cli.parser import main
 from gossipsim.core.registry import MODEL_KINDS, PROTOCOL_KINDS
 from gossipsim.study.settings import SCHEMA
 from gossipsim.topology import TOPOLOGY_KINDS
@@ -876,7 +876,7 @@ def slow_unit(study, unit):
     time.sleep(float(sys.argv[1]))
     return run_unit(study, unit)
 executors.run_unit = slow_unit
-from gossipsim.cli.commands import main
+from gossipsim.cli.parser import main
 sys.exit(main(sys.argv[2:]))
 """
 

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 
 import gossipsim as gs
 from gossipsim import api
-from gossipsim.cli.commands import main
+from gossipsim.cli.parser import main
 from gossipsim.figures import graph_layout
 from gossipsim.results import graphfiles, reading
 from gossipsim.results.tidy import sweep_columns
@@ -436,9 +436,9 @@ def test_plot_returns_figures_or_writes_files(tmp_path, swept):
 def test_the_plot_command_reads_the_folder_with_load_results(tmp_path, monkeypatch, capsys):
     gs.run(_sweep(), out=tmp_path, runs=2, plots=False)
     monkeypatch.setattr(reading, "parquet_available", lambda: False)  # the CSV files only
-    import gossipsim.cli.commands as cli
+    from gossipsim.cli import folders
 
-    monkeypatch.setattr(cli, "_graphs", lambda study: pytest.fail("graphs built again"))
+    monkeypatch.setattr(folders, "_graphs", lambda study: pytest.fail("graphs built again"))
     assert main(["plot", str(tmp_path), "--figure", "visits", "--figure", "cover_time"]) == 0
     assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == [
         "cover_time.png", "visits.png",

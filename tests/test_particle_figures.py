@@ -449,7 +449,7 @@ at_iteration = 15
 
 
 def _cli(args: list[str]) -> tuple[int, str]:
-    from gossipsim.cli.commands import main
+    from gossipsim.cli.parser import main
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -470,7 +470,7 @@ def particle_folder(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str
 
 
 def test_the_run_summary_names_the_divergence_the_requests_were_judged_on():
-    from gossipsim.cli.commands import _request_line
+    from gossipsim.cli.run import _request_line
 
     entry = {"request_iteration": 20.0, "arrived": 2, "runs": 2, "node": 0}
     rows = pd.DataFrame({"settled_at_request": [False, True]})

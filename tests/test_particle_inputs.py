@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim.cli.commands import main
+from gossipsim.cli.parser import main
 from gossipsim.core import memory
 from gossipsim.core.schema import Key, format_number
 from gossipsim.logdensity import mixture as mixture_density

@@ -19,7 +19,7 @@ from gossipsim.particles.dsvgd import PaperSettings, paper_forget, paper_visit
 from gossipsim.particles.kernels import median_bandwidth, pairwise_squared_distances
 from gossipsim.particles.stein import kernel_stein_discrepancy
 from gossipsim.scheduling import Walker
-from gossipsim.study.scenario import parse_scenario
+from gossipsim.study.sections import parse_scenario
 from gossipsim.world.world import build_protocol, build_world, make_protocol
 from tests.helpers import validate_error
 

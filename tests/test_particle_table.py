@@ -24,7 +24,7 @@ from gossipsim.errors import ConfigError
 from gossipsim.figures.particles import plot_particles
 from gossipsim.logdensity.densitygrid import highest_density_levels
 from gossipsim.scheduling import Walker
-from gossipsim.study.scenario import parse_scenario
+from gossipsim.study.sections import parse_scenario
 from gossipsim.world.world import build_world, make_protocol, start_node
 from tests.folders import interrupted
 from tests.helpers import base_scenario, validate_error
@@ -229,7 +229,7 @@ def test_a_particle_table_that_cannot_fit_in_memory_is_one_line(tmp_path, capsys
     line = validate_error(raw, tmp_path, capsys)
     assert "metrics.particle_runs:" in line and "the particle sets of 1000 runs" in line
     raw["metrics"]["particle_runs"] = 1  # the same runs keeping one run's sets fit
-    from gossipsim.cli.commands import main
+    from gossipsim.cli.parser import main
     from tests.helpers import to_toml
 
     (tmp_path / "s.toml").write_text(to_toml(raw))
@@ -316,7 +316,7 @@ def test_of_more_than_two_coordinates_the_first_two_are_drawn(recorded):
 
 
 def test_gossipsim_run_and_plot_draw_the_particle_figure(tmp_path, capsys):
-    from gossipsim.cli.commands import main
+    from gossipsim.cli.parser import main
     from tests.helpers import to_toml
 
     (tmp_path / "s.toml").write_text(to_toml(_raw(runs=1, keep=1)))

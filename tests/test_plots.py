@@ -1184,7 +1184,7 @@ def test_a_notebook_shows_the_figures_and_the_user_s_own(tmp_path):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
-    from gossipsim.cli.commands import main
+    from gossipsim.cli.parser import main
 
     scenario = tmp_path / "s.toml"
     scenario.write_text(
@@ -1213,7 +1213,7 @@ def test_compare_outlines_each_band_and_draws_the_tolerance(drawn, tmp_path):
     """`gossipsim compare` of two folders of a two-variant sweep: faint bands outlined in their
     line's style (the same variant the same colour in both folders, each folder its style) and the
     folders' common tolerance drawn once."""
-    from gossipsim.cli.commands import main
+    from gossipsim.cli.parser import main
     from tests.helpers import base_scenario, to_toml
 
     raw = base_scenario(scenario={"name": "c", "seed": 3, "runs": 4, "iterations": 120},

@@ -12,7 +12,7 @@ import pytest
 
 import gossipsim as gs
 from gossipsim.api import choose_engines
-from gossipsim.cli.commands import main
+from gossipsim.cli.parser import main
 from gossipsim.core.capabilities import (
     BATCHED_MEAN_GRADIENT,
     EXACT_FACTORS,

@@ -72,7 +72,7 @@ def test_summaries_are_per_request_and_report_censoring(tmp_path, capsys):
     the same per-request entries."""
     import json
 
-    from gossipsim.cli.commands import main
+    from gossipsim.cli.parser import main
     from tests.helpers import base_scenario, to_toml
 
     raw = base_scenario(

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim.cli.commands import main
+from gossipsim.cli.parser import main
 from gossipsim.errors import ConfigError
 from gossipsim.execution import executors
 from gossipsim.results import reading, repair, writing

@@ -22,7 +22,7 @@ import pytest
 
 import gossipsim as gs
 from gossipsim import api
-from gossipsim.cli.commands import main
+from gossipsim.cli.parser import main
 from gossipsim.execution import executors
 from gossipsim.execution.executors import RunFailure
 from gossipsim.execution.runner import BatchOutput, RunOutput
@@ -637,7 +637,7 @@ if sys.argv[1] == "slow-disk":
         time.sleep(0.02)
         save(self, variant, outcome)
     store.RunStore.save = slow_save
-from gossipsim.cli.commands import main
+from gossipsim.cli.parser import main
 sys.exit(main(sys.argv[2:]))
 """
 

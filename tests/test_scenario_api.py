@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import gossipsim as gs
-from gossipsim.cli.commands import main, parse_set
+from gossipsim.cli.parser import main
+from gossipsim.cli.run import parse_set
 from gossipsim.core.frozen import FrozenDict, FrozenList, freeze, thaw
 from gossipsim.core.streams import run_seed
 from gossipsim.errors import ConfigError

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim.cli.commands import main
+from gossipsim.cli.parser import main
 from gossipsim.engine.protocol_api import Protocol, StateTrace
 from gossipsim.engine.token import run_token
 from gossipsim.errors import ConfigError

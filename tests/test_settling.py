@@ -17,7 +17,7 @@ import pytest
 import gossipsim as gs
 from gossipsim.errors import ConfigError
 from gossipsim.measurement.metrics import Segments, reference_level, reference_slots
-from gossipsim.study.scenario import parse_scenario
+from gossipsim.study.sections import parse_scenario
 from tests.helpers import base_scenario, validate_error
 from tests.test_batched_steps import unlearning_beta
 

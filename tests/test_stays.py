@@ -16,7 +16,7 @@ import gossipsim as gs
 import gossipsim.execution.vectorized.driver as fastpath
 from gossipsim import cover as ct
 from gossipsim.api import check
-from gossipsim.cli.commands import main
+from gossipsim.cli.parser import main
 from gossipsim.engine.slottables import SlotCosts, StaySlots
 from gossipsim.errors import ConfigError
 from gossipsim.scheduling import scheduler_for

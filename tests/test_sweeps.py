@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim.cli.commands import main
+from gossipsim.cli.parser import main
 from gossipsim.execution import executors
 from tests.helpers import base_scenario, to_toml
 
@@ -77,7 +77,7 @@ def slow_unit(study, unit):
     time.sleep(0.05)
     return run_unit(study, unit)
 executors.run_unit = slow_unit
-from gossipsim.cli.commands import main
+from gossipsim.cli.parser import main
 sys.exit(main(sys.argv[3:]))
 """
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import gossipsim as gs
-from gossipsim.cli.commands import main
+from gossipsim.cli.parser import main
 from gossipsim.errors import ConfigError
 from gossipsim.topology import (
     ARRAY_KINDS,

@@ -12,7 +12,7 @@ import pytest
 
 import gossipsim as gs
 import gossipsim.execution.vectorized.driver as fastpath
-from gossipsim.measurement.measure import _recorded_many
+from gossipsim.measurement.batch import _recorded_many
 from gossipsim.measurement.metrics import recorded_slots
 
 MODELS = [

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim.cli.commands import main
+from gossipsim.cli.parser import main
 from gossipsim.execution.runner import build_protocol
 from gossipsim.families import GaussianFull
 from gossipsim.measurement.metrics import Segments

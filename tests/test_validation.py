@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim.cli.commands import main
+from gossipsim.cli.parser import main
 from gossipsim.core import memory
 from gossipsim.errors import ConfigError
 from gossipsim.network.links import LinkModel, check_horizon

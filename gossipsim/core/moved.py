@@ -2,7 +2,8 @@
 
 Scenario files that name a built-in by import path (``kind = "gossipsim.fastpath:..."``) and folders
 written before still resolve (:func:`resolve_moved`, used by
-:func:`gossipsim.core.registry.import_object`), and a Python import of a moved module keeps working
+:func:`gossipsim.core.registry.import_object`; a name that a later split took out of the module it
+moved to is found in its new module of the same package: :func:`moved_attribute`), and a Python import of a moved module keeps working
 through an alias (:class:`MovedModuleFinder`, installed by ``import gossipsim``) with a
 ``DeprecationWarning`` naming the new place. No file stays at the old place.
 """
@@ -92,6 +93,52 @@ def resolve_moved(module_name: str) -> str:
         if head in MOVED:
             return ".".join([MOVED[head], *parts[n:]])
     return module_name
+
+
+#: old modules whose names the packages that hold them now took (``gossipsim/results.py`` is the
+#: package ``gossipsim/results/``): the package hands on some of the old module's names itself
+BECAME_PACKAGES: Final[frozenset[str]] = frozenset(
+    {"gossipsim.cli", "gossipsim.data", "gossipsim.engine", "gossipsim.results", "gossipsim.world"}
+)
+
+
+#: old modules some of whose names went to another package (the memory units every stage uses to
+#: the foundation; the graph layout, which only figures use, to the figures)
+ALSO_IN: Final[dict[str, tuple[str, ...]]] = {
+    "gossipsim.budget": ("gossipsim.core.memory",),
+    "gossipsim.graphfiles": ("gossipsim.figures.graph_layout",),
+}
+
+
+def moved_attribute(old_module: str, attribute: str) -> tuple[str, object] | None:
+    """Where ``old_module:attribute`` of before issue 31 is now, as (module name, object): the
+    module :func:`resolve_moved` gives, or, when a split took the name out of it, the module of
+    the same package that holds it (each imported to look, in name order: only an old path pays),
+    or one of :data:`ALSO_IN`.
+    None when no such module holds it."""
+    import pkgutil
+
+    new = resolve_moved(old_module)
+    if new == old_module and old_module not in BECAME_PACKAGES:
+        return None
+    module = importlib.import_module(new)
+    if hasattr(module, attribute):
+        return new, getattr(module, attribute)
+    for other in ALSO_IN.get(old_module, ()):
+        if hasattr(elsewhere := importlib.import_module(other), attribute):
+            return other, getattr(elsewhere, attribute)
+    package = new if hasattr(module, "__path__") else new.rpartition(".")[0]
+    for info in sorted(
+        pkgutil.walk_packages(importlib.import_module(package).__path__, package + "."),
+        key=lambda info: info.name,
+    ):
+        try:
+            sibling = importlib.import_module(info.name)
+        except ImportError:  # a module needing an optional library the user lacks
+            continue
+        if hasattr(sibling, attribute):
+            return info.name, getattr(sibling, attribute)
+    return None
 
 
 class _Alias(importlib.abc.Loader):

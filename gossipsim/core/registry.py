@@ -2,7 +2,7 @@
 
 A registry maps a kind's name to the object that implements it, written as an import path
 ``"module.sub:attribute"`` until first use, so that reading and validating a scenario imports only
-the kinds it names (and the layers stay apart: :mod:`gossipsim.study.scenario` looks kinds up here and
+the kinds it names (and the layers stay apart: :mod:`gossipsim.study.sections` looks kinds up here and
 imports no model or protocol module itself). A plug-in of one's own is either registered with one
 line (:meth:`Registry.register`) or named by import path in the scenario
 (``kind = "mypackage.module:MyProtocol"``), which worker processes import again.
@@ -14,7 +14,7 @@ import importlib
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from gossipsim.core.moved import resolve_moved
+from gossipsim.core.moved import moved_attribute, resolve_moved
 from gossipsim.errors import ConfigError
 
 
@@ -36,6 +36,9 @@ def import_object(path: str, key: str) -> Any:
     try:
         return getattr(module, attribute)
     except AttributeError:
+        found = moved_attribute(path.partition(":")[0], attribute)  # split after its move
+        if found is not None:
+            return found[1]
         raise ConfigError(key, f"module {module_name!r} has no {attribute!r}") from None
 
 

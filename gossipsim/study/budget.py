@@ -54,10 +54,10 @@ from gossipsim.core.memory import (
 )
 from gossipsim.errors import ConfigError
 from gossipsim.network.links import check_horizon
+from gossipsim.study.settings import Scenario
 
 if TYPE_CHECKING:
     from gossipsim.scheduling import IndexedGraph
-    from gossipsim.study.scenario import Scenario
 
 #: the vectorized engine's batches: runs stepped together at most (beyond this the per-slot Python
 #: cost is already amortised), and the bytes a batch may hold (every run's protocol state, walk,

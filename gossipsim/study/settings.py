@@ -1,7 +1,7 @@
 """The scenario's schema and settings objects: every key of every fixed section stated once.
 
 Each section's keys (:class:`~gossipsim.core.schema.Key`: type, default, allowed range, the line of
-documentation) are listed in :data:`SCHEMA`; :mod:`gossipsim.study.scenario` reads the sections with them,
+documentation) are listed in :data:`SCHEMA`; :mod:`gossipsim.study.sections` reads the sections with them,
 the dataclasses below take their defaults from them, and the tables of ``docs/scenarios.md`` are
 generated from them (``python -m gossipsim.study.settings`` prints them; a test checks the docs). Keys that
 belong to a kind are stated by the kind: topology parameters in the topology registry, ``[model]``

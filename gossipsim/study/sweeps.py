@@ -1,6 +1,6 @@
 """``[sweep]``: dotted keys and their lists of values, ``[[sweep.cases]]``, graphs given from
 Python (``sweep.topology``), and the variants' labels. A sweep's variants are the cartesian product
-of its dimensions; each is validated as a whole scenario by :mod:`gossipsim.study.scenario`."""
+of its dimensions; each is validated as a whole scenario by :mod:`gossipsim.study.sections`."""
 
 from __future__ import annotations
 
