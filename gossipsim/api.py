@@ -339,7 +339,7 @@ def _finish(
 ) -> Results:
     """Merge the outcomes into tables, commit them, then run the steps that may fail (theory is
     recorded per variant, figures drawn last); raise PostProcessingError if any did."""
-    from gossipsim.results.collect import collect
+    from gossipsim.results.assembly import collect
     from gossipsim.results.results import PostProcessingError
 
     ordered = store.load() if store is not None else ((t[0], outcomes[t]) for t in sorted(outcomes))

@@ -11,7 +11,7 @@ from gossipsim.execution import executors
 from gossipsim.execution.executors import RunFailure
 from gossipsim.execution.runner import build_world, run_seed, simulate_run
 from gossipsim.results import store
-from gossipsim.results.collect import collect
+from gossipsim.results.assembly import collect
 from gossipsim.results.status import status
 from gossipsim.results.store import RunStore
 from tests.helpers import base_scenario

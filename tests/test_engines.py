@@ -119,7 +119,7 @@ def test_batches_and_single_runs_merge_in_run_order():
     """A sweep resumed with another engine holds batches and single runs interleaved."""
     from gossipsim.execution.runner import build_world, run_seed, simulate_run
     from gossipsim.execution.vectorized.driver import simulate_runs
-    from gossipsim.results.collect import collect
+    from gossipsim.results.assembly import collect
 
     study = gs.parse_study(CASES["learning, record_every"])
     world = build_world(study.variants[0].scenario)

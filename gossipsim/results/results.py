@@ -9,7 +9,7 @@ into place one by one, so no file is ever half written (:mod:`gossipsim.results.
 themselves are committed as they finish by :mod:`gossipsim.results.store`). The tables and
 ``summary.json`` (:mod:`gossipsim.results.summary`) are committed first and the figures after them,
 so a failure while drawing cannot lose the tables. Missing values (a run that never converged) are
-empty cells. The tables are assembled from the runs by :mod:`gossipsim.results.collect` and read
+empty cells. The tables are assembled from the runs by :mod:`gossipsim.results.assembly` and read
 from a folder by :mod:`gossipsim.results.reading`.
 """
 

@@ -1,7 +1,7 @@
 """The columns of requests.csv, visits.csv, failures.csv and particles.csv (those of runs.csv and
 metrics.csv are :mod:`gossipsim.core.columns`'), and requests.csv's censoring columns, derived from
 its latencies and runs.csv (:func:`with_censoring`): what the tables collected from runs
-(:mod:`gossipsim.results.collect`) and those read back from a folder
+(:mod:`gossipsim.results.assembly`) and those read back from a folder
 (:mod:`gossipsim.results.reading`) share."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ LATENCIES = ("removal_latency", "latency", "retrain_latency")
 CENSORING_COLUMNS = ["served", "censored_at"]
 VISIT_COLUMNS = ["variant", "node", "visits", "share"]
 FAILURE_COLUMNS = ["variant", "run", "seed", "error"]
-#: particles.csv's columns before the coordinates theta_0 … theta_{d−1} (:func:`gossipsim.results.collect.particle_table`)
+#: particles.csv's columns before the coordinates theta_0 … theta_{d−1} (:func:`gossipsim.results.assembly.particle_table`)
 PARTICLE_COLUMNS = ["variant", "run", "iteration", "world", "particle"]
 
 
