@@ -1,11 +1,14 @@
 """What a reader of a results folder needs of its bookkeeping, without the machinery that writes it
 (:mod:`gossipsim.results.store`, which imports the engines): the prefix of the staging folders, the record
 ``DIR/.gossipsim/study.json`` and the keys of it that say how far a sweep got, and the check that a
-folder can be written. ``gossipsim plot`` and :func:`gossipsim.load_results` import this module,
-not the store."""
+folder can be written; and how its bookkeeping files are written, whole or not at all
+(:func:`atomic_write_bytes`: the record and the parts). ``gossipsim plot`` and
+:func:`gossipsim.load_results` import this module, not the store; it imports neither pandas nor
+the engines."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -48,3 +51,19 @@ def check_output_folder(folder: str | os.PathLike[str], key: str) -> None:
         )
     if not os.access(probe, os.W_OK | os.X_OK):
         raise ConfigError(key, f"no permission to write in {str(probe)!r}; choose another folder")
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` under a temporary name, flushed to disk, then renamed into place:
+    a reader sees the old file or the whole new one, never a part."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):  # e.g. a full disk: give back the partial copy's space
+            tmp.unlink()
+        raise

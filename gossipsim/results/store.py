@@ -69,6 +69,7 @@ from gossipsim.results.folderfiles import (
     PROGRESS_KEYS as PROGRESS_KEYS,  # re-exported: the folder's names
 )
 from gossipsim.results.folderfiles import STAGING_PREFIX as STAGING_PREFIX
+from gossipsim.results.folderfiles import atomic_write_bytes
 from gossipsim.results.folderfiles import check_output_folder as check_output_folder
 from gossipsim.results.folderfiles import read_meta as read_meta
 from gossipsim.results.folderlock import LOCK_NAME, META, FolderLock
@@ -96,7 +97,6 @@ from gossipsim.results.studyrecord import (
     study_record,
     write_record,
 )
-from gossipsim.results.writing import atomic_write_bytes
 
 if TYPE_CHECKING:
     from gossipsim.study.scenario import Study

@@ -17,10 +17,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gossipsim.errors import ConfigError
-from gossipsim.results.folderfiles import PROGRESS_KEYS
+from gossipsim.results.folderfiles import PROGRESS_KEYS, atomic_write_bytes
 from gossipsim.results.folderlock import META
 from gossipsim.results.provenance import code_fingerprint
-from gossipsim.results.writing import atomic_write_bytes
 
 if TYPE_CHECKING:
     from gossipsim.study.scenario import Study

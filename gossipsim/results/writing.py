@@ -2,9 +2,8 @@
 (``tables=``: :func:`table_formats`), the tables and summary.json written into a staging folder and
 renamed into place file by file, summary.json last (:func:`commit_tables`), the figures drawn into
 one and put in place once all are drawn (:func:`commit_plots`), the Parquet files
-(:func:`write_parquet`) and any other file written under a temporary name and renamed
-(:func:`atomic_write_bytes`). A staging folder or temporary file left by a killed process is
-removed by the next run on the folder (:func:`gossipsim.results.store.clean_stale`)."""
+(:func:`write_parquet`). A staging folder left by a killed process is removed by the next run
+on the folder (:func:`gossipsim.results.store.clean_stale`)."""
 
 from __future__ import annotations
 
@@ -142,22 +141,6 @@ def commit_plots(
         shutil.rmtree(dest / "plots", ignore_errors=True)
         os.replace(staging / "plots", dest / "plots")
     return dest / "plots"
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` under a temporary name, flushed to disk, then renamed into place:
-    a reader sees the old file or the whole new one, never a part."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):  # e.g. a full disk: give back the partial copy's space
-            tmp.unlink()
-        raise
 
 
 def write_parquet(tables: dict[str, pd.DataFrame], folder: Path) -> list[str]:
