@@ -10,7 +10,7 @@ import pytest
 
 import gossipsim as gs
 from gossipsim.engine.protocol_api import StateTrace
-from gossipsim.execution.vectorized import driver as fastpath
+from gossipsim.execution.vectorized import capability
 from gossipsim.execution.vectorized.trace import StreamedWorlds
 from gossipsim.measurement.metrics import kl_segments
 from gossipsim.protocols import protocol_kind
@@ -43,7 +43,7 @@ def test_the_kernel_is_declared_for_natural_gradient_models():
     """gfvl declares batched steps for a model with batched estimators; auto then vectorises it."""
     world = gs.check(gs.parse_study(beta_exponential()))[0]
     assert protocol_kind("gfvl").kernel(world.model) == "batched-steps"
-    assert fastpath.unavailable(world) is None
+    assert capability.unavailable(world) is None
 
 
 @pytest.mark.parametrize(

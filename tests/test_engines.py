@@ -194,11 +194,11 @@ def test_engines_agree_statistically_on_independent_seeds():
 @pytest.mark.parametrize("budget", [5_000, 1_000])
 def test_memory_bounded_batches_give_the_same_tables(monkeypatch, budget):
     """Narrow batches (runs × slots capped): 2 learning batches of 20, or 10 protocol batches of 4."""
-    import gossipsim.execution.vectorized.driver as fastpath
+    from gossipsim.execution.vectorized import capability
 
     raw = CASES["learning, record_every"]
     whole = gs.run(raw, engine="event")
-    monkeypatch.setattr(fastpath, "MAX_BATCH_SLOTS", budget)
+    monkeypatch.setattr(capability, "MAX_BATCH_SLOTS", budget)
     split = gs.run(raw, engine="vectorized")
     assert split.metrics.equals(whole.metrics) and split.runs.equals(whole.runs)
     assert split.visits.equals(whole.visits)

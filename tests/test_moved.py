@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import types
 import warnings
 from pathlib import Path
 
@@ -38,9 +39,12 @@ def test_every_public_name_of_an_old_module_resolves_by_its_old_import_path(old)
             if f"{old}:{name}" in DROPPED:
                 continue
             try:
-                import_object(f"{old}:{name}", "kind")
+                found = import_object(f"{old}:{name}", "kind")
             except Exception as exc:  # noqa: BLE001 - collected and reported together
                 missing.append(f"{name} ({exc})")
+                continue
+            if isinstance(found, types.ModuleType):  # a submodule that took the old name
+                missing.append(f"{name} (the module {found.__name__})")
     assert not missing, f"{old}: {missing}"
 
 
@@ -61,6 +65,19 @@ def test_a_name_split_out_of_its_module_is_found_in_the_package():
     from gossipsim.execution.vectorized.capability import unavailable
 
     assert import_object("gossipsim.fastpath:unavailable", "kind") is unavailable
+
+
+def test_a_submodule_that_took_an_old_name_does_not_hide_it(monkeypatch):
+    """Once ``gossipsim.cli.run`` (the module of ``gossipsim run``) is imported, the package has an
+    attribute ``run``; an old path to a name ``run`` of the old ``cli`` module would have to
+    skip it. Checked with a name the old ``results`` module had and a submodule put in its way."""
+    import gossipsim.results as package
+    from gossipsim.results.assembly import collect
+
+    monkeypatch.setattr(
+        package, "collect", types.ModuleType("gossipsim.results.collect"), raising=False
+    )
+    assert import_object("gossipsim.results:collect", "kind") is collect
 
 
 def test_an_unknown_name_of_an_old_module_is_one_line():

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim.execution.vectorized import driver as fastpath
+from gossipsim.execution.vectorized import capability
 from gossipsim.particles.kernels import median_bandwidth, pairwise_squared_distances
 from gossipsim.protocols import protocol_kind
 
@@ -49,9 +49,9 @@ def test_the_particle_kinds_declare_batched_steps():
     world = gs.check(gs.parse_study(_raw({"kind": "dsvgd", "particles": 5})))[0]
     for kind in ("svgd", "dsvgd"):
         assert protocol_kind(kind).kernel(world.model) == "batched-steps"
-    assert fastpath.unavailable(world) is None
+    assert capability.unavailable(world) is None
     server = _raw({"kind": "dsvgd", "particles": 5, "architecture": "server"})
-    assert fastpath.unavailable(gs.check(gs.parse_study(server))[0]) is None
+    assert capability.unavailable(gs.check(gs.parse_study(server))[0]) is None
 
 
 CASES = {

@@ -22,7 +22,7 @@ from gossipsim.core.capabilities import (
 from gossipsim.core.contracts import abstract_methods, missing_methods
 from gossipsim.errors import ConfigError
 from gossipsim.execution import executors
-from gossipsim.execution.vectorized import driver as fastpath
+from gossipsim.execution.vectorized import capability
 from gossipsim.models import Model
 from gossipsim.network.channels import Channel
 from gossipsim.protocols import PROTOCOL_KINDS, GFVLSettings, protocol_kind
@@ -171,7 +171,7 @@ def test_only_what_declares_a_kernel_is_vectorised(plain_walk):
         worlds = gs.check(study)
         if what == "channel":
             worlds[0].links = NoKernelChannel()
-        reason = fastpath.unavailable(worlds[0])
+        reason = capability.unavailable(worlds[0])
         assert reason is not None and "declares no vectorised kernel" in reason, (what, reason)
         engines, notes = choose_engines(study, worlds, "auto")
         assert engines == ["event"] and "declares no vectorised kernel" in notes[0]
@@ -183,8 +183,8 @@ def test_only_what_declares_a_kernel_is_vectorised(plain_walk):
 
 def test_the_kernel_declarations_of_the_built_ins():
     world = gs.check(gs.parse_study(base_scenario()))[0]
-    assert protocol_kind("gfvl").kernel(world.model) in fastpath.KERNELS
-    assert world.links.kernel in fastpath.CHANNEL_KERNELS
+    assert protocol_kind("gfvl").kernel(world.model) in capability.KERNELS
+    assert world.links.kernel in capability.CHANNEL_KERNELS
     natgrad = gs.check(
         gs.parse_study(
             base_scenario(
@@ -195,7 +195,7 @@ def test_the_kernel_declarations_of_the_built_ins():
     )[0]
     # steps at every visit: stepped for many runs at once
     assert protocol_kind("gfvl").kernel(natgrad.model) == "batched-steps"
-    assert "batched-steps" in fastpath.KERNELS
+    assert "batched-steps" in capability.KERNELS
 
 
 def test_protocol_stats_become_columns_of_runs_csv(monkeypatch):

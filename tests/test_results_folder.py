@@ -14,7 +14,7 @@ import pytest
 import gossipsim as gs
 from gossipsim.cli.parser import main
 from gossipsim.errors import ConfigError
-from gossipsim.execution import executors
+from gossipsim.execution import executors, runner
 from gossipsim.results import reading, repair, writing
 from gossipsim.study.scenario import parse_study
 from tests.helpers import base_scenario, to_toml
@@ -95,14 +95,14 @@ def test_a_folder_written_by_results_write_is_a_finished_sweep(tmp_path, monkeyp
 
 
 def test_results_write_counts_failed_runs_and_carries_the_record(tmp_path, monkeypatch, capsys):
-    real = executors.simulate_run
+    real = runner.simulate_run
 
     def flaky(world, run, seed):
         if run == 1:
             raise RuntimeError("disk on fire")
         return real(world, run, seed)
 
-    monkeypatch.setattr(executors, "simulate_run", flaky)
+    monkeypatch.setattr(runner, "simulate_run", flaky)
     path = _file(tmp_path)
     res = gs.run(path, engine="event")
     monkeypatch.undo()

@@ -23,7 +23,7 @@ import pytest
 import gossipsim as gs
 from gossipsim import api
 from gossipsim.cli.parser import main
-from gossipsim.execution import executors
+from gossipsim.execution import executors, runner
 from gossipsim.execution.executors import RunFailure
 from gossipsim.execution.runner import BatchOutput, RunOutput
 from gossipsim.results import store, studyrecord
@@ -140,7 +140,7 @@ def test_every_run_failing_writes_failures_csv_and_a_complete_folder(tmp_path, m
     def broken(world, run, seed):
         raise RuntimeError("model exploded")
 
-    monkeypatch.setattr(executors, "simulate_run", broken)
+    monkeypatch.setattr(runner, "simulate_run", broken)
     path = _scenario(tmp_path)
     out = tmp_path / "R"
     assert main(["run", str(path), "--out", str(out), "--engine", "event"]) == 1
@@ -708,14 +708,14 @@ def test_pool_workers_exit_when_the_main_process_is_killed(tmp_path):
     multiprocessing.get_start_method() != "fork", reason="the patched run reaches workers by fork"
 )
 def test_a_pool_worker_that_dies_is_a_recorded_failure(tmp_path, monkeypatch, capsys):
-    real = executors.simulate_run
+    real = runner.simulate_run
 
     def fatal(world, run, seed):
         if run == 2:
             os._exit(3)  # e.g. killed by the out-of-memory killer
         return real(world, run, seed)
 
-    monkeypatch.setattr(executors, "simulate_run", fatal)
+    monkeypatch.setattr(runner, "simulate_run", fatal)
     path = _scenario(tmp_path, runs=6)
     out = tmp_path / "R"
     assert (

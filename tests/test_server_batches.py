@@ -19,7 +19,7 @@ import pytest
 import gossipsim as gs
 from gossipsim.api import choose_engines
 from gossipsim.engine.slottables import SlotCosts, StaySlots, stepped_clock
-from gossipsim.execution.vectorized import driver as fastpath
+from gossipsim.execution.vectorized import capability
 from gossipsim.network.links import LinkModel, ServerLinks
 from gossipsim.world.world import slot_costs
 from tests.helpers import base_scenario
@@ -199,7 +199,7 @@ def test_the_server_runs_on_the_vectorized_engine():
     study = gs.parse_study(on_server(conjugate()))
     worlds = gs.check(study)
     assert isinstance(worlds[0].links, ServerLinks)
-    assert fastpath.unavailable(worlds[0]) is None
+    assert capability.unavailable(worlds[0]) is None
     assert choose_engines(study, worlds, "auto") == (["vectorized"], ["vectorized"])
 
 

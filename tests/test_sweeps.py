@@ -15,7 +15,7 @@ import pytest
 
 import gossipsim as gs
 from gossipsim.cli.parser import main
-from gossipsim.execution import executors
+from gossipsim.execution import executors, runner
 from tests.helpers import base_scenario, to_toml
 
 TABLES = ("metrics.csv", "runs.csv", "requests.csv", "visits.csv", "failures.csv")
@@ -138,14 +138,14 @@ def test_resume_refuses_another_scenario(tmp_path, capsys):
 
 
 def test_a_failing_run_is_recorded_and_the_sweep_continues(tmp_path, monkeypatch, capsys):
-    real = executors.simulate_run
+    real = runner.simulate_run
 
     def flaky(world, run, seed):
         if run == 1:
             raise RuntimeError("disk on fire")
         return real(world, run, seed)
 
-    monkeypatch.setattr(executors, "simulate_run", flaky)
+    monkeypatch.setattr(runner, "simulate_run", flaky)
     path = _scenario(tmp_path, runs=3)
     out = tmp_path / "res"
     assert main(["run", str(path), "--out", str(out), "--no-plots", "--engine", "event"]) == 1

@@ -110,22 +110,34 @@ ALSO_IN: Final[dict[str, tuple[str, ...]]] = {
 }
 
 
+class _Absent:
+    """What :func:`moved_attribute` finds where a module lacks the name."""
+
+
+_ABSENT = _Absent()
+
+
 def moved_attribute(old_module: str, attribute: str) -> tuple[str, object] | None:
     """Where ``old_module:attribute`` of before issue 31 is now, as (module name, object): the
     module :func:`resolve_moved` gives, or, when a split took the name out of it, the module of
     the same package that holds it (each imported to look, in name order: only an old path pays),
     or one of :data:`ALSO_IN`.
-    None when no such module holds it."""
+    A submodule that took the old name (``gossipsim.results.collect`` beside the old function
+    ``collect``) is not it. None when no such module holds it."""
     import pkgutil
 
     new = resolve_moved(old_module)
     if new == old_module and old_module not in BECAME_PACKAGES:
         return None
+
+    def held(module: ModuleType) -> bool:  # a submodule of the same name is not the old name
+        return not isinstance(getattr(module, attribute, _ABSENT), (ModuleType, _Absent))
+
     module = importlib.import_module(new)
-    if hasattr(module, attribute):
+    if held(module):
         return new, getattr(module, attribute)
     for other in ALSO_IN.get(old_module, ()):
-        if hasattr(elsewhere := importlib.import_module(other), attribute):
+        if held(elsewhere := importlib.import_module(other)):
             return other, getattr(elsewhere, attribute)
     package = new if hasattr(module, "__path__") else new.rpartition(".")[0]
     for info in sorted(
@@ -136,7 +148,7 @@ def moved_attribute(old_module: str, attribute: str) -> tuple[str, object] | Non
             sibling = importlib.import_module(info.name)
         except ImportError:  # a module needing an optional library the user lacks
             continue
-        if hasattr(sibling, attribute):
+        if held(sibling):
             return info.name, getattr(sibling, attribute)
     return None
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterator, Mapping
+from types import ModuleType
 from typing import Any
 
 from gossipsim.core.moved import moved_attribute, resolve_moved
@@ -33,13 +34,14 @@ def import_object(path: str, key: str) -> Any:
         raise ConfigError(key, f"cannot import {module_name!r}: {exc}{hint}") from None
     except Exception as exc:  # an error inside the plug-in's module
         raise ConfigError(key, f"cannot import {module_name!r}: {exc}") from None
-    try:
-        return getattr(module, attribute)
-    except AttributeError:
-        found = moved_attribute(path.partition(":")[0], attribute)  # split after its move
-        if found is not None:
-            return found[1]
-        raise ConfigError(key, f"module {module_name!r} has no {attribute!r}") from None
+    found = getattr(module, attribute, None)
+    if found is None or isinstance(found, ModuleType):  # perhaps a name a split moved away
+        moved = moved_attribute(path.partition(":")[0], attribute)
+        if moved is not None:
+            return moved[1]
+    if found is None and not hasattr(module, attribute):
+        raise ConfigError(key, f"module {module_name!r} has no {attribute!r}")
+    return found
 
 
 class Registry(Mapping[str, Any]):

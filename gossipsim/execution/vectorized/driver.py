@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gossipsim.core.capabilities import EXACT_FACTORS
-from gossipsim.execution.vectorized.capability import MAX_BATCH_SLOTS, MIN_VECTORIZED_RUNS
+from gossipsim.execution.vectorized import capability
 from gossipsim.execution.vectorized.first_visits import (
     drawn_first_visits,
     drawn_unlearning,
@@ -53,16 +53,16 @@ def simulate_runs(world: World, runs: Sequence[int]) -> list[BatchOutput]:
     )
     run = world.scenario.run
     if world.requests:
-        fit = MAX_BATCH_SLOTS // unlearning_cells(world)
+        fit = capability.MAX_BATCH_SLOTS // unlearning_cells(world)
     else:
-        fit = MAX_BATCH_SLOTS // max(run.iterations, world.nodes)  # runs × (slots or nodes) arrays
-    vectorised = simple and fit >= MIN_VECTORIZED_RUNS
+        fit = capability.MAX_BATCH_SLOTS // max(run.iterations, world.nodes)  # runs × (slots or nodes) arrays
+    vectorised = simple and fit >= capability.MIN_VECTORIZED_RUNS
     if vectorised:
         size = min(LEARNING_BATCH, fit)
     elif run.stop_when_done:  # runs usually stop long before the slot budget: keep batches wide
         size = BATCH
     else:  # each run keeps its walk until the end: bound runs × slots
-        size = min(BATCH, max(1, MAX_BATCH_SLOTS // run.iterations))
+        size = min(BATCH, max(1, capability.MAX_BATCH_SLOTS // run.iterations))
     for start in range(0, len(runs), size):
         batch = list(runs[start : start + size])
         if vectorised and world.requests:
@@ -78,9 +78,9 @@ def _drawn(world: World, runs: Sequence[int]) -> list[BatchOutput]:
     """``runs`` of ``world`` with their walks drawn stay by stay
     (:func:`~gossipsim.execution.vectorized.stays.walk_stays`), in batches whose runs × nodes arrays (first
     visits, visits, first visits since each request, trace states) stay within
-    :data:`MAX_BATCH_SLOTS`."""
+    :data:`capability.MAX_BATCH_SLOTS`."""
     cells = unlearning_cells(world) - 6 * world.scenario.run.iterations
-    size = max(1, min(LEARNING_BATCH, MAX_BATCH_SLOTS // cells))
+    size = max(1, min(LEARNING_BATCH, capability.MAX_BATCH_SLOTS // cells))
     out = []
     for start in range(0, len(runs), size):
         batch = list(runs[start : start + size])
