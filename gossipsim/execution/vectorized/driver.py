@@ -55,7 +55,9 @@ def simulate_runs(world: World, runs: Sequence[int]) -> list[BatchOutput]:
     if world.requests:
         fit = capability.MAX_BATCH_SLOTS // unlearning_cells(world)
     else:
-        fit = capability.MAX_BATCH_SLOTS // max(run.iterations, world.nodes)  # runs × (slots or nodes) arrays
+        fit = capability.MAX_BATCH_SLOTS // max(
+            run.iterations, world.nodes
+        )  # runs × (slots or nodes) arrays
     vectorised = simple and fit >= capability.MIN_VECTORIZED_RUNS
     if vectorised:
         size = min(LEARNING_BATCH, fit)
