@@ -6,11 +6,10 @@
 >>> res.runs.groupby("variant")["cover_iteration"].mean()                # doctest: +SKIP
 """
 
-__version__ = "0.1.0"
-
 from typing import TYPE_CHECKING, Any
 
 from gossipsim.core import moved
+from gossipsim.core.version import __version__ as __version__
 
 moved.install()  # old module paths (before issue 31) resolve to their new places
 

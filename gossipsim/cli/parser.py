@@ -18,12 +18,12 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from gossipsim import __version__
 from gossipsim.cli.exits import EXIT_INTERRUPTED, EXIT_USAGE, error_line
 from gossipsim.cli.folders import compare_command, plot_command, status_command
 from gossipsim.cli.run import run_command
 from gossipsim.cli.scenarios import list_command, validate_command
 from gossipsim.cli.walks import covertime_command, hitting_command
+from gossipsim.core.version import __version__
 from gossipsim.errors import ConfigError
 
 

@@ -75,7 +75,7 @@ UNDEFINED_INTERVAL = "undefined: fewer than two finished runs, whose spread is u
 def covertime_command(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from gossipsim import cover as ct
+    import gossipsim.cover as ct
     from gossipsim.core.memory import check_monte_carlo
     from gossipsim.scheduling import check_scheduler
 
@@ -125,7 +125,7 @@ def covertime_command(args: argparse.Namespace) -> int:
 def hitting_command(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from gossipsim import cover as ct
+    import gossipsim.cover as ct
     from gossipsim.core.memory import check_monte_carlo
     from gossipsim.scheduling import check_scheduler
     from gossipsim.topology import parse_label

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from gossipsim import cover as ct
+import gossipsim.cover as ct
 from gossipsim.errors import ConfigError
 from gossipsim.logdensity.densitygrid import density_grid
 from gossipsim.scheduling import scheduler_for

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from gossipsim import __version__
 from gossipsim.core.textfiles import checked_path
+from gossipsim.core.version import __version__
 from gossipsim.results.folderfiles import read_meta
 from gossipsim.results.manifest import DIGEST_KEY, FILES_KEY, TABLES, TableCheck
 from gossipsim.results.reading import (

@@ -31,7 +31,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gossipsim import __version__
+from gossipsim.core.version import __version__
 
 if TYPE_CHECKING:  # the source's hashes are read without the scenario's machinery (gossipsim plot)
     from gossipsim.study.scenario import Study

@@ -245,7 +245,10 @@ class Results:
         ``tables`` names (see :meth:`write`; summary.json records them as ``table_formats``, and
         each file's rows, size and SHA-256 under ``files``: :mod:`gossipsim.results.manifest`);
         summary.json is renamed last, so it marks a complete set of tables."""
-        return commit_tables(self, out_dir, table_formats(tables, parquet=parquet))
+        formats = table_formats(tables, parquet=parquet)
+        return commit_tables(
+            self.tables(), self.summary, self.variants, self.graphs, out_dir, formats
+        )
 
     def plot(
         self,
@@ -287,7 +290,9 @@ class Results:
         """Draw the figures with ``make_plots`` into a staging folder and put them in place as
         ``out_dir/plots`` once all are drawn (an exception leaves the folder's tables as they are,
         and no half-drawn figure)."""
-        return commit_plots(self, out_dir, make_plots)
+        return commit_plots(
+            lambda folder: make_plots(self, folder), self.variants, self.graphs, out_dir
+        )
 
 
 class PostProcessingError(RuntimeError):

@@ -8,7 +8,7 @@ of the requests' latencies (:func:`request_summary_of`)."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -20,10 +20,40 @@ from gossipsim.results.tablecolumns import LATENCIES
 from gossipsim.results.tidy import tidy
 
 if TYPE_CHECKING:
-    from gossipsim.results.results import Results
+    import networkx as nx
+
+    from gossipsim.study.scenario import Study
 
 
-def summary_of(results: Results, *, estimates: bool = True) -> dict[str, Any]:
+class SummarySource(Protocol):
+    """What summary.json is computed from: a study's tables and what was recorded beside them
+    (:class:`~gossipsim.results.results.Results` is one; typed here so that this module needs
+    nothing of the class whose methods call it)."""
+
+    study: Study
+    runs: pd.DataFrame
+    requests: pd.DataFrame
+    visits: pd.DataFrame
+    failures: pd.DataFrame
+    engines: dict[str, str]
+    theory: dict[str, dict[str, Any]]
+    theory_errors: dict[str, str]
+    graphs: dict[str, nx.Graph]
+    read_summary: dict[str, Any] | None
+
+    @property
+    def variants(self) -> list[str]: ...
+
+    def tables(self) -> dict[str, pd.DataFrame]: ...
+
+    def summary(self, *, estimates: bool = True) -> dict[str, Any]: ...
+
+    def request_entries(self, label: str, *, estimates: bool = True) -> list[dict[str, Any]]: ...
+
+    def nonfinite_runs(self, label: str) -> int: ...
+
+
+def summary_of(results: SummarySource, *, estimates: bool = True) -> dict[str, Any]:
     """:meth:`Results.summary <gossipsim.results.results.Results.summary>`: summary.json's content
     (without what :func:`gossipsim.results.manifest.sealed` adds of the files written)."""
     out: dict[str, Any] = {
@@ -83,7 +113,7 @@ def summary_of(results: Results, *, estimates: bool = True) -> dict[str, Any]:
     return out
 
 
-def figure_summary_of(results: Results) -> dict[str, Any]:
+def figure_summary_of(results: SummarySource) -> dict[str, Any]:
     """:meth:`Results.figure_summary <gossipsim.results.results.Results.figure_summary>`: what the
     figures read of the summary."""
     out = results.summary(estimates=False)
@@ -103,7 +133,7 @@ def figure_summary_of(results: Results) -> dict[str, Any]:
     return out
 
 
-def request_summary_of(results: Results) -> pd.DataFrame:
+def request_summary_of(results: SummarySource) -> pd.DataFrame:
     """:meth:`Results.request_summary <gossipsim.results.results.Results.request_summary>`: one
     row per variant, request and latency."""
     rows: list[dict[str, Any]] = []

@@ -11,10 +11,10 @@ import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -32,7 +32,7 @@ from gossipsim.results.manifest import (
 )
 
 if TYPE_CHECKING:
-    from gossipsim.results.results import Results
+    import networkx as nx
 
 #: ``tables=`` (``--tables``): auto (CSV, plus Parquet copies where pyarrow is installed), csv,
 #: parquet (Parquet only), both; the kinds of table files are :data:`TABLE_FILE_KINDS`
@@ -75,15 +75,20 @@ def staging_folder(dest: Path) -> Iterator[Path]:
 
 
 def commit_tables(
-    results: Results, out_dir: str | os.PathLike[str], formats: tuple[str, ...]
+    frames: dict[str, pd.DataFrame],
+    summary_of: Callable[[], dict[str, Any]],
+    labels: Sequence[str],
+    graphs: Mapping[str, nx.Graph],
+    out_dir: str | os.PathLike[str],
+    formats: tuple[str, ...],
 ) -> Path:
-    """Commit the tables of ``results`` (failures included) and summary.json to ``out_dir`` as the
-    kinds of files ``formats`` names (:func:`table_formats`; :meth:`Results.write_tables
+    """Commit the tables ``frames`` (failures included), the graphs of the variants ``labels`` and summary.json
+    (``summary_of()``, computed while the Parquet copies are written) to ``out_dir`` as the kinds
+    of files ``formats`` names (:func:`table_formats`; :meth:`Results.write_tables
     <gossipsim.results.results.Results.write_tables>`)."""
     parquet = "parquet" in formats
     dest = Path(out_dir)
     dest.mkdir(parents=True, exist_ok=True)
-    frames = results.tables()
     with staging_folder(dest) as staging, ThreadPoolExecutor(max_workers=1) as pool:
         # the Parquet copies are written beside the CSVs, on a thread of their own: pyarrow's
         # writer releases the GIL, so most of it overlaps the CSV writing (measured on two
@@ -100,8 +105,8 @@ def commit_tables(
             for stem, table in frames.items():
                 write_csv(table, staging / f"{stem}.csv")  # what to_csv(index=False) writes
                 names.append(f"{stem}.csv")
-        graphs = write_graphs(staging, results.variants, results.graphs, layouts=False)
-        summary = results.summary()
+        written = write_graphs(staging, labels, graphs, layouts=False)
+        summary = summary_of()
         summary["table_formats"] = list(formats)
         if parquet_done is not None:
             names += parquet_done.result()
@@ -109,7 +114,7 @@ def commit_tables(
         rows = {name: len(frames[name.rsplit(".", 1)[0]]) for name in names}
         (staging / "summary.json").write_text(sealed(summary, staging, rows), encoding="utf-8")
         shutil.rmtree(dest / GRAPHS, ignore_errors=True)  # graphs of an earlier run
-        if graphs:
+        if written:
             os.replace(staging / GRAPHS, dest / GRAPHS)
         for name in names:
             os.replace(staging / name, dest / name)
@@ -122,21 +127,23 @@ def commit_tables(
 
 
 def commit_plots(
-    results: Results, out_dir: str | os.PathLike[str], make_plots: Callable[[Results, Path], None]
+    draw: Callable[[Path], None],
+    labels: Sequence[str],
+    graphs: Mapping[str, nx.Graph],
+    out_dir: str | os.PathLike[str],
 ) -> Path:
-    """The figures of ``results`` drawn by ``make_plots`` and put in place as ``out_dir/plots``
-    (:meth:`Results.write_plots <gossipsim.results.results.Results.write_plots>`)."""
+    """The figures ``draw`` draws into a folder, put in place as ``out_dir/plots``, with the
+    graphs of the variants ``labels`` that the figures laid out (:meth:`Results.write_plots
+    <gossipsim.results.results.Results.write_plots>`)."""
     dest = Path(out_dir)
     with staging_folder(dest) as staging:
         (staging / "plots").mkdir()
-        make_plots(results, staging / "plots")
+        draw(staging / "plots")
         # the graphs small enough for a layout again, now with the one the figures drew
-        graphs = write_graphs(
-            staging, results.variants, results.graphs, layouts=True, laid_out_only=True
-        )
-        if graphs:
+        written = write_graphs(staging, labels, graphs, layouts=True, laid_out_only=True)
+        if written:
             (dest / GRAPHS).mkdir(exist_ok=True)
-        for name in graphs:
+        for name in written:
             os.replace(staging / name, dest / name)
         shutil.rmtree(dest / "plots", ignore_errors=True)
         os.replace(staging / "plots", dest / "plots")
