@@ -54,7 +54,12 @@ def test_every_gallery_row_has_an_entry_and_every_entry_a_row():
 def folders(tmp_path_factory):
     """A small run of the shipped unlearning_complete.toml (fewer runs) under its own name."""
     results = tmp_path_factory.mktemp("results")
-    gs.run(ROOT / "scenarios" / "unlearning_complete.toml", runs=40, out=results / "unlearning_complete", plots=False)
+    gs.run(
+        ROOT / "scenarios" / "unlearning_complete.toml",
+        runs=40,
+        out=results / "unlearning_complete",
+        plots=False,
+    )
     return gallery.Folders(results)
 
 
@@ -103,7 +108,9 @@ def test_the_command_exits_1_on_a_mismatch_and_0_without(folders, tmp_path, caps
     original = gallery.FIGURES
     try:
         gallery.FIGURES = [fig]
-        assert gallery.main(["check", "--results", str(folders.results), "--readme", str(good)]) == 0
+        assert (
+            gallery.main(["check", "--results", str(folders.results), "--readme", str(good)]) == 0
+        )
         assert gallery.main(["check", "--results", str(folders.results), "--readme", str(bad)]) == 1
     finally:
         gallery.FIGURES = original
