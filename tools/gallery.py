@@ -91,8 +91,10 @@ def dec(x: float, decimals: int = 1) -> str:
     return f"{x:,.{decimals}f}"
 
 
-def pct(x: float, decimals: int = 1) -> str:
-    return f"{100 * x:.{decimals}f}%"
+def pct(x: float) -> str:
+    """A share in percent to two significant digits, as the visits figure titles write it: "3%",
+    "0.96%", "1.2%"."""
+    return f"{short(100 * x)}%"
 
 
 def count(n: float) -> str:
@@ -287,7 +289,7 @@ def fig3_cover(load: Load) -> list[str]:
     star = entries["star"]["cover"]
     mean, _ = cover_mean(res, "star")
     out += [
-        f"{pct(1 - star['observed'] / star['total'])} of runs are not covered within {count(star['restricted_to'] - 1)} slots",
+        f"{100 * (1 - star['observed'] / star['total']):.1f}% of runs are not covered within {count(star['restricted_to'] - 1)} slots",
         f"the mean of the covered runs, {num(mean, 4)}",
         f"the exact {num(entries['star']['theory']['exact_cover_moves'], 4)}",
     ]
