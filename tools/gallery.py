@@ -699,8 +699,9 @@ def fmnist_dimension(res: Any) -> int:
 
 
 def span(values: Sequence[float], digits: int = 3) -> str:
-    """ "lo-hi" of values at a fixed number of decimals: "0.818-0.819"."""
-    return f"{min(values):.{digits}f}-{max(values):.{digits}f}"
+    """ "lo-hi" of values at a fixed number of decimals: "0.818-0.819" ("0.000" when they agree)."""
+    lo, hi = f"{min(values):.{digits}f}", f"{max(values):.{digits}f}"
+    return lo if lo == hi else f"{lo}-{hi}"
 
 
 def per_run(res: Any, name: str, slot: int) -> list[float]:
@@ -710,21 +711,30 @@ def per_run(res: Any, name: str, slot: int) -> list[float]:
 
 def fmnist_sound(load: Load) -> list[str]:
     res = load("fmnist_forget_sound")
+    v = res.variants[0]
     req = request(res)
     at = int(req["request_iteration"])
     m = res.metrics
     before = int(m.loc[m["iteration"] < at, "iteration"].max())
-    soon = int(m.loc[m["iteration"] >= at, "iteration"].min()) + 50 - 1
     end = int(m["iteration"].max())
+    unlearning = req["latency"]
+    unserved = unlearning["observed"] == 0
     return [
         f"(d = {fmnist_dimension(res)}, N = {setting(res, 'protocol.particles')})",
         f"forgotten at slot {count(at)}; {runs_of(res)} runs",
-        f"falls from {num(at_slot(res, res.variants[0], 'accuracy_forgotten', before), 2)} to "
-        f"{num(at_slot(res, res.variants[0], 'accuracy_forgotten', soon), 1)} within 50 slots",
+        f"falls from {num(at_slot(res, v, 'accuracy_forgotten', before), 2)} (slot {count(before)}) to "
+        f"{num(at_slot(res, v, 'accuracy_forgotten', at + 50), 2)} within 50 slots",
         f"to {span(per_run(res, 'accuracy_forgotten', end))} by slot {count(end)}, as retraining's "
         f"({span(per_run(res, 'retrain_accuracy_forgotten', end))})",
-        f"({span(per_run(res, 'accuracy_remaining', end))} against "
-        f"{span(per_run(res, 'retrain_accuracy_remaining', end))})",
+        f"rises from {num(at_slot(res, v, 'accuracy_remaining', before))} to "
+        f"{span(per_run(res, 'accuracy_remaining', end))}, with retraining's "
+        f"({span(per_run(res, 'retrain_accuracy_remaining', end))})",
+        f"KSD to the posterior without the two nodes settles at {num(at_slot(res, v, 'ksd', end), 2)}",
+        f"its level before the request ({num(at_slot(res, v, 'ksd', before), 2)})",
+        f"relative tolerance ({setting(res, 'metrics.relative_tolerance'):g} × that level)",
+        "is not reached in any run" if unserved else f"is reached in {unlearning['observed']} runs",
+        f"retraining's KSD ({num(at_slot(res, v, 'retrain_ksd', end), 2)} at slot {count(end)}) "
+        f"reaches it after a mean of {num(req['retrain_latency']['restricted_mean'])} slots",
     ]
 
 
@@ -733,20 +743,46 @@ def fmnist_paper(load: Load) -> list[str]:
     v = res.variants[0]
     m = res.metrics
     req = request(res)
-    after = m["iteration"] >= req["request_iteration"]
+    at = int(req["request_iteration"])
     end = int(m["iteration"].max())
     first = int(m["iteration"].min())
-    retrain = m.loc[after]
+    # the swings of the learning phase: from the second round of the round-robin server on
+    rounds = m.loc[(m["iteration"] >= int(setting(res, "topology.nodes"))) & (m["iteration"] < at)]
+    retrain = m.loc[m["iteration"] >= at]
+    retrain_first = retrain.loc[retrain["iteration"] == retrain["iteration"].min()]
+    after = m.loc[(m["iteration"] > at) & (m["iteration"] < end)]
+    dips = after.groupby("run")["accuracy_remaining"].min()
     return [
         f"λ = {setting(res, 'protocol.kde_bandwidth')}",
         f"L = L' = {setting(res, 'protocol.local_iterations')} SVGD steps a visit",
         f"{runs_of(res)} runs",
-        f"forgotten labels {span(list(m['accuracy_forgotten']), 2)}, the rest {span(list(m['accuracy_remaining']), 2)}",
+        f"(forgotten labels {span(list(rounds['accuracy_forgotten']), 2)}, "
+        f"the rest {span(list(rounds['accuracy_remaining']), 2)})",
         f"spread grows from {num(at_slot(res, v, 'particle_spread', first), 2)} at slot {first} to "
         f"{num(at_slot(res, v, 'particle_spread', end), 2)} at slot {end}",
-        f"(retraining: {num(float(retrain.loc[retrain['iteration'] == retrain['iteration'].min(), 'retrain_particle_spread'].median()), 2)} "
-        f"to {num(at_slot(res, v, 'retrain_particle_spread', end), 2)} over its {end - int(req['request_iteration']) + 1} slots)",
+        f"(retraining: {num(float(retrain_first['retrain_particle_spread'].median()), 2)} "
+        f"to {num(at_slot(res, v, 'retrain_particle_spread', end), 2)} over its {end - at} slots)",
+        f"forgotten labels to {span(per_run(res, 'accuracy_forgotten', end))} by slot {end} "
+        f"(retraining {span(per_run(res, 'retrain_accuracy_forgotten', end))})",
+        f"the rest to {span(per_run(res, 'accuracy_remaining', end))} "
+        f"(retraining {span(per_run(res, 'retrain_accuracy_remaining', end))})",
+        f"after a dip to {span(list(dips), 2)}",
+        f"{end // int(setting(res, 'topology.nodes'))} rounds",
+        *removal_slots(res),
     ]
+
+
+def removal_slots(res: Any) -> list[str]:
+    """ "node 9's factor leaves at slot 40": the slot each request's removal lands on, the same in
+    every run (a round-robin schedule)."""
+    out = []
+    for req in summary(res)[res.variants[0]]["per_request"]:
+        lat = req["removal_latency"]
+        if lat["km_median_lo"] != lat["km_median_hi"] or lat["observed"] != lat["total"]:
+            raise ValueError(f"node {req['node']}: the removal latency differs between runs")
+        slot = int(req["request_iteration"] + lat["km_median"] - 1)
+        out.append(f"node {req['node']}'s factor leaves at slot {slot}")
+    return out
 
 
 @dataclass(frozen=True)
