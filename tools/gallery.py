@@ -720,7 +720,7 @@ def fmnist_sound(load: Load) -> list[str]:
     unlearning = req["latency"]
     unserved = unlearning["observed"] == 0
     return [
-        f"(d = {fmnist_dimension(res)}, N = {setting(res, 'protocol.particles')})",
+        f"(d = {fmnist_dimension(res)}, N = {setting(res, 'protocol.particles')};",
         f"forgotten at slot {count(at)}; {runs_of(res)} runs",
         f"falls from {num(at_slot(res, v, 'accuracy_forgotten', before), 2)} (slot {count(before)}) to "
         f"{num(at_slot(res, v, 'accuracy_forgotten', at + 50), 2)} within 50 slots",
@@ -757,12 +757,12 @@ def fmnist_paper(load: Load) -> list[str]:
         f"L = L' = {setting(res, 'protocol.local_iterations')} SVGD steps a visit",
         f"{runs_of(res)} runs",
         f"(forgotten labels {span(list(rounds['accuracy_forgotten']), 2)}, "
-        f"the rest {span(list(rounds['accuracy_remaining']), 2)})",
+        f"the rest {span(list(rounds['accuracy_remaining']), 2)},",
         f"spread grows from {num(at_slot(res, v, 'particle_spread', first), 2)} at slot {first} to "
         f"{num(at_slot(res, v, 'particle_spread', end), 2)} at slot {end}",
         f"(retraining: {num(float(retrain_first['retrain_particle_spread'].median()), 2)} "
         f"to {num(at_slot(res, v, 'retrain_particle_spread', end), 2)} over its {end - at} slots)",
-        f"forgotten labels to {span(per_run(res, 'accuracy_forgotten', end))} by slot {end} "
+        f"forgotten labels fall to {span(per_run(res, 'accuracy_forgotten', end))} by slot {end} "
         f"(retraining {span(per_run(res, 'retrain_accuracy_forgotten', end))})",
         f"the rest to {span(per_run(res, 'accuracy_remaining', end))} "
         f"(retraining {span(per_run(res, 'retrain_accuracy_remaining', end))})",
