@@ -837,7 +837,7 @@ FIGURES = [
     Figure("unlearning_karate_kl.png", "unlearning_karate", "unlearning_kl.png", karate_kl),
     Figure("unlearning_karate_latency.png", "unlearning_karate", "latency.png", karate_latency),
     Figure("unlearning_karate_visits.png", "unlearning_karate", "visits.png", karate_visits),
-    Figure("fig4_kl_vs_local_iterations.png", "fig4", "kl_vs_iteration.png", fig4),
+    Figure("fig4_kl_vs_local_iterations.png", "fig4", "kl_vs_local_iterations.png", fig4),
     Figure("fig5_unlearning_kl.png", "fig5", "unlearning_kl.png", fig5_kl),
     Figure("fig5_latency.png", "fig5", "latency.png", fig5_latency),
     Figure(
@@ -1061,7 +1061,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             changed = pixels_differing(source, target)
             if changed:  # a PNG of the same pixels (other bytes) is left as committed
                 shutil.copyfile(source, target)
-                print(f"plots/{fig.image}: {changed} copied from {source}")
+                print(f"plots/{fig.image}: {changed}; copied from {source}")
             else:
                 print(f"plots/{fig.image}: the same pixels as {source}")
     print_numbers(figures, folders)
