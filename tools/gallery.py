@@ -1018,7 +1018,8 @@ def print_numbers(figures: Sequence[Figure], folders: Load) -> None:
             print(f"    {text}")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The tool's command line (tests/test_docs_blocks.py parses the README's lines with it)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     for name in ("run", "check", "numbers"):
@@ -1038,7 +1039,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         if name == "check":
             p.add_argument("--readme", type=Path, default=README)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     folders = Folders(args.results)
     if args.command == "check":
         lines = mismatches(folders, args.readme.read_text(encoding="utf-8"))
