@@ -9,7 +9,8 @@ Each fenced block has a language:
   does, as a file of ``scenarios/``; a fragment is merged, section by section, into the page's
   last whole scenario before it and validated so;
 - ``sh``: each ``gossipsim`` command line runs (a ``run`` held to a few runs), each ``make`` line is
-  a target of the Makefile (``make -n``); a synopsis (marked ``<!-- docs-test: synopsis -->``)
+  a target of the Makefile (``make -n``), each ``python tools/X.py`` line is parsed by the tool's
+  ``build_parser()``; a synopsis (marked ``<!-- docs-test: synopsis -->``)
   names exactly the options each command has;
 - ``text``: output shown as printed, or a diagram: nothing to run.
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import importlib.util
 import re
 import shlex
 import subprocess
@@ -187,7 +189,10 @@ def test_the_shell_blocks_run(scratch, capsys, page, line, mark, body):
             done = subprocess.run(["make", "-n", *words[1:]], cwd=ROOT, capture_output=True)
             assert done.returncode == 0, where
             continue
-        assert words[0] == "gossipsim", f"{where}: only gossipsim and make commands are run"
+        if words[0] == "python" and words[1].startswith("tools/"):
+            _check_tool_line(words[1], words[2:], where)
+            continue
+        assert words[0] == "gossipsim", f"{where}: only gossipsim, make and tool commands are run"
         args = words[1:]
         if args[0] == "run" and "--runs" not in args:
             args += ["--runs", str(RUNS), "--no-plots"]
@@ -196,6 +201,22 @@ def test_the_shell_blocks_run(scratch, capsys, page, line, mark, body):
         code = main(args)
         captured = capsys.readouterr()
         assert code == 0, f"{where}\n{captured.err}"
+
+
+def _check_tool_line(tool: str, args: list[str], where: str) -> None:
+    """A ``python tools/X.py ...`` line is parsed by the tool's own ``build_parser()`` (what it
+    does takes minutes, e.g. the gallery's studies: tests/test_gallery_tool.py runs it small)."""
+    path = ROOT / tool
+    spec = importlib.util.spec_from_file_location(f"docs_tool_{path.stem}", path)
+    assert spec is not None and spec.loader is not None, where
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    assert hasattr(module, "build_parser"), f"{where}: {tool} has no build_parser()"
+    try:
+        module.build_parser().parse_args(args)
+    except SystemExit as exc:
+        pytest.fail(f"{where}: {tool} refuses these arguments (exit {exc.code})")
 
 
 def _check_synopsis(body: str) -> None:
