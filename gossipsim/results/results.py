@@ -88,8 +88,8 @@ class Results:
 
     def figure_summary(self) -> dict[str, Any]:
         """What the figures read of the summary: :meth:`summary` without the censored estimates
-        (``cover``, and each latency of ``per_request``: Kaplan–Meier estimates, which import
-        SciPy's statistics) and the cover figure's mean with its interval (``cover_mean``), with
+        (``cover``, and each latency of ``per_request``: Kaplan–Meier estimates, which the figures
+        compute from the tables where they need them) and the cover figure's mean with its interval (``cover_mean``), with
         those of summary.json where this Results was read from a folder (:attr:`read_summary`;
         the latency and cover figures check them against the tables, and estimate what is
         missing or does not agree)."""

@@ -1,7 +1,7 @@
 """What summary.json says of a study's tables (:meth:`gossipsim.results.results.Results.summary`):
 per variant the quantiles of every numeric column of runs.csv and requests.csv, the censored
-estimates of the cover time and of each request's latencies (Kaplan–Meier, by SciPy's statistics,
-imported where estimated), the cover figure's mean with its interval, the theory and engines, and
+estimates of the cover time and of each request's latencies (Kaplan–Meier, in closed form:
+:mod:`gossipsim.measurement.censoring`), the cover figure's mean with its interval, the theory and engines, and
 numbers in their JSON form; what the figures read of it (:func:`figure_summary_of`) and the table
 of the requests' latencies (:func:`request_summary_of`)."""
 
@@ -191,9 +191,7 @@ def walks(scenario: Any) -> bool:
 def cover_summary(runs: pd.DataFrame) -> dict[str, Any]:
     """A variant's cover iterations with their censoring: a run that ended uncovered says only that
     its cover iteration exceeds its length (:func:`gossipsim.measurement.censoring.censored_summary`)."""
-    from gossipsim.measurement.censoring import (
-        censored_summary,  # SciPy's statistics: imported where estimated
-    )
+    from gossipsim.measurement.censoring import censored_summary
 
     cover = runs["cover_iteration"].to_numpy(dtype=float, na_value=np.nan)
     length = runs["iterations"].to_numpy(dtype=float, na_value=np.nan)
@@ -252,9 +250,7 @@ def request_summaries(
             seen = window if column != "removal_latency" else 1  # slots a settled stretch needs
             censored_at = ends - seen + 2 - slot
             values = rows[column].to_numpy(dtype=float, na_value=np.nan)[arrived]
-            from gossipsim.measurement.censoring import (
-                censored_summary,  # SciPy's statistics: where estimated
-            )
+            from gossipsim.measurement.censoring import censored_summary
 
             entry[column] = censored_summary(values, censored_at[arrived])
         if request in exact:
