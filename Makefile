@@ -18,7 +18,7 @@ venv: $(BIN)/gossipsim
 run: venv
 	$(BIN)/gossipsim run scenarios/fig3_beta_bernoulli.toml --out $(OUT) --workers 2
 
-## lint, format check, type check, then the fast test suite
+## lint, format check, type check, the layer contracts (import-linter), then the fast test suite
 test: venv lint
 	$(BIN)/python -m pytest -q -n auto
 
@@ -30,6 +30,7 @@ lint: venv
 	$(BIN)/ruff check gossipsim tests benchmarks examples
 	$(BIN)/ruff format --check gossipsim tests benchmarks examples
 	$(BIN)/mypy gossipsim examples
+	$(BIN)/lint-imports
 
 clean:
 	rm -rf $(VENV) results

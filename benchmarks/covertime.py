@@ -5,7 +5,7 @@ Usage::
     python benchmarks/covertime.py [--runs 10000] [--nodes 100] [--plain-runs 500] [--seed 1]
 
 Measures the Metropolis-Hastings cover time of the complete graph on ``--nodes`` nodes with
-``--runs`` runs through :func:`gossipsim.covertime.monte_carlo_cover_moves` (all runs stepping
+``--runs`` runs through :func:`gossipsim.cover.monte_carlo_cover_moves` (all runs stepping
 together in NumPy), and with a straightforward Python while-loop per run (``random.Random`` draws and a
 visited set) on ``--plain-runs`` runs, scaled to a per-run cost. Prints both per-run costs, hops per
 second, the speed ratio and both means next to the exact value ``(K−1)·H(K−1)``; then the exact
@@ -21,7 +21,7 @@ import time
 import networkx as nx
 import numpy as np
 
-from gossipsim.covertime import (
+from gossipsim.cover import (
     exact_cover_moves_with_method,
     harmonic,
     monte_carlo_cover_moves,

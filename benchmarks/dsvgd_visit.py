@@ -20,11 +20,11 @@ import time
 
 import numpy as np
 
-from gossipsim.engine import run_token
-from gossipsim.measure import measure
-from gossipsim.scenario import parse_scenario
+from gossipsim.engine.token import run_token
+from gossipsim.measurement.measure import measure
 from gossipsim.scheduling import Walker
-from gossipsim.world import build_world, make_protocol
+from gossipsim.study.sections import parse_scenario
+from gossipsim.world.world import build_world, make_protocol
 
 
 def scenario(iterations: int, particles: int, variant: str) -> dict:

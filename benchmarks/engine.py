@@ -102,7 +102,7 @@ def whole_command(nodes: int, slots: int) -> float:
         cmd = [
             sys.executable,
             "-m",
-            "gossipsim.cli",
+            "gossipsim",
             "run",
             str(path),
             "--out",

@@ -61,13 +61,20 @@ SLOW = (
 PER_FIGURE = r"""
 import json, sys, time
 from pathlib import Path
-from gossipsim import results
-from gossipsim import plots
+from gossipsim.results import results
+try:
+    from gossipsim.results.figuretables import load_figure_tables
+except ImportError:  # a checkout before results.py was split (issue 31)
+    load_figure_tables = getattr(results, "load_figure_tables", lambda folder: None)
+try:
+    from gossipsim.figures.standard import _figure_jobs
+except ImportError:  # a checkout before the figures were split (issue 31)
+    from gossipsim.figures.plots import _figure_jobs
 
 folder, out = Path(sys.argv[1]), Path(sys.argv[2])
 out.mkdir(parents=True, exist_ok=True)
 start = time.perf_counter()
-drawn = getattr(results, "load_figure_tables", lambda folder: None)(folder)
+drawn = load_figure_tables(folder)
 if drawn is None:
     res = results.load_results(folder)
     args = (res.metrics, res.runs, res.requests, res.visits, res.figure_summary(), "median",
@@ -76,7 +83,7 @@ else:
     args = (drawn.metrics, drawn.runs, drawn.requests, drawn.visits, drawn.summary, "median",
             drawn.graphs, drawn.particles)
 times = {"(reading the folder)": time.perf_counter() - start}
-jobs = plots._figure_jobs(*args)
+jobs = _figure_jobs(*args)
 for name, job in jobs.items():
     start = time.perf_counter()
     if job(out / f"{name}.png") is not None:

@@ -55,7 +55,7 @@ def main() -> None:
         cmd = [
             sys.executable,
             "-m",
-            "gossipsim.cli",
+            "gossipsim",
             "run",
             str(path),
             "--out",

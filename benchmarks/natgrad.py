@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from gossipsim.datasets import load_task
+from gossipsim.data.datasets import load_task
 from gossipsim.families import Beta, GaussianFull
 from gossipsim.families.natgrad import reinforce_mean_gradient
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = ROOT / "scenarios" / "dsvgd_breast_cancer.toml"
-ENTRY = "import sys; from gossipsim.cli import main; sys.exit(main())"
+ENTRY = "import sys; from gossipsim.cli.parser import main; sys.exit(main())"
 TABLES = ("runs.csv", "requests.csv", "metrics.csv")
 SERVER_CASE = '[[sweep.cases]]\nlabel = "DSVGD, server'
 

@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from gossipsim.capabilities import EXACT_FACTORS
+from gossipsim.core.capabilities import EXACT_FACTORS
+from gossipsim.core.schema import Key
 from gossipsim.errors import ConfigError
-from gossipsim.messages import Message
+from gossipsim.network.messages import Message
 from gossipsim.protocols import BuildRequest, Protocol, ProtocolKind, StateTrace
-from gossipsim.schema import Key
 
 
 class PartialParticipation(Protocol):

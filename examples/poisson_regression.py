@@ -24,13 +24,13 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import gammaln, logsumexp
 
-from gossipsim import budget
-from gossipsim.classification import particle_spread
+from gossipsim.core.schema import Key
 from gossipsim.errors import ConfigError
 from gossipsim.families import ModelParam
 from gossipsim.models.base import total_points
+from gossipsim.models.classification import particle_spread
 from gossipsim.models.particlemodel import CHUNK_VALUES, ParticleModel, in_chunks
-from gossipsim.schema import Key
+from gossipsim.study import budget
 
 FloatArray = NDArray[np.float64]
 

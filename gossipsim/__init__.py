@@ -6,9 +6,12 @@
 >>> res.runs.groupby("variant")["cover_iteration"].mean()                # doctest: +SKIP
 """
 
-__version__ = "0.1.0"
-
 from typing import TYPE_CHECKING, Any
+
+from gossipsim.core import moved
+from gossipsim.core.version import __version__ as __version__
+
+moved.install()  # old module paths (before issue 31) resolve to their new places
 
 # The package namespace is lazy (PEP 562): ``import gossipsim`` loads nothing else, and each name
 # below imports its module on first use, so that importing one layer (the engine, say) never drags
@@ -18,52 +21,52 @@ _LAZY = {
     "ConfigError": "errors",
     "ConjugateGFVL": "protocols",
     "IndexedGraph": "scheduling",
-    "LinkModel": "links",
-    "OptimumError": "optimum",
-    "PostProcessingError": "results",
+    "LinkModel": "network.links",
+    "OptimumError": "families.optimum",
+    "PostProcessingError": "results.results",
     "Protocol": "protocols",
-    "Request": "engine",
-    "Results": "results",
-    "RunRecord": "engine",
-    "Scenario": "scenario",
-    "ServerLinks": "links",
+    "Request": "engine.records",
+    "Results": "results.results",
+    "RunRecord": "engine.records",
+    "Scenario": "study.scenario",
+    "ServerLinks": "network.links",
     "ServerRounds": "protocols",
     "StateTrace": "protocols",
-    "Study": "scenario",
+    "Study": "study.scenario",
     "TOPOLOGY_KINDS": "topology",
     "Walker": "scheduling",
     "WithRetrainBaseline": "protocols",
-    "World": "world",
+    "World": "world.world",
     "build_indexed": "topology",
     "build_topology": "topology",
-    "build_world": "world",
+    "build_world": "world.world",
     "check": "api",
     "check_graph": "topology",
     "exact_cover_moves": "cover",
     "expected_removal_latency": "cover",
     "expected_unlearning_latency": "cover",
     "hitting_times_to": "cover",
-    "load_results": "results",
-    "load_scenario": "scenario",
+    "load_results": "results.results",
+    "load_scenario": "study.scenario",
     "matthews_bounds": "cover",
     "monte_carlo_cover_moves": "cover",
     "monte_carlo_unlearning_latency": "cover",
     "next_visit_latency": "cover",
-    "parse_study": "scenario",
+    "parse_study": "study.scenario",
     "removal_latency_law": "cover",
     "run": "api",
-    "run_token": "engine",
-    "simulate_run": "runner",
+    "run_token": "engine.token",
+    "simulate_run": "execution.runner",
     "stationary_distribution": "scheduling",
     "theoretical_cover": "cover",
     "theoretical_cover_moves": "cover",
     "transition_matrix": "scheduling",
-    "variational_optimum": "optimum",
+    "variational_optimum": "families.optimum",
 }
 
 if TYPE_CHECKING:
-    from .api import check, run
-    from .cover import (
+    from gossipsim.api import check, run
+    from gossipsim.cover import (
         exact_cover_moves,
         expected_removal_latency,
         expected_unlearning_latency,
@@ -76,23 +79,29 @@ if TYPE_CHECKING:
         theoretical_cover,
         theoretical_cover_moves,
     )
-    from .engine import Request, RunRecord, run_token
-    from .errors import ConfigError
-    from .families import CONJUGATE_MODELS
-    from .links import LinkModel, ServerLinks
-    from .optimum import OptimumError, variational_optimum
-    from .protocols import (
+    from gossipsim.engine.records import Request, RunRecord
+    from gossipsim.engine.token import run_token
+    from gossipsim.errors import ConfigError
+    from gossipsim.execution.runner import World, build_world, simulate_run
+    from gossipsim.families import CONJUGATE_MODELS
+    from gossipsim.families.optimum import OptimumError, variational_optimum
+    from gossipsim.network.links import LinkModel, ServerLinks
+    from gossipsim.protocols import (
         ConjugateGFVL,
         Protocol,
         ServerRounds,
         StateTrace,
         WithRetrainBaseline,
     )
-    from .results import PostProcessingError, Results, load_results
-    from .runner import World, build_world, simulate_run
-    from .scenario import Scenario, Study, load_scenario, parse_study
-    from .scheduling import IndexedGraph, Walker, stationary_distribution, transition_matrix
-    from .topology import TOPOLOGY_KINDS, build_indexed, build_topology, check_graph
+    from gossipsim.results.results import PostProcessingError, Results, load_results
+    from gossipsim.scheduling import (
+        IndexedGraph,
+        Walker,
+        stationary_distribution,
+        transition_matrix,
+    )
+    from gossipsim.study.scenario import Scenario, Study, load_scenario, parse_study
+    from gossipsim.topology import TOPOLOGY_KINDS, build_indexed, build_topology, check_graph
 
 
 def __getattr__(name: str) -> Any:

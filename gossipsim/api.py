@@ -8,7 +8,7 @@ A run goes through four steps, in this order, so that nothing can lose finished 
 3. the runs execute and are committed to the folder in batches as they finish (:mod:`.store`);
 4. the tables, failures.csv and summary.json are committed, and only then the figures drawn; a
    failure there, or in the theory of a variant (recorded in summary.json), is a
-   :class:`~gossipsim.results.PostProcessingError` raised once everything else is written.
+   :class:`~gossipsim.results.results.PostProcessingError` raised once everything else is written.
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .errors import ConfigError
-from .executors import (
+from gossipsim.core.textfiles import checked_path
+from gossipsim.errors import ConfigError
+from gossipsim.execution.executors import (
     Executor,
     Outcome,
     Task,
@@ -36,14 +37,14 @@ from .executors import (
     start_executor,
     units,
 )
-from .graphfiles import MAX_SAVED_NODES
-from .runner import World, build_world
-from .scenario import Study, load_scenario, parse_study, raise_for_swept_base
-from .store import RunStore, study_record
-from .textfiles import checked_path
+from gossipsim.results.graphfiles import MAX_SAVED_NODES
+from gossipsim.results.store import RunStore
+from gossipsim.results.studyrecord import study_record
+from gossipsim.study.scenario import Study, load_scenario, parse_study, raise_for_swept_base
+from gossipsim.world.world import World, build_world
 
 if TYPE_CHECKING:  # the tables need pandas: imported by run() alone, not by check() (validate)
-    from .results import Results
+    from gossipsim.results.results import Results
 
 # Python objects collect() keeps per run besides its table cells (a row dict, a part entry): a rough
 # lower bound, used only to refuse sweeps that cannot fit in memory
@@ -67,7 +68,7 @@ def run(
     allow_code_change: bool = False,
     plots: bool = True,
 ) -> Results:
-    """Run every variant of a scenario and return its :class:`~gossipsim.results.Results`.
+    """Run every variant of a scenario and return its :class:`~gossipsim.results.results.Results`.
 
     ``scenario`` is a loaded :class:`Study`, a path to a TOML file, or the scenario as nested dicts.
     ``runs`` and ``seed`` override the file's values; ``overrides`` sets any dotted keys first
@@ -81,16 +82,16 @@ def run(
     variant it cannot run is a ConfigError); the tables are the same.
 
     With ``out`` finished runs are committed to that folder in batches as they complete (a kill
-    loses at most about a second of finished runs, :mod:`gossipsim.store`) and the tables and the
+    loses at most about a second of finished runs, :mod:`gossipsim.results.store`) and the tables and the
     figures are written there at the end: the folder ``gossipsim run`` writes, its figures in
     ``out/plots`` (those of :func:`standard_figures`, PNG, medians) unless ``plots=False`` (as
     ``--no-plots``: the tables only) or ``make_plots`` (a function ``(results, folder) -> None``)
     draws others instead; ``resume=True`` continues an
     interrupted sweep in ``out`` (a finished one is read back: nothing is run, the figures are
     drawn again); it refuses a folder whose runs were made by other code (gossipsim's version or
-    source, a plug-in's source: :mod:`gossipsim.provenance`) unless ``allow_code_change=True``.
+    source, a plug-in's source: :mod:`gossipsim.results.provenance`) unless ``allow_code_change=True``.
     Damaged parts in ``out`` are reported (a warning) and their runs run again. The folder is
-    locked for the whole call (:mod:`gossipsim.folderlock`): a folder another command is writing
+    locked for the whole call (:mod:`gossipsim.results.folderlock`): a folder another command is writing
     is refused with a one-line ConfigError naming its process. ``tables`` says which files hold the tables in ``out``: ``"auto"`` (the default:
     CSV, plus Parquet copies where pyarrow is installed), ``"csv"``, ``"parquet"`` (Parquet only)
     or ``"both"`` (:meth:`Results.write`). ``progress`` shows a progress bar (runs done / total,
@@ -99,7 +100,7 @@ def run(
     text) and on a terminal, not in a script whose stderr goes to a file.
 
     Raises :class:`~gossipsim.errors.ConfigError` for bad input (before anything is written) and
-    :class:`~gossipsim.results.PostProcessingError` (its ``results`` attribute holds the tables)
+    :class:`~gossipsim.results.results.PostProcessingError` (its ``results`` attribute holds the tables)
     when the runs are done but the theory of a variant, writing the tables or ``make_plots`` failed.
 
     >>> import gossipsim as gs
@@ -131,7 +132,7 @@ def run(
         raise ConfigError("allow_code_change", f"must be True or False (got {allow_code_change!r})")
     if allow_code_change and not resume:
         raise ConfigError("--allow-code-change", "applies only with --resume")
-    from .results import table_formats
+    from gossipsim.results.writing import table_formats
 
     formats = table_formats(tables)
     worlds = check(study)
@@ -173,12 +174,12 @@ def standard_figures(
     fmt: str = "png", statistic: str = "median"
 ) -> Callable[[Results, Path], None]:
     """What ``gossipsim run`` and ``gs.run(..., out=DIR)`` draw into ``DIR/plots``: every standard
-    figure that applies (:func:`gossipsim.plots.plot_results`), as ``<name>.<fmt>``, ``statistic``
+    figure that applies (:func:`gossipsim.figures.standard.plot_results`), as ``<name>.<fmt>``, ``statistic``
     the line of the ``kl_vs_*`` figures; a ``make_plots`` for :func:`run` and
     :meth:`Results.write`."""
 
     def make_plots(res: Results, folder: Path) -> None:
-        from .plots import plot_results
+        from gossipsim.figures.standard import plot_results
 
         plot_results(
             res.metrics, res.runs, res.requests, res.visits, res.summary(), folder, fmt=fmt,
@@ -338,7 +339,8 @@ def _finish(
 ) -> Results:
     """Merge the outcomes into tables, commit them, then run the steps that may fail (theory is
     recorded per variant, figures drawn last); raise PostProcessingError if any did."""
-    from .results import PostProcessingError, collect
+    from gossipsim.results.assembly import collect
+    from gossipsim.results.results import PostProcessingError
 
     ordered = store.load() if store is not None else ((t[0], outcomes[t]) for t in sorted(outcomes))
     results = collect(study, ordered, node_labels=[w.indexed.labels for w in worlds])
@@ -378,7 +380,7 @@ def _plot(
 ) -> None:
     """Draw the figures into ``folder`` (the tables are committed by now): a failure is added to
     ``failures``, an interrupt raised as a PostProcessingError."""
-    from .results import PostProcessingError
+    from gossipsim.results.results import PostProcessingError
 
     if make_plots is None or not len(results.runs):  # nothing to draw if every run failed
         return
@@ -398,10 +400,12 @@ def _finished(
     formats: tuple[str, ...],
 ) -> Results:
     """A finished sweep resumed: a damaged or missing table file rewritten from its intact copy
-    in the other format, byte for byte the file written (:func:`~gossipsim.results.repair_tables`;
+    in the other format, byte for byte the file written (:func:`~gossipsim.results.repair.repair_tables`;
     a warning says so), its tables read back (nothing is run), written again only in formats they
     do not have yet (``tables``), and the figures drawn again."""
-    from .results import TABLE_FILE_KINDS, PostProcessingError, load_results, repair_tables
+    from gossipsim.results.manifest import TABLE_FILE_KINDS
+    from gossipsim.results.repair import repair_tables
+    from gossipsim.results.results import PostProcessingError, load_results
 
     store.open()  # only removes what a killed process left behind
     try:
@@ -429,7 +433,7 @@ def _finished(
 def _attach_theory(results: Results, study: Study, worlds: list[World]) -> list[str]:
     """Each variant's theory block for summary.json; a variant whose theory raises gets its error
     recorded instead (summary.json ``theory_error``) and listed in the returned failures."""
-    from .theory import theory_for
+    from gossipsim.measurement.theory import theory_for
 
     failures = []
     requests = results.requests
@@ -459,9 +463,9 @@ def common_arrival_slots(requests: Any) -> dict[int, int]:
 
 def warn_long_study(study: Study, worlds: list[World], workers: int = 1) -> str | None:
     """Warn (one line, naming the setting) when the particle runs of ``study`` would compute longer
-    than :data:`gossipsim.budget.LONG_STUDY_SECONDS` on ``workers`` workers, by the rough estimate
-    of :func:`gossipsim.budget.run_seconds`; the warning's text, or None."""
-    from .budget import long_study_warning, run_seconds
+    than :data:`gossipsim.study.budget.LONG_STUDY_SECONDS` on ``workers`` workers, by the rough estimate
+    of :func:`gossipsim.study.budget.run_seconds`; the warning's text, or None."""
+    from gossipsim.study.budget import long_study_warning, run_seconds
 
     estimates = [
         run_seconds(v.scenario, type(w.model).sizes(v.scenario.model_spec, w.nodes), w.nodes)
@@ -497,7 +501,7 @@ def check_memory(study: Study, worlds: list[World], key: str) -> None:
 
 def _table_bytes(world: World) -> int:
     """A lower bound of the bytes one run of ``world`` adds to the tables held in memory."""
-    from .columns import METRIC_COLUMNS, RUN_COLUMNS
+    from gossipsim.core.columns import METRIC_COLUMNS, RUN_COLUMNS
 
     sc = world.scenario
     slots = 2 if sc.run.stop_when_done else math.ceil(sc.run.iterations / sc.metrics.record_every)
@@ -520,7 +524,12 @@ def physical_memory() -> int | None:
 
 def choose_engines(study: Study, worlds: list[World], engine: str) -> tuple[list[str], list[str]]:
     """The engine of each variant and a note saying why (for ``engine="auto"``)."""
-    from .fastpath import ENGINES, MIN_VECTORIZED_RUNS, too_long, unavailable
+    from gossipsim.execution.vectorized.capability import (
+        ENGINES,
+        MIN_VECTORIZED_RUNS,
+        too_long,
+        unavailable,
+    )
 
     if engine not in ENGINES:
         raise ConfigError("--engine", f"unknown engine {engine!r}; allowed: {', '.join(ENGINES)}")

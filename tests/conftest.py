@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import pytest
 from matplotlib.figure import Figure
 
-from gossipsim import plots
+from gossipsim.figures import canvas
 
 
 @pytest.fixture
@@ -22,7 +22,7 @@ def drawn(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Figure]]:
         figures.append(fig)
         return path
 
-    monkeypatch.setattr(plots, "_save", keep)
+    monkeypatch.setattr(canvas, "_save", keep)
     yield figures
     for fig in figures:
         plt.close(fig)

@@ -35,8 +35,8 @@ def sweep_raw(runs: int = 6, iterations: int = 60, name: str = "fold") -> dict[s
 def interrupted(study: gs.Study, out: Path, groups: list[tuple[int, list[int]]]) -> None:
     """A results folder of ``study`` as an interrupted sweep leaves it: one part per group
     (variant, runs), written by the event engine's commits."""
-    from gossipsim.runner import build_world, run_seed, simulate_run
-    from gossipsim.store import RunStore
+    from gossipsim.execution.runner import build_world, run_seed, simulate_run
+    from gossipsim.results.store import RunStore
 
     store = RunStore(out, study, resume=out.exists())
     worlds = {}

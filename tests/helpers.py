@@ -56,7 +56,7 @@ def to_toml(raw: dict[str, Any]) -> str:
 def validate_error(raw: dict[str, Any], folder: Path, capsys: Any) -> str:
     """``gossipsim validate`` of the scenario ``raw`` (written to ``folder/s.toml``): checks exit
     status 2 and a single line on stderr, and returns that line."""
-    from gossipsim.cli import main
+    from gossipsim.cli.parser import main
 
     path = folder / "s.toml"
     path.write_text(to_toml(raw))

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from gossipsim.capabilities import LOGLIK_GRADIENT
+from gossipsim.core.capabilities import LOGLIK_GRADIENT
 from gossipsim.errors import ConfigError
 from gossipsim.models.conjugate import BetaBernoulliModel
 from gossipsim.protocols import GFVL

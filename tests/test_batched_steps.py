@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim import fastpath
-from gossipsim.fastpath_trace import StreamedWorlds
-from gossipsim.metrics import kl_segments
-from gossipsim.protocol_api import StateTrace
+from gossipsim.engine.protocol_api import StateTrace
+from gossipsim.execution.vectorized import capability
+from gossipsim.execution.vectorized.trace import StreamedWorlds
+from gossipsim.measurement.metrics import kl_segments
 from gossipsim.protocols import protocol_kind
 from tests.test_nonconjugate import beta_exponential, logistic
 
@@ -43,7 +43,7 @@ def test_the_kernel_is_declared_for_natural_gradient_models():
     """gfvl declares batched steps for a model with batched estimators; auto then vectorises it."""
     world = gs.check(gs.parse_study(beta_exponential()))[0]
     assert protocol_kind("gfvl").kernel(world.model) == "batched-steps"
-    assert fastpath.unavailable(world) is None
+    assert capability.unavailable(world) is None
 
 
 @pytest.mark.parametrize(
@@ -118,7 +118,7 @@ def test_results_identical_for_any_number_of_workers_and_batches(monkeypatch):
     raw = unlearning_beta(estimator="reinforce")
     raw["sweep"] = {"protocol.samples": [4, 10]}
     whole = gs.run(raw, engine="vectorized", workers=2)
-    monkeypatch.setattr("gossipsim.budget.VECTORIZED_MAX_RUNS", 2)
+    monkeypatch.setattr("gossipsim.study.budget.VECTORIZED_MAX_RUNS", 2)
     split = gs.run(raw, engine="vectorized")
     for name in ("runs", "requests", "metrics"):
         pd.testing.assert_frame_equal(getattr(whole, name), getattr(split, name))
@@ -186,8 +186,8 @@ def test_logistic_batched_estimators_against_the_families_own_expectations(famil
     the family's own ``mean_gradient``. Exact: equal to rounding. Reparameterisation (per point,
     with the projection draws, and in total) and REINFORCE: the mean of 2,000 independent estimates
     within 4 standard errors of it, every coordinate."""
-    from gossipsim.capabilities import EstimatorSettings
-    from gossipsim.glm import expected_logistic_grad_hess
+    from gossipsim.core.capabilities import EstimatorSettings
+    from gossipsim.models.glm import expected_logistic_grad_hess
 
     raw = logistic(
         model={

@@ -14,12 +14,12 @@ import pytest
 from scipy.special import logsumexp
 from scipy.stats import gamma, norm
 
-from gossipsim import store
 from gossipsim.api import parse_study
 from gossipsim.errors import ConfigError
 from gossipsim.models import particlemodel
-from gossipsim.scenario import parse_scenario
-from gossipsim.world import build_world
+from gossipsim.results import studyrecord
+from gossipsim.study.sections import parse_scenario
+from gossipsim.world.world import build_world
 from tests.helpers import base_scenario, validate_error
 from tests.test_imagetask import _folder as fashion_folder
 
@@ -162,7 +162,7 @@ def test_fashion_mnist_on_its_feature_map(tmp_path: Path):
         _raw({"hidden": 3}, {"dataset": "fashion_mnist", "folder": str(folder), "components": 5},
              nodes=2)
     )  # fmt: skip
-    hashes = store.input_hashes(study)
+    hashes = studyrecord.input_hashes(study)
     assert sorted(hashes) == sorted(
         f"data.folder={folder}/{name}"
         for name in ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",

@@ -20,7 +20,7 @@ import pytest
 from scipy.optimize import minimize, minimize_scalar
 
 import gossipsim as gs
-from gossipsim.datasets import load_task
+from gossipsim.data.datasets import load_task
 from gossipsim.logdensity.bnn import (
     BNN_FIXED_WEIGHT_PRIOR,
     BNN_WEIGHT_PRECISION_PRIOR,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gossipsim.censoring import (
+from gossipsim.measurement.censoring import (
     censored_summary,
     empirical_survival,
     estimates,
@@ -182,7 +182,7 @@ def test_where_nobody_is_left_at_risk_the_band_is_zero():
 def _brookmeyer_crowley(
     follow: np.ndarray, observed: np.ndarray, level: float = 0.95
 ) -> tuple[float, float, float]:
-    """(median, lower, upper) from first principles, written apart from gossipsim.censoring and
+    """(median, lower, upper) from first principles, written apart from gossipsim.measurement.censoring and
     SciPy: the product-limit estimate in exact fractions over the distinct event times (ties one
     step with d events; a censoring at t at risk at t), Greenwood's sum Σ d / (n (n − d)) (the
     term with n = d left out: S is then 0), the log-log band S^exp(±w), w = z sqrt(Σ) / |log S|,
@@ -417,3 +417,59 @@ def test_summary_estimates_are_those_of_the_same_uncensored_times_only():
     assert summary_estimates({"observed": 40}, t, bound) is None
     assert summary_estimates(None, t, bound) is None
     assert summary_estimates({**entry, "km_median": "many"}, t, bound) is None
+
+
+@pytest.mark.parametrize("censoring", ["none", "at one time", "at each run's own time"])
+def test_the_closed_form_kaplan_meier_is_scipy_s_bit_for_bit(censoring):
+    """kaplan_meier computes the product-limit estimate and its log-log band in closed form so that
+    a summary imports no scipy.stats; they are scipy.stats.ecdf's numbers exactly (not to
+    rounding), tied times, censoring at the event times and S reaching 0 included."""
+    import warnings
+
+    from scipy import stats
+
+    rng = np.random.default_rng(
+        {"none": 11, "at one time": 12, "at each run's own time": 13}[censoring]
+    )
+    for _ in range(200):
+        n = int(rng.integers(1, 300))
+        t = rng.geometric(rng.uniform(0.02, 0.5), size=n).astype(float)
+        c = np.full(n, np.nan)
+        if censoring != "none":
+            cap = (
+                np.full(n, float(rng.integers(1, 40)))
+                if censoring == "at one time"
+                else rng.integers(1, 40, size=n).astype(float)
+            )
+            cut = (t > cap) | (rng.random(n) < 0.2)
+            t, c = np.where(cut, np.nan, t), np.where(cut, cap, np.nan)
+        observed = np.isfinite(t)
+        if not observed.any():
+            continue
+        s = kaplan_meier(t, c)
+        follow = np.where(observed, t, c)
+        sf = stats.ecdf(stats.CensoredData.right_censored(follow, ~observed)).sf
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            ci = sf.confidence_interval(0.95, method="log-log")
+        np.testing.assert_array_equal(s.survival, sf.evaluate(s.times))
+        zero = s.survival <= 0  # SciPy's NaN where S = 0: the band is {0} there (Survival.band)
+        lower, upper = s.band()
+        np.testing.assert_array_equal(lower, np.where(zero, 0.0, ci.low.evaluate(s.times)))
+        np.testing.assert_array_equal(upper, np.where(zero, 0.0, ci.high.evaluate(s.times)))
+
+
+def test_a_summary_imports_no_scipy_stats():
+    """The Kaplan–Meier estimates of a summary (censored or not) leave scipy.stats unimported."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np\n"
+        "from gossipsim.measurement.censoring import censored_summary\n"
+        "censored_summary([1.0, 2.0, np.nan, 5.0], [np.nan, np.nan, 6.0, np.nan])\n"
+        "censored_summary([1.0, 2.0, 2.0], [np.nan] * 3)\n"
+        "assert 'scipy.stats' not in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim.slottables import SlotCosts, StaySlots, stepped_clock
+from gossipsim.engine.slottables import SlotCosts, StaySlots, stepped_clock
 from tests.helpers import to_toml
 from tests.test_particle_batches import _raw as particle_raw
 
@@ -159,7 +159,7 @@ def test_a_first_round_is_charged_in_slot_1_only():
 
 
 def test_the_cli_says_the_centralised_variant_has_no_walk(tmp_path, capsys):
-    from gossipsim.cli import main
+    from gossipsim.cli.parser import main
 
     raw = centralised()
     del raw["metrics"]["particles"], raw["metrics"]["particle_runs"]

@@ -8,10 +8,10 @@ import math
 import networkx as nx
 import numpy as np
 
-from gossipsim.channels import Channel, Delivery
-from gossipsim.engine import run_token
-from gossipsim.messages import CODECS, IdentityCodec, Message, Round, Transfer
-from gossipsim.protocol_api import Protocol, Recovery, StateTrace
+from gossipsim.engine.protocol_api import Protocol, Recovery, StateTrace
+from gossipsim.engine.token import run_token
+from gossipsim.network.channels import Channel, Delivery
+from gossipsim.network.messages import CODECS, IdentityCodec, Message, Round, Transfer
 from gossipsim.scheduling import IndexedGraph, Walker
 
 RATE, LATENCY, TIMEOUT = 1000.0, 0.01, 0.5

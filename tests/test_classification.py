@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gossipsim import glm
-from gossipsim.classification import (
+from gossipsim.models import glm
+from gossipsim.models.classification import (
     classification_accuracy,
     classification_ece,
     classification_nll,

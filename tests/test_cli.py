@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from gossipsim.cli import main
+from gossipsim.cli.parser import main
 from tests.helpers import base_scenario, to_toml
 
 SMALL = """
@@ -181,7 +181,7 @@ def test_validate_loads_no_pandas(tmp_path):
     scenario = _write(tmp_path, SMALL.format(record_every=1))
     code = f"""
 import sys
-from gossipsim.cli import main
+from gossipsim.cli.parser import main
 assert main(["validate", {str(scenario)!r}]) == 0
 assert "pandas" not in sys.modules, "validate imported pandas"
 """
@@ -455,7 +455,7 @@ def test_every_argument_of_every_command_says_what_it_is(capsys):
     """Issue 20, item 16: `gossipsim CMD --help` explains each argument, none left bare."""
     import argparse
 
-    from gossipsim.cli import build_parser
+    from gossipsim.cli.parser import build_parser
 
     parser = build_parser()
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))

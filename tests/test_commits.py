@@ -7,11 +7,13 @@ from __future__ import annotations
 import pytest
 
 import gossipsim as gs
-from gossipsim import executors, store
-from gossipsim.executors import RunFailure
-from gossipsim.results import collect
-from gossipsim.runner import build_world, run_seed, simulate_run
-from gossipsim.store import RunStore, status
+from gossipsim.execution import executors
+from gossipsim.execution.executors import RunFailure
+from gossipsim.execution.runner import build_world, run_seed, simulate_run
+from gossipsim.results import store
+from gossipsim.results.assembly import collect
+from gossipsim.results.status import status
+from gossipsim.results.store import RunStore
 from tests.helpers import base_scenario
 
 TABLES = ("metrics.csv", "runs.csv", "requests.csv", "visits.csv", "failures.csv", "summary.json")
@@ -83,7 +85,7 @@ def test_runs_are_committed_by_time_and_slow_runs_one_by_one(tmp_path, clock):
 
 
 def test_a_batch_is_one_part_at_once_and_parts_are_per_variant(tmp_path, clock):
-    from gossipsim.fastpath import simulate_runs
+    from gossipsim.execution.vectorized.driver import simulate_runs
 
     study = _study()
     out = tmp_path / "o"

@@ -1,4 +1,4 @@
-"""Cover times, hitting times and unlearning latencies (gossipsim.covertime).
+"""Cover times, hitting times and unlearning latencies (gossipsim.cover).
 
 Statistical checks use fixed seeds and tolerances from the standard error (|mean − exact| < 4·se, or
 the exact value inside the 95% CI where stated), never tuned to the seed.
@@ -12,7 +12,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from gossipsim import covertime as ct
+from gossipsim import cover as ct
 from gossipsim.cover import hitting, montecarlo
 from gossipsim.errors import ConfigError
 from gossipsim.scheduling import IndexedGraph, Walker

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gossipsim.datasets import (
+from gossipsim.data.datasets import (
     DATASETS,
     load_task,
     partition,

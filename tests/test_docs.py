@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from gossipsim import reference
 from gossipsim.api import check
 from gossipsim.errors import ConfigError
-from gossipsim.scenario import parse_scenario, parse_study
-from gossipsim.settings import SCHEMA, MetricsSettings, RunSettings, SchedulerSettings
+from gossipsim.study import reference
+from gossipsim.study.scenario import parse_study
+from gossipsim.study.sections import parse_scenario
+from gossipsim.study.settings import SCHEMA, MetricsSettings, RunSettings, SchedulerSettings
 from tests.helpers import base_scenario
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "scenarios.md"
@@ -20,7 +21,7 @@ API_DOC = DOC.parent / "python-api.md"
 def test_every_key_table_of_the_reference_is_the_code_s():
     text = DOC.read_text(encoding="utf-8")
     assert reference.render(text) == text, (
-        "docs/scenarios.md is out of date: run `python -m gossipsim.reference docs/scenarios.md`"
+        "docs/scenarios.md is out of date: run `python -m gossipsim.study.reference docs/scenarios.md`"
     )
     assert set(reference.regions(text)) == set(reference.tables()), "a key table is missing"
 

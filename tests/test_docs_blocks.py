@@ -38,7 +38,7 @@ import pytest
 import gossipsim
 import gossipsim as gs
 from gossipsim import api
-from gossipsim.cli import build_parser, main
+from gossipsim.cli.parser import build_parser, main
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -276,7 +276,7 @@ def _code_cells(notebook: Path) -> list[str]:
 def test_the_example_notebooks_run(scratch, notebook):
     """The code cells of each shipped notebook in order, as a kernel would run them (gs.run held to
     a few runs); what a figure cell leaves as its value is something a notebook shows."""
-    from gossipsim.plotting.canvas import Figures
+    from gossipsim.figures.canvas import Figures
 
     namespace: dict[str, Any] = {"__name__": "__main__"}
     for i, cell in enumerate(_code_cells(notebook)):

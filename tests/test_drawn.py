@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import gossipsim as gs
+from gossipsim.core.streams import DATA_TAG
 from gossipsim.errors import ConfigError
 from gossipsim.families.drawn import parse_drawn
-from gossipsim.streams import DATA_TAG
 from tests.helpers import base_scenario, to_toml
 
 DRAWS = 20_000
@@ -167,7 +167,7 @@ def test_bad_distributions_are_one_line_errors(model, data, key, words):
 
 
 def test_cli_validates_a_drawn_parameter(tmp_path, capsys):
-    from gossipsim.cli import main
+    from gossipsim.cli.parser import main
 
     raw = base_scenario(
         scenario={"runs": 2, "iterations": 20},

@@ -8,10 +8,11 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from gossipsim.engine import Request, run_token
+from gossipsim.engine.records import Request
+from gossipsim.engine.token import run_token
 from gossipsim.errors import ConfigError
-from gossipsim.links import LinkModel
-from gossipsim.messages import Message
+from gossipsim.network.links import LinkModel
+from gossipsim.network.messages import Message
 from gossipsim.protocols.base import Protocol, StateTrace
 from gossipsim.scheduling import IndexedGraph, Walker
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import gossipsim as gs
-from gossipsim.cli import main
+from gossipsim.cli.parser import main
 from tests.helpers import base_scenario, to_toml
 
 CASES = {
@@ -117,9 +117,9 @@ def test_vectorized_refuses_what_it_cannot_run(tmp_path, capsys):
 
 def test_batches_and_single_runs_merge_in_run_order():
     """A sweep resumed with another engine holds batches and single runs interleaved."""
-    from gossipsim.fastpath import simulate_runs
-    from gossipsim.results import collect
-    from gossipsim.runner import build_world, run_seed, simulate_run
+    from gossipsim.execution.runner import build_world, run_seed, simulate_run
+    from gossipsim.execution.vectorized.driver import simulate_runs
+    from gossipsim.results.assembly import collect
 
     study = gs.parse_study(CASES["learning, record_every"])
     world = build_world(study.variants[0].scenario)
@@ -133,12 +133,13 @@ def test_batches_and_single_runs_merge_in_run_order():
 
 
 def test_resume_with_the_other_engine_gives_the_same_tables(tmp_path):
-    from gossipsim.store import RunStore, status
+    from gossipsim.results.status import status
+    from gossipsim.results.store import RunStore
 
     study = gs.parse_study(CASES["learning, record_every"])
     whole = gs.run(study, engine="event")
     # an interrupted event-engine sweep: runs 0..9 and 25 committed
-    from gossipsim.runner import build_world, run_seed, simulate_run
+    from gossipsim.execution.runner import build_world, run_seed, simulate_run
 
     world = build_world(study.variants[0].scenario)
     store = RunStore(tmp_path / "o", study)
@@ -151,9 +152,10 @@ def test_resume_with_the_other_engine_gives_the_same_tables(tmp_path):
 
 
 def test_status_counts_the_runs_of_a_committed_batch(tmp_path):
-    from gossipsim.fastpath import simulate_runs
-    from gossipsim.runner import build_world
-    from gossipsim.store import RunStore, status
+    from gossipsim.execution.runner import build_world
+    from gossipsim.execution.vectorized.driver import simulate_runs
+    from gossipsim.results.status import status
+    from gossipsim.results.store import RunStore
 
     study = gs.parse_study(CASES["learning, record_every"])
     world = build_world(study.variants[0].scenario)
@@ -192,11 +194,11 @@ def test_engines_agree_statistically_on_independent_seeds():
 @pytest.mark.parametrize("budget", [5_000, 1_000])
 def test_memory_bounded_batches_give_the_same_tables(monkeypatch, budget):
     """Narrow batches (runs × slots capped): 2 learning batches of 20, or 10 protocol batches of 4."""
-    import gossipsim.fastpath as fastpath
+    from gossipsim.execution.vectorized import capability
 
     raw = CASES["learning, record_every"]
     whole = gs.run(raw, engine="event")
-    monkeypatch.setattr(fastpath, "MAX_BATCH_SLOTS", budget)
+    monkeypatch.setattr(capability, "MAX_BATCH_SLOTS", budget)
     split = gs.run(raw, engine="vectorized")
     assert split.metrics.equals(whole.metrics) and split.runs.equals(whole.runs)
     assert split.visits.equals(whole.visits)

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim.cli import main
+from gossipsim.cli.parser import main
 from gossipsim.scheduling import unregister
 from tests.helpers import base_scenario, to_toml, validate_error
 
@@ -517,7 +517,7 @@ def test_the_poisson_plugin_without_a_required_method_is_one_line(
     from poisson_regression import PoissonRegression
 
     import tests.plugins
-    from gossipsim.contracts import abstract_methods
+    from gossipsim.core.contracts import abstract_methods
     from gossipsim.models import ParticleModel
 
     assert method in abstract_methods(ParticleModel) and len(abstract_methods(ParticleModel)) == 7
@@ -540,8 +540,8 @@ def test_the_poisson_plugin_without_a_required_method_is_one_line(
 def test_the_docs_list_what_a_model_must_define():
     """docs/extending.md's tables of what a particle model must define and what each capability
     needs are those the check at loading enforces."""
-    from gossipsim.capabilities import CAPABILITY_METHODS
-    from gossipsim.contracts import abstract_methods
+    from gossipsim.core.capabilities import CAPABILITY_METHODS
+    from gossipsim.core.contracts import abstract_methods
     from gossipsim.models import ParticleModel
 
     doc = (ROOT / "docs" / "extending.md").read_text(encoding="utf-8")

@@ -19,7 +19,7 @@ import pytest
 from scipy.special import gammaln
 
 import gossipsim as gs
-from gossipsim.cli import main
+from gossipsim.cli.parser import main
 from gossipsim.families import Normal
 from gossipsim.families.conjugate import GammaPoisson
 from tests.helpers import to_toml, validate_error
@@ -201,7 +201,7 @@ def test_a_run_whose_kl_overflows_fails_with_its_cause_and_the_others_are_kept(t
     ]
     for error in failures["error"]:
         assert re.fullmatch(
-            r"gossipsim\.measure\.NonFiniteKL: the KL of the protocol's state to its target is inf "
+            r"gossipsim\.measurement\.outputs\.NonFiniteKL: the KL of the protocol's state to its target is inf "
             r"from slot \d+ \(state \(.*\), target \(1, -3\)\): the KL is larger than float64's "
             r"largest number \(1\.8e\+308\)",
             error,

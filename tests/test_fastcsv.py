@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gossipsim import fastcsv
-from gossipsim.fastcsv import write_csv
+from gossipsim.results import fastcsv
+from gossipsim.results.fastcsv import write_csv
 
 AWKWARD_TEXT = ["plain", "a,b", 'say "hi"', "two\nlines", "cr\rhere", "", " spaced ", "ünï", "x"]
 SPECIAL_FLOATS = [

@@ -1,5 +1,5 @@
 """``gossipsim plot`` of a folder this gossipsim wrote: its tables and summary.json read without
-rebuilding its study (:func:`gossipsim.results.load_figure_tables`), the same figures as from
+rebuilding its study (:func:`gossipsim.results.figuretables.load_figure_tables`), the same figures as from
 :func:`gossipsim.load_results`, neither SciPy nor a model imported for the graphs of Fig. 3; a
 folder of other code read with its study; the cover figure's interval recorded in summary.json."""
 
@@ -17,9 +17,11 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim import cli, results
-from gossipsim.plotting import stats
-from gossipsim.results import UNDRAWN_COLUMNS, load_figure_tables
+from gossipsim.cli import folders
+from gossipsim.cli.parser import main
+from gossipsim.figures import stats
+from gossipsim.results import results
+from gossipsim.results.figuretables import UNDRAWN_COLUMNS, load_figure_tables
 from tests.helpers import base_scenario
 
 #: Fig. 3's sweep, small: beta-Bernoulli on a star, a ring and a complete graph of 10 nodes
@@ -93,7 +95,7 @@ def _pixels(path: Path) -> np.ndarray:
 def test_the_plot_command_draws_the_figures_load_results_draws(requests_folder, tmp_path):
     lean = _copy(requests_folder, tmp_path / "lean")
     full = _copy(requests_folder, tmp_path / "full")
-    assert cli.main(["plot", str(lean)]) == 0
+    assert main(["plot", str(lean)]) == 0
     written = gs.load_results(full).plot(full / "plots")
     names = sorted(p.name for p in (lean / "plots").iterdir())
     assert names == sorted(p.name for p in written.values())
@@ -111,17 +113,17 @@ def test_a_folder_of_other_code_is_read_with_its_study(fig3, tmp_path, monkeypat
     record_path = folder / ".gossipsim" / "study.json"
     record = json.loads(record_path.read_text())
     assert load_figure_tables(folder) is not None
-    record["code"]["source"]["gossipsim/results.py"] = "0" * 16
+    record["code"]["source"]["gossipsim/results/results.py"] = "0" * 16
     record_path.write_text(json.dumps(record))
     assert load_figure_tables(folder) is None
     calls = []
     load = results.load_results
     monkeypatch.setattr(results, "load_results", lambda d: calls.append(d) or load(d))
-    assert cli.main(["plot", str(folder), "--figure", "cover_time"]) == 0
+    assert main(["plot", str(folder), "--figure", "cover_time"]) == 0
     assert calls and (folder / "plots" / "cover_time.png").is_file()
-    record["code"]["source"]["gossipsim/results.py"] = json.loads(
+    record["code"]["source"]["gossipsim/results/results.py"] = json.loads(
         (fig3 / ".gossipsim" / "study.json").read_text()
-    )["code"]["source"]["gossipsim/results.py"]
+    )["code"]["source"]["gossipsim/results/results.py"]
     record["code"]["gossipsim"] = "0.0.0"
     record_path.write_text(json.dumps(record))
     assert load_figure_tables(folder) is None
@@ -150,10 +152,10 @@ def test_the_plot_command_of_fig3_imports_neither_scipy_nor_a_model(fig3, tmp_pa
     cover figure's interval from summary.json and the graphs' layouts in closed form (no SciPy)."""
     folder = _copy(fig3, tmp_path / "imports")
     code = (
-        "import sys; from gossipsim.cli import main; assert main(['plot', sys.argv[1]]) == 0; "
+        "import sys; from gossipsim.cli.parser import main; assert main(['plot', sys.argv[1]]) == 0; "
         "print(sorted({m.split('.')[0] if m.startswith('scipy') else m for m in sys.modules "
         "if m.startswith(('scipy', 'gossipsim.models', 'gossipsim.families', "
-        "'gossipsim.scenario'))}))"
+        "'gossipsim.study.scenario'))}))"
     )
     done = subprocess.run(
         [sys.executable, "-c", code, str(folder)], capture_output=True, text=True, check=True
@@ -213,11 +215,11 @@ def test_the_cover_figure_takes_the_recorded_interval_only_for_its_own_runs(monk
 
 def test_the_collector_is_paused_only_in_a_process_that_is_the_command():
     before = gc.get_freeze_count()
-    with cli._collector_paused(False):
+    with folders._collector_paused(False):
         assert gc.isenabled()
     assert gc.get_freeze_count() == before
     try:
-        with cli._collector_paused(True):
+        with folders._collector_paused(True):
             assert not gc.isenabled()
             kept = [object() for _ in range(1000)]
         assert gc.isenabled() and gc.get_freeze_count() >= before + len(kept)
@@ -230,5 +232,5 @@ def test_the_collector_is_paused_only_in_a_process_that_is_the_command():
 def test_plot_called_from_python_leaves_the_collector_alone(fig3, tmp_path):
     folder = _copy(fig3, tmp_path / "python")
     before = gc.get_freeze_count()
-    assert cli.main(["plot", str(folder), "--figure", "cover_time"]) == 0
+    assert main(["plot", str(folder), "--figure", "cover_time"]) == 0
     assert gc.isenabled() and gc.get_freeze_count() == before

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim.cli import build_parser, main
-from gossipsim.fastpath import MIN_VECTORIZED_RUNS
+from gossipsim.cli.parser import build_parser, main
+from gossipsim.execution.vectorized.capability import MIN_VECTORIZED_RUNS
 from tests.helpers import base_scenario, to_toml, validate_error
 
 ROOT = Path(__file__).resolve().parents[1]

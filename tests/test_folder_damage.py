@@ -20,11 +20,11 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim import results as results_module
-from gossipsim import store
-from gossipsim.cli import main
+from gossipsim.cli.parser import main
 from gossipsim.errors import ConfigError
-from gossipsim.store import RunStore, decode_part, encode_part, status
+from gossipsim.results import repair, store
+from gossipsim.results.status import status
+from gossipsim.results.store import RunStore, decode_part, encode_part
 from tests.folders import interrupted, parts_of
 from tests.helpers import to_toml
 from tests.test_folder_integrity import _one_line
@@ -243,7 +243,7 @@ def test_resume_refuses_a_rewrite_that_is_not_the_file_written(
     def other_bytes(table: pd.DataFrame, path: Path) -> None:
         table.to_csv(path, index=False, float_format="%.3g")
 
-    monkeypatch.setattr(results_module, "write_csv", other_bytes)
+    monkeypatch.setattr(repair, "write_csv", other_bytes)
     assert main(["run", str(scenario), "--out", str(out), "--no-plots", "--resume"]) == 2
     line = _one_line(capsys.readouterr().err)
     assert "metrics.csv" in line and "would not be the file written" in line
@@ -254,7 +254,7 @@ def test_resume_refuses_a_rewrite_that_is_not_the_file_written(
 def test_a_summary_listing_a_file_elsewhere_is_refused_without_opening_it(template, tmp_path):
     """A summary.json re-sealed to list a file that is not a table file (a path elsewhere, a
     device that never ends) is damage: the file is never opened."""
-    from gossipsim.manifest import summary_sha256
+    from gossipsim.results.manifest import summary_sha256
 
     _, out = _copy(template, tmp_path)
     summary = json.loads((out / "summary.json").read_text())

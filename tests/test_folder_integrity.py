@@ -19,9 +19,9 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim import store
-from gossipsim.cli import main
+from gossipsim.cli.parser import main
 from gossipsim.errors import ConfigError
+from gossipsim.results import store, studyrecord
 from tests.folders import forged, interrupted, parts_of, same_tables, split, sweep_raw
 from tests.helpers import to_toml
 
@@ -54,7 +54,7 @@ def _file(tmp_path: Path, raw: dict | None = None, name: str = "s.toml") -> Path
 
 HOLD = """
 import sys, time
-from gossipsim.folderlock import FolderLock
+from gossipsim.results.folderlock import FolderLock
 FolderLock(sys.argv[1], "--out").acquire()
 print("held", flush=True)
 time.sleep(120)
@@ -76,7 +76,7 @@ def test_a_command_on_a_folder_in_use_is_refused_in_one_line_naming_the_holder(
     """While another command holds the folder, run, --resume, gs.run(out=) and Results.write are
     refused in one line naming its process (nothing changed); status says it is running; once
     the holder dies (kill -9: the OS releases the lock) --resume completes the sweep."""
-    from gossipsim import folderlock
+    from gossipsim.results import folderlock
 
     monkeypatch.setattr(folderlock, "RETRY_SECONDS", 0.05)  # each refusal at once
     path = _file(tmp_path)
@@ -135,7 +135,7 @@ def test_resume_repairs_a_folder_with_duplicate_parts(tmp_path, capsys):
 def test_pool_workers_do_not_hold_the_folder_after_their_parent_dies(tmp_path):
     """A forked pool worker closes its copy of the lock: once the command is killed (kill -9),
     the folder is free at once, not when its workers notice and exit."""
-    from gossipsim.folderlock import holder
+    from gossipsim.results.folderlock import holder
 
     raw = sweep_raw(runs=400, iterations=4000)
     path = _file(tmp_path, raw)
@@ -307,7 +307,7 @@ def test_a_malformed_part_is_one_line_and_reported(tmp_path):
     runs."""
     import shutil
 
-    from gossipsim.store import status
+    from gossipsim.results.status import status
 
     _, _, template = _whole_and_cut(tmp_path)
     for i, (forgery, change) in enumerate(sorted(FORGERIES.items())):
@@ -489,18 +489,20 @@ def test_resume_refuses_a_plug_in_edited_since_the_runs(tmp_path, capsys, monkey
 def test_resume_refuses_another_gossipsim_source_or_version(tmp_path, capsys, monkeypatch):
     """gossipsim's own source is fingerprinted file by file (a development install keeps its
     version while it is edited): an edited file, or another version, is named in the refusal."""
-    from gossipsim import provenance
+    from gossipsim.results import provenance
 
     path = _file(tmp_path)
     out = tmp_path / "R"
     interrupted(gs.load_scenario(path), out, [(0, [0, 1])])
     edited = dict(provenance.source_hashes())
-    edited["gossipsim/measure.py"] = "0" * 16
+    edited["gossipsim/measurement/measure.py"] = "0" * 16
     monkeypatch.setattr(provenance, "source_hashes", lambda: edited)
     args = ["run", str(path), "--out", str(out), "--no-plots", "--resume"]
     capsys.readouterr()
     assert main(args) == 2
-    assert "gossipsim's source (gossipsim/measure.py)" in _one_line(capsys.readouterr().err)
+    assert "gossipsim's source (gossipsim/measurement/measure.py)" in _one_line(
+        capsys.readouterr().err
+    )
     monkeypatch.undo()
     monkeypatch.setattr(provenance, "__version__", "99.0")
     assert main(args) == 2
@@ -529,7 +531,8 @@ def test_a_full_disk_says_what_it_kept(tmp_path, monkeypatch, capsys, fits):
             raise OSError(errno.ENOSPC, "No space left on device", str(target))
         real(target, data)
 
-    monkeypatch.setattr(store, "atomic_write_bytes", fills_up)
+    monkeypatch.setattr(store, "atomic_write_bytes", fills_up)  # the parts
+    monkeypatch.setattr(studyrecord, "atomic_write_bytes", fills_up)  # study.json
     monkeypatch.setattr(store, "COMMIT_RUNS", 1)
     assert main(["run", str(path), "--out", str(out), "--no-plots", "--engine", "event"]) == 1
     line = _one_line(capsys.readouterr().err)

@@ -40,9 +40,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from gossipsim.cli import main
-from gossipsim.registry import MODEL_KINDS, PROTOCOL_KINDS
-from gossipsim.settings import SCHEMA
+from gossipsim.cli.parser import main
+from gossipsim.core.registry import MODEL_KINDS, PROTOCOL_KINDS
+from gossipsim.study.settings import SCHEMA
 from gossipsim.topology import TOPOLOGY_KINDS
 from tests.helpers import to_toml
 
@@ -529,9 +529,9 @@ class PartTemplate:
 @pytest.fixture(scope="module")
 def part_template(tmp_path_factory) -> PartTemplate:
     import gossipsim as gs
-    from gossipsim.fastpath import simulate_runs
-    from gossipsim.runner import build_world
-    from gossipsim.store import RunStore
+    from gossipsim.execution.runner import build_world
+    from gossipsim.execution.vectorized.driver import simulate_runs
+    from gossipsim.results.store import RunStore
     from tests.folders import interrupted
 
     study = _folder_study()
@@ -670,7 +670,7 @@ def check_part_case(template: PartTemplate, rng: random.Random, folder: Path) ->
     import warnings
 
     import gossipsim as gs
-    from gossipsim.store import status
+    from gossipsim.results.status import status
     from tests.folders import same_tables
 
     shutil.copytree(template.folder, folder)
@@ -814,7 +814,7 @@ def check_table_case(template: TableTemplate, rng: random.Random, folder: Path) 
     import shutil
 
     import gossipsim as gs
-    from gossipsim.store import status
+    from gossipsim.results.status import status
     from tests.folders import same_tables
 
     shutil.copytree(template.folder, folder)
@@ -868,14 +868,15 @@ def test_damaged_tables_fuzzer_long_profile(table_template, tmp_path):
 # that they overlap
 SLOWED = """
 import sys, time
-from gossipsim import executors, store
+from gossipsim.execution import executors
+from gossipsim.results import store
 store.COMMIT_SECONDS = 0.1
 run_unit = executors.run_unit
 def slow_unit(study, unit):
     time.sleep(float(sys.argv[1]))
     return run_unit(study, unit)
 executors.run_unit = slow_unit
-from gossipsim.cli import main
+from gossipsim.cli.parser import main
 sys.exit(main(sys.argv[2:]))
 """
 
@@ -891,7 +892,7 @@ def concurrent_trial(
     import time
 
     import gossipsim as gs
-    from gossipsim.store import status
+    from gossipsim.results.status import status
     from tests.folders import same_tables
 
     outcomes: Counter[str] = Counter()
@@ -954,7 +955,8 @@ def test_concurrent_commands_fast_profile(tmp_path, capsys, monkeypatch):
     import time
 
     import gossipsim as gs
-    from gossipsim import executors, folderlock
+    from gossipsim.execution import executors
+    from gossipsim.results import folderlock
     from tests.folders import same_tables, sweep_raw
 
     monkeypatch.setattr(folderlock, "RETRY_SECONDS", 0.05)

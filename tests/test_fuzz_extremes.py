@@ -37,7 +37,7 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim.cli import main
+from gossipsim.cli.parser import main
 from gossipsim.families.exactsum import exact_sum
 from tests.test_extremes import _dirichlet_kl_decimal, _gamma_kl_decimal
 from tests.test_fuzz import CaseTimeout, fuzz_toml, time_limit

@@ -17,7 +17,7 @@ from gossipsim.families.natgrad import (
     score_sum,
     solve_fisher,
 )
-from gossipsim.glm import expected_logistic_grad_hess, logistic_grad_hess, logistic_loss
+from gossipsim.models.glm import expected_logistic_grad_hess, logistic_grad_hess, logistic_loss
 
 
 def _random_moments(d: int, seed: int, diagonal: bool = False) -> tuple[np.ndarray, np.ndarray]:

@@ -9,7 +9,7 @@ from scipy.special import expit
 
 from gossipsim.families.gaussian import GaussianFull
 from gossipsim.families.natgrad import gaussian_mean_gradient
-from gossipsim.glm import (
+from gossipsim.models.glm import (
     accuracy,
     expected_calibration_error,
     expected_linear_grad_hess,

@@ -12,7 +12,7 @@ import networkx as nx
 import pytest
 
 import gossipsim as gs
-from gossipsim.cli import main
+from gossipsim.cli.parser import main
 from tests.helpers import to_toml
 
 TOPOLOGIES = Path(__file__).resolve().parent.parent / "topologies"

@@ -1,5 +1,5 @@
 """The figures' graph layouts: Kamada-Kawai in closed form for small regular graphs
-(:func:`gossipsim.graphfiles.regular_layout`), against NetworkX's own Kamada-Kawai layout."""
+(:func:`gossipsim.figures.graph_layout.regular_layout`), against NetworkX's own Kamada-Kawai layout."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
-from gossipsim import graphfiles
-from gossipsim.graphfiles import regular_layout
+from gossipsim.figures import graph_layout
+from gossipsim.figures.graph_layout import regular_layout
 
 #: how far a closed-form position may lie from Kamada-Kawai's (its layout spans [-1, 1]: 1e-4 is
 #: under a twentieth of a pixel of the visit map's widest panel at 200 dpi); L-BFGS-B stops within
@@ -66,7 +66,7 @@ def test_every_size_of_the_closed_forms_is_kamada_kawai_s_layout():
     for n in range(2, 41):
         graph = nx.complete_graph(n)
         assert np.abs(_closed_form(graph) - _kamada_kawai(graph)).max() < TOLERANCE, n
-    for n in range(3, graphfiles.KAMADA_KAWAI_NODES + 1):
+    for n in range(3, graph_layout.KAMADA_KAWAI_NODES + 1):
         graph = nx.cycle_graph(n)
         assert np.abs(_closed_form(graph) - _kamada_kawai(graph)).max() < TOLERANCE, n
     for n in range(4, 13):
@@ -112,10 +112,10 @@ def test_a_regular_graph_is_laid_out_without_scipy_s_optimiser(monkeypatch):
 
     monkeypatch.setattr(nx, "kamada_kawai_layout", kamada_kawai)
     for graph in (nx.cycle_graph(10), nx.star_graph(9), nx.complete_graph(10)):
-        pos = graphfiles.layout(graph)
+        pos = graph_layout.layout(graph)
         assert set(pos) == set(graph) and graph.nodes[0]["layout_x"] == pos[0][0]
     assert calls == []
-    graphfiles.layout(nx.path_graph(4))
+    graph_layout.layout(nx.path_graph(4))
     assert calls == [4]
 
 
@@ -129,7 +129,7 @@ def test_scipy_s_blas_is_loaded_before_kamada_kawai_s_thread_limit():
 
     code = (
         "import sys, contextlib, threadpoolctl, networkx as nx\n"
-        "from gossipsim import graphfiles\n"
+        "from gossipsim.figures import graph_layout\n"
         "assert 'scipy' not in sys.modules\n"
         "seen = []\n"
         "@contextlib.contextmanager\n"
@@ -137,7 +137,7 @@ def test_scipy_s_blas_is_loaded_before_kamada_kawai_s_thread_limit():
         "    seen.append('scipy.optimize' in sys.modules)\n"
         "    yield\n"
         "threadpoolctl.threadpool_limits = limits\n"
-        "graphfiles.layout(nx.path_graph(5))\n"
+        "graph_layout.layout(nx.path_graph(5))\n"
         "print(seen)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gossipsim.errors import ConfigError
-from gossipsim.idx import (
+from gossipsim.data.idx import (
     FASHION_MNIST_FILES,
     FASHION_MNIST_FOLDER,
     load_fashion_mnist,
     read_idx,
 )
+from gossipsim.errors import ConfigError
 
 TYPE_CODES = {"u1": 0x08, "i1": 0x09, ">i2": 0x0B, ">i4": 0x0C, ">f4": 0x0D, ">f8": 0x0E}
 

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from sklearn.decomposition import PCA
 
+from gossipsim.data.idx import FASHION_MNIST_FILES
+from gossipsim.data.imagetask import fashion_mnist_task, principal_components
 from gossipsim.errors import ConfigError
-from gossipsim.idx import FASHION_MNIST_FILES
-from gossipsim.imagetask import fashion_mnist_task, principal_components
 from tests.test_idx import idx_bytes
 
 

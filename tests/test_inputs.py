@@ -16,8 +16,8 @@ import pytest
 
 import gossipsim as gs
 import gossipsim.cover as ct
-from gossipsim import executors
-from gossipsim.cli import main
+from gossipsim.cli.parser import main
+from gossipsim.execution import executors
 from tests.helpers import base_scenario, to_toml
 
 
@@ -326,7 +326,7 @@ def test_library_warnings_are_said_as_what_they_mean_for_the_study(capsys):
     import matplotlib.pyplot as plt
     from scipy.integrate import IntegrationWarning
 
-    from gossipsim import cli
+    from gossipsim.cli import parser
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -337,7 +337,7 @@ def test_library_warnings_are_said_as_what_they_mean_for_the_study(capsys):
         ax.set_ylim(0, 1)
         plt.close(fig)
     for w in caught:
-        cli._one_line_warning(w.message, w.category, w.filename, w.lineno)
+        parser._one_line_warning(w.message, w.category, w.filename, w.lineno)
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 3, lines
     overflow, integral, axis = lines
@@ -355,7 +355,7 @@ def test_cli_rings_and_paths_are_built_as_arrays_equal_to_networkx(kind, monkeyp
 
     import networkx as nx
 
-    from gossipsim import cli
+    from gossipsim.cli import walks
     from gossipsim.topology import build_indexed
 
     expected = {n: build_indexed(kind, n, {})[0] for n in (2, 3, 4, 10, 57)}
@@ -363,11 +363,11 @@ def test_cli_rings_and_paths_are_built_as_arrays_equal_to_networkx(kind, monkeyp
     monkeypatch.setattr(nx, "path_graph", None)
     for n, want in expected.items():
         args = argparse.Namespace(topology=kind, nodes=n, param=[], path=None, seed=0)
-        got = cli._graph_from_args(args)
+        got = walks._graph_from_args(args)
         np.testing.assert_array_equal(got.indptr, want.indptr)
         np.testing.assert_array_equal(got.indices, want.indices)
         assert list(got.labels) == list(want.labels)
     with pytest.raises(gs.ConfigError, match="topology.nodes: must be an integer >= 2"):
-        cli._graph_from_args(
+        walks._graph_from_args(
             argparse.Namespace(topology=kind, nodes=1, param=[], path=None, seed=0)
         )

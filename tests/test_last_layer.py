@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.special import log_softmax
 
-from gossipsim.datasets import partition
+from gossipsim.data.datasets import partition
 from gossipsim.errors import ConfigError
 from gossipsim.logdensity.bnn import BnnLayout, bnn_log_likelihood
 

@@ -1,171 +1,116 @@
-"""The layers of docs/architecture.md, enforced on the import graph (transitively, with every
-sub-package ``__init__`` that an import runs): the engine is model-agnostic in fact, the fast path is
-a peer of the event engine, reading a scenario builds no model, and so on."""
+"""The house of docs/architecture.md (issue 31): its layers are import-linter's contracts in
+setup.cfg, run by `make test` (`lint-imports`); these tests keep what the contracts cannot say.
+
+- every package and module at the top of ``gossipsim`` is placed in the layers contract (a new one
+  cannot slip past the layers);
+- no import circle, anywhere (an import inside a function counts, and one under
+  ``TYPE_CHECKING`` too: a type that needs a circle to be named is a design knot);
+- no module over 800 lines;
+- ``import gossipsim`` runs nothing but its own face and the map of moved modules.
+"""
 
 from __future__ import annotations
 
+import ast
+import configparser
 import textwrap
 from pathlib import Path
 
+import networkx as nx
 import pytest
 
-from tests.import_graph import import_graph, reach, violations
+from tests.import_graph import import_graph, module_name, reach
 
 ROOT = Path(__file__).resolve().parents[1] / "gossipsim"
-G = "gossipsim."
-
-#: modules every layer may use: they import nothing of gossipsim's but each other
-FOUNDATION = tuple(
-    G + m
-    for m in (
-        "errors", "schema", "streams", "capabilities", "messages", "channels", "links",
-        "protocol_api", "representations", "registry", "contracts", "textfiles", "censoring",
-        "frozen",
-    )
-)  # fmt: skip
-#: the layers above the simulation core: nothing below may reach them
-OUTPUTS = tuple(
-    G + m
-    for m in (
-        "results",
-        "plots",
-        "cli",
-        "api",
-        "store",
-        "executors",
-        "theory",
-        "fastcsv",
-        "reference",
-        "plotting",
-    )
-)
-IMPLEMENTATIONS = tuple(G + m for m in ("models", "families", "protocols", "glm", "optimum"))
-
-RULES: dict[str, dict[str, tuple[str, ...]]] = {
-    # the event engine: tokens, messages, channels and walks; no model, family, protocol
-    # implementation, scenario, results, plotting, CLI or fast path
-    "engine": {"allowed": (*FOUNDATION, G + "engine", G + "scheduling")},
-    "scheduling": {"allowed": (*FOUNDATION, G + "scheduling")},
-    # the schema and settings objects: what a scenario can hold, stated once
-    "settings": {"allowed": (*FOUNDATION, G + "settings", G + "scheduling")},
-    "sweeps": {"allowed": (*FOUNDATION, G + "sweeps", G + "settings", G + "scheduling")},
-    "cover": {"allowed": (*FOUNDATION, G + "scheduling", G + "cover")},
-    "topology": {"allowed": (*FOUNDATION, G + "scheduling", G + "topology", G + "budget")},
-    "metrics": {"allowed": (*FOUNDATION, G + "metrics")},
-    "data": {"allowed": (*FOUNDATION, G + "data", G + "scheduling", G + "topology", G + "budget")},
-    # reading and validating a scenario: kinds are looked up by name in the registries
-    "scenario": {
-        "forbidden": (
-            *IMPLEMENTATIONS,
-            *OUTPUTS,
-            G + "engine",
-            G + "fastpath",
-            G + "runner",
-            G + "world",
-            G + "measure",
-            G + "data",
-        ),
-    },  # fmt: skip
-    "budget": {"forbidden": (*IMPLEMENTATIONS, *OUTPUTS, G + "scenario", G + "engine")},
-    # a model describes prior, likelihood, data and targets from its own settings (ModelSpec): it
-    # builds no protocol and reads no scenario
-    "models": {
-        "forbidden": (
-            *OUTPUTS,
-            G + "protocols",
-            G + "scenario",
-            G + "engine",
-            G + "fastpath",
-            G + "runner",
-            G + "world",
-            G + "measure",
-        ),
-    },  # fmt: skip
-    "families": {"allowed": (*FOUNDATION, G + "families")},
-    # particle methods and the log-densities they move towards: pure math on arrays
-    "particles": {"allowed": (*FOUNDATION, G + "particles")},
-    "logdensity": {"allowed": (*FOUNDATION, G + "logdensity")},
-    "idx": {"allowed": (*FOUNDATION, G + "idx")},
-    "imagetask": {"allowed": (*FOUNDATION, G + "imagetask", G + "idx", G + "datasets")},
-    "protocols": {
-        "forbidden": (
-            *OUTPUTS,
-            G + "models",
-            G + "scenario",
-            G + "engine",
-            G + "fastpath",
-            G + "runner",
-            G + "world",
-            G + "measure",
-        ),
-    },  # fmt: skip
-    # the vectorised engine is a peer of the event engine's runner, not a layer above it
-    "fastpath": {"forbidden": (*OUTPUTS, G + "runner")},
-    "runner": {"forbidden": (*OUTPUTS, G + "fastpath")},
-    "world": {"forbidden": (*OUTPUTS, G + "fastpath", G + "runner", G + "measure")},
-    "measure": {"forbidden": (*OUTPUTS, G + "fastpath", G + "runner")},
-}
+SETUP = ROOT.parent / "setup.cfg"
+MAX_LINES = 800
+#: what stays at the top of the package, outside the layers: the face and its command
+FACE = {"__init__", "__main__", "py"}
 
 
-@pytest.fixture(scope="module")
-def graph():
-    return import_graph(ROOT)
+def _contracts() -> configparser.ConfigParser:
+    config = configparser.ConfigParser()
+    config.read(SETUP, encoding="utf-8")
+    return config
 
 
-def _modules(graph, layer: str) -> list[str]:
-    return sorted(m for m in graph if m == G + layer or m.startswith(G + layer + "."))
+def _layers() -> list[set[str]]:
+    text = _contracts()["importlinter:contract:layers"]["layers"]
+    return [{name.strip() for name in line.split("|")} for line in text.split("\n") if line.strip()]
 
 
-@pytest.mark.parametrize("layer", sorted(RULES))
-def test_layer_reaches_only_what_it_may(graph, layer):
-    rule = RULES[layer]
-    modules = _modules(graph, layer)
-    assert modules, f"no module {layer}"
-    bad = []
-    for module in modules:
-        bad += violations(
-            graph, module, forbidden=rule.get("forbidden", ()), allowed=rule.get("allowed")
-        )
-    assert not bad, "\n".join(bad)
+def test_every_top_level_package_and_module_has_a_layer():
+    placed = set().union(*_layers())
+    top = {p.stem if p.is_file() else p.name for p in ROOT.iterdir() if p.name != "__pycache__"}
+    missing = sorted(top - placed - FACE - {"api", "typed"})
+    assert not missing, f"not in the layers contract of setup.cfg: {missing}"
+    modules = [p.stem for p in ROOT.glob("*.py") if p.stem not in FACE]
+    assert len(modules) <= 12, modules  # the face, errors and the like: a dozen at most
 
 
-def test_foundation_reaches_only_the_foundation(graph):
-    bad = []
-    for module in FOUNDATION:
-        bad += violations(graph, module, allowed=FOUNDATION)
-    assert not bad, "\n".join(bad)
+def _direct_imports(root: Path) -> dict[str, set[str]]:
+    """Module -> the package's modules (or package faces) its import statements name: what a
+    circle is made of (a module's parents, which every import runs, are not edges here)."""
+    paths = {module_name(p, root): p for p in root.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        deps: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                deps.update(a.name for a in node.names if a.name in paths)
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")
+                    base = base[: len(base) - (node.level - 1)]
+                    mod = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    mod = node.module or ""
+                for alias in node.names:
+                    full = f"{mod}.{alias.name}"
+                    deps.add(full if full in paths else mod)
+        graph[name] = {d for d in deps if d in paths and d != name}
+    return graph
 
 
-def test_the_package_namespace_imports_nothing_eagerly(graph):
-    """``import gossipsim`` runs only its own ``__init__`` (the names load lazily): otherwise every
-    module would reach every other through its parent package."""
-    assert reach(graph, "gossipsim") == {}
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    digraph = nx.DiGraph([(a, b) for a, targets in graph.items() for b in targets])
+    return [sorted(c) for c in nx.strongly_connected_components(digraph) if len(c) > 1]
 
 
-def test_the_rule_checker_sees_chains_through_package_inits(tmp_path):
-    """The checker itself: a violation hidden behind a sub-package ``__init__`` and a function-level
-    import is found; one under ``TYPE_CHECKING`` is not an import."""
+def test_no_import_circle():
+    assert _circles(_direct_imports(ROOT)) == []
+
+
+def test_the_circle_check_sees_circles_through_function_level_and_type_only_imports(tmp_path):
     pkg = tmp_path / "pkg"
-    (pkg / "sub").mkdir(parents=True)
+    pkg.mkdir()
     files = {
         "__init__.py": "",
-        "engine.py": "from .sub.tool import helper\n",
-        "sub/__init__.py": "from .heavy import X\n",
-        "sub/tool.py": "def helper():\n    from ..model import M\n",
-        "sub/heavy.py": "X = 1\n",
-        "model.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .plots import P\n",
-        "plots.py": "P = 1\n",
+        "a.py": "from pkg.b import x\n",
+        "b.py": "def x():\n    from pkg import a\n",
+        "c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.d import y\n",
+        "d.py": "from pkg.c import z\n",
+        "e.py": "from pkg.a import x\n",
     }
     for name, text in files.items():
         (pkg / name).write_text(textwrap.dedent(text))
-    g = import_graph(pkg)
-    assert violations(g, "pkg.engine", forbidden=("pkg.sub.heavy",)) == [
-        "pkg.engine -> pkg.sub -> pkg.sub.heavy"
-    ]
-    assert violations(g, "pkg.engine", forbidden=("pkg.model",)) == [
-        "pkg.engine -> pkg.sub.tool -> pkg.model"
-    ]
-    assert violations(g, "pkg.engine", forbidden=("pkg.plots",)) == []
-    assert violations(g, "pkg.engine", allowed=("pkg.sub",)) == [
-        "pkg.engine -> pkg.sub.tool -> pkg.model"
-    ]
+    assert sorted(_circles(_direct_imports(pkg))) == [["pkg.a", "pkg.b"], ["pkg.c", "pkg.d"]]
+
+
+@pytest.mark.parametrize("path", sorted(ROOT.rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_module_over_800_lines(path: Path):
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_LINES, f"{path.relative_to(ROOT.parent)}: {lines} lines"
+
+
+def test_the_package_namespace_imports_nothing_eagerly():
+    """``import gossipsim`` runs only its own ``__init__``, the map of moved modules and the version
+    (the names
+    load lazily): otherwise every module would reach every other through its parent package."""
+    assert set(reach(import_graph(ROOT), "gossipsim")) <= {
+        "gossipsim.core",
+        "gossipsim.core.moved",
+        "gossipsim.core.version",
+    }

@@ -14,9 +14,11 @@ import pytest
 from matplotlib.figure import Figure
 
 import gossipsim as gs
-from gossipsim import api, graphfiles, results
-from gossipsim.cli import main
-from gossipsim.tidy import sweep_columns
+from gossipsim import api
+from gossipsim.cli.parser import main
+from gossipsim.figures import graph_layout
+from gossipsim.results import graphfiles, reading
+from gossipsim.results.tidy import sweep_columns
 from tests.helpers import base_scenario, to_toml
 
 SWEEP = {"topology.nodes": [8, 6], "scheduler.kind": ["simple-random-walk", "metropolis-hastings"]}
@@ -150,7 +152,7 @@ def test_load_results_gives_the_tables_gs_run_gave(tmp_path, copies, case):
         loaded = back.graphs[label]
         assert list(loaded.nodes) == list(graph.nodes)
         assert {frozenset(e) for e in loaded.edges} == {frozenset(e) for e in graph.edges}
-        assert graphfiles.layout(loaded) == graphfiles.layout(graph)
+        assert graph_layout.layout(loaded) == graph_layout.layout(graph)
 
 
 def test_load_results_without_the_scenario_inputs(tmp_path):
@@ -207,7 +209,7 @@ def test_graphs_are_saved_once_per_distinct_graph_with_their_layout(tmp_path, mo
     assert nx.is_isomorphic(ring, nx.cycle_graph(8)) and list(ring) == list(range(8))
     # the saved layout is used, never computed again
     monkeypatch.setattr(nx, "kamada_kawai_layout", lambda *a, **k: pytest.fail("recomputed"))
-    pos = graphfiles.layout(ring)
+    pos = graph_layout.layout(ring)
     assert pos[0] == (ring.nodes[0]["layout_x"], ring.nodes[0]["layout_y"])
     assert back.plot(which=["visits"])["visits"] is not None
 
@@ -369,9 +371,9 @@ def test_node_labels_that_share_a_text_stay_text(tmp_path):
     graphs = [nx.Graph([(3, "3")])]
     tables = {name: table.copy() for name, table in res.tables().items()}
     tables["visits"]["node"] = tables["visits"]["node"].astype(str).astype(object)
-    results._restore_node_labels(tables, graphs)
+    reading.restore_node_labels(tables, graphs)
     assert set(map(type, tables["visits"]["node"])) == {str}
-    results._restore_node_labels(tables, [nx.Graph([(3, "a")]), nx.path_graph(50)])
+    reading.restore_node_labels(tables, [nx.Graph([(3, "a")]), nx.path_graph(50)])
     assert set(map(type, tables["visits"]["node"])) == {int}
 
 
@@ -433,10 +435,10 @@ def test_plot_returns_figures_or_writes_files(tmp_path, swept):
 
 def test_the_plot_command_reads_the_folder_with_load_results(tmp_path, monkeypatch, capsys):
     gs.run(_sweep(), out=tmp_path, runs=2, plots=False)
-    monkeypatch.setattr(results, "parquet_available", lambda: False)  # the CSV files only
-    import gossipsim.cli as cli
+    monkeypatch.setattr(reading, "parquet_available", lambda: False)  # the CSV files only
+    from gossipsim.cli import folders
 
-    monkeypatch.setattr(cli, "_graphs", lambda study: pytest.fail("graphs built again"))
+    monkeypatch.setattr(folders, "_graphs", lambda study: pytest.fail("graphs built again"))
     assert main(["plot", str(tmp_path), "--figure", "visits", "--figure", "cover_time"]) == 0
     assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == [
         "cover_time.png", "visits.png",

@@ -16,8 +16,8 @@ from scipy.stats import multivariate_normal
 import gossipsim as gs
 from gossipsim.models import particlemodel
 from gossipsim.models.mixture import GaussianMixtureModel
-from gossipsim.scenario import parse_scenario
-from gossipsim.world import build_world
+from gossipsim.study.sections import parse_scenario
+from gossipsim.world.world import build_world
 from tests.helpers import base_scenario, validate_error
 
 PROTOCOL = {"kind": "tests.plugins:ValidateParticles"}  # validation only: builds no protocol

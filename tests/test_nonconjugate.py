@@ -7,7 +7,7 @@ import pytest
 from scipy import integrate
 
 import gossipsim as gs
-from gossipsim.cli import main
+from gossipsim.cli.parser import main
 from gossipsim.families import Beta
 from gossipsim.models import ExactPosterior
 from tests.helpers import to_toml

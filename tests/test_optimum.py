@@ -21,13 +21,10 @@ from scipy import integrate, optimize
 from scipy.special import expit
 
 import gossipsim as gs
-from gossipsim import glm
-from gossipsim.datasets import load_task
+from gossipsim.data.datasets import load_task
 from gossipsim.families import Beta
 from gossipsim.families.gaussian import GaussianDiagonal, GaussianFull
-from gossipsim.glm import logistic_projection_expectations
-from gossipsim.models import ExactPosterior
-from gossipsim.optimum import (
+from gossipsim.families.optimum import (
     KL_TOL,
     STATIONARITY_TOL,
     OptimumError,
@@ -36,6 +33,8 @@ from gossipsim.optimum import (
     stationarity_residual,
     variational_optimum,
 )
+from gossipsim.models import ExactPosterior, glm
+from gossipsim.models.glm import logistic_projection_expectations
 
 ROOT = Path(__file__).resolve().parent.parent
 CLASSIFICATION = ["iris", "wine", "breast_cancer", "digits"]
@@ -98,7 +97,7 @@ def test_projection_integrals_are_the_same_bits_in_any_chunk_and_shape():
     """Thousands of projections at once (several chunks of each rule, mixed in one array of
     shape (3, 700)) give each element the bits it has alone; the derivatives alone are the same
     numbers as with the loss."""
-    from gossipsim.glm import logistic_projection_derivatives
+    from gossipsim.models.glm import logistic_projection_derivatives
 
     rng = np.random.default_rng(11)
     loc = 4.0 * rng.standard_normal((3, 700))

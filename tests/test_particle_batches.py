@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim import fastpath
+from gossipsim.execution.vectorized import capability
 from gossipsim.particles.kernels import median_bandwidth, pairwise_squared_distances
 from gossipsim.protocols import protocol_kind
 
@@ -49,9 +49,9 @@ def test_the_particle_kinds_declare_batched_steps():
     world = gs.check(gs.parse_study(_raw({"kind": "dsvgd", "particles": 5})))[0]
     for kind in ("svgd", "dsvgd"):
         assert protocol_kind(kind).kernel(world.model) == "batched-steps"
-    assert fastpath.unavailable(world) is None
+    assert capability.unavailable(world) is None
     server = _raw({"kind": "dsvgd", "particles": 5, "architecture": "server"})
-    assert fastpath.unavailable(gs.check(gs.parse_study(server))[0]) is None
+    assert capability.unavailable(gs.check(gs.parse_study(server))[0]) is None
 
 
 CASES = {
@@ -127,7 +127,7 @@ def test_results_identical_for_any_number_of_workers_and_batches(monkeypatch):
     raw = _raw({"kind": "dsvgd", "particles": 5})
     raw["scenario"]["runs"] = 5
     whole = gs.run(raw, engine="vectorized", workers=2)
-    monkeypatch.setattr("gossipsim.budget.VECTORIZED_MAX_RUNS", 2)
+    monkeypatch.setattr("gossipsim.study.budget.VECTORIZED_MAX_RUNS", 2)
     split = gs.run(raw, engine="vectorized")
     for name in TABLES:
         pd.testing.assert_frame_equal(getattr(whole, name), getattr(split, name), check_exact=True)

@@ -18,9 +18,24 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from gossipsim import plots
-from gossipsim.divergences import KL, KSD, divergence, divergences, joined_names
-from gossipsim.plotting.axes import REQUEST_LABEL
+from gossipsim.figures.axes import REQUEST_LABEL
+from gossipsim.figures.divergence_curves import plot_kl_vs_iteration
+from gossipsim.figures.evaluation import (
+    EVALUATION_LABELS,
+    REFERENCE_LABEL,
+    RETRAIN_BESIDE,
+    evaluation_columns,
+    plot_evaluation,
+)
+from gossipsim.figures.latency import plot_latency
+from gossipsim.figures.unlearning_accuracy import (
+    ACCURACY_SPLIT,
+    NO_FORGOTTEN,
+    PROTOCOL_LINE,
+    plot_unlearning_accuracy,
+)
+from gossipsim.figures.unlearning_kl import plot_unlearning_kl
+from gossipsim.states.divergences import KL, KSD, divergence, divergences, joined_names
 
 REQUEST_SLOT = 12
 
@@ -116,7 +131,7 @@ def test_a_table_says_which_divergence_each_variant_holds():
 
 
 def test_a_registered_representation_s_divergence_is_found():
-    from gossipsim.representations import (
+    from gossipsim.states.representations import (
         REPRESENTATIONS,
         NaturalParameters,
         register_representation,
@@ -142,7 +157,7 @@ def test_a_ksd_figure_is_labelled_ksd_and_draws_the_median_of_the_column(drawn, 
     metrics = _particle_metrics(["svgd", "dsvgd"])
     summary = {"sweep": {"protocol.kind": ["svgd", "dsvgd"]},
                "variants": {v: {"values": {"protocol.kind": v}} for v in ("svgd", "dsvgd")}}  # fmt: skip
-    plots.plot_kl_vs_iteration(metrics, ["svgd", "dsvgd"], tmp_path / "k.png", summary=summary,
+    plot_kl_vs_iteration(metrics, ["svgd", "dsvgd"], tmp_path / "k.png", summary=summary,
                                requests=_requests(["svgd", "dsvgd"]))  # fmt: skip
     (fig,) = drawn
     (main,) = [ax for ax in fig.axes if ax.get_ylabel()]
@@ -161,15 +176,15 @@ def test_a_tolerance_far_below_every_ksd_is_named_not_drawn(drawn, tmp_path):
     """The default tolerance 1e-9 (made for KL) under a KSD of order 10-1000 would stretch the
     axis over eleven empty decades; a KL figure keeps drawing it."""
     metrics = _particle_metrics(["v"])
-    plots.plot_kl_vs_iteration(metrics, ["v"], tmp_path / "k.png", tolerance=1e-9)
+    plot_kl_vs_iteration(metrics, ["v"], tmp_path / "k.png", tolerance=1e-9)
     kl = metrics.rename(columns={"ksd": "kl"})[["variant", "run", "iteration", "time", "kl"]]
-    plots.plot_kl_vs_iteration(kl, ["v"], tmp_path / "l.png", tolerance=1e-9)
+    plot_kl_vs_iteration(kl, ["v"], tmp_path / "l.png", tolerance=1e-9)
     ksd_fig, kl_fig = drawn
     assert not [ln for ax in ksd_fig.axes for ln in _lines(ax, "tolerance 1e-09")]
     assert "tolerance 1e-09: far below every KSD value, not drawn" in _legend_texts(ksd_fig)
     assert [ln for ax in kl_fig.axes for ln in _lines(ax, "tolerance 1e-09")]
     near = _particle_metrics(["v"])  # a tolerance within reach is drawn for the KSD too
-    plots.plot_kl_vs_iteration(near, ["v"], tmp_path / "m.png", tolerance=5.0)
+    plot_kl_vs_iteration(near, ["v"], tmp_path / "m.png", tolerance=5.0)
     assert [ln for ax in drawn[2].axes for ln in _lines(ax, "tolerance 5")]
 
 
@@ -178,7 +193,7 @@ def test_kl_and_ksd_variants_never_share_a_panel_or_a_scale(drawn, tmp_path):
     kl = ksd.rename(columns={"ksd": "kl"}).assign(variant="gfvl")
     kl["kl"] = 1e-4 * kl["kl"]
     metrics = pd.concat([kl, ksd], ignore_index=True)
-    plots.plot_kl_vs_iteration(metrics, ["gfvl", "dsvgd"], tmp_path / "k.png", tolerance=1e-9)
+    plot_kl_vs_iteration(metrics, ["gfvl", "dsvgd"], tmp_path / "k.png", tolerance=1e-9)
     (fig,) = drawn
     panels = _by_ylabel(fig)
     assert set(panels) == {KL.axis, KSD.axis}
@@ -190,7 +205,7 @@ def test_kl_and_ksd_variants_never_share_a_panel_or_a_scale(drawn, tmp_path):
 
 def test_unlearning_of_particles_draws_the_ksd_against_retraining(drawn, tmp_path):
     metrics = _particle_metrics(["v"])
-    plots.plot_unlearning_kl(metrics, _requests(["v"]), ["v"], tmp_path / "u.png")
+    plot_unlearning_kl(metrics, _requests(["v"]), ["v"], tmp_path / "u.png")
     (fig,) = drawn
     (ax,) = [a for a in fig.axes if a.get_ylabel()]
     assert ax.get_ylabel() == "KSD to the target without\nthe forgotten nodes"
@@ -200,15 +215,15 @@ def test_unlearning_of_particles_draws_the_ksd_against_retraining(drawn, tmp_pat
     np.testing.assert_array_equal(retrain.get_xdata()[held], x)
     np.testing.assert_allclose(retrain.get_ydata()[held], y, rtol=1e-12)
     metrics["retrain_ksd"] = np.nan
-    plots.plot_unlearning_kl(metrics, _requests(["v"]), ["v"], tmp_path / "v.png")
+    plot_unlearning_kl(metrics, _requests(["v"]), ["v"], tmp_path / "v.png")
     notes = [t.get_text() for a in drawn[1].axes for t in a.texts if t.get_gid() == "note"]
     assert notes == ["retrain baseline: no KSD recorded after the request"]
 
 
 def test_latencies_of_particles_are_named_for_the_ksd(drawn, tmp_path):
     requests = _requests(["v"]).assign(latency=[3.0, 4.0, 5.0, 6.0, 7.0])
-    plots.plot_latency(requests, ["v"], tmp_path / "l.png", divergence={"v": KSD})
-    plots.plot_latency(requests, ["v"], tmp_path / "m.png")
+    plot_latency(requests, ["v"], tmp_path / "l.png", divergence={"v": KSD})
+    plot_latency(requests, ["v"], tmp_path / "m.png")
     ksd_texts, kl_texts = (" ".join(_legend_texts(fig)).replace("\n", " ") for fig in drawn)
     assert "unlearning (KSD): 5/5 served" in ksd_texts and "KL" not in ksd_texts
     assert "KSD to the target without the node settled" in ksd_texts
@@ -225,15 +240,15 @@ def test_particle_evaluation_draws_the_retrain_baseline_beside_and_the_spread(dr
     # another posterior than the particles', never drawn for them
     summary = {"variants": {v: {"theory": {"target": {"all": {"accuracy": 0.5}}}}
                             for v in ("svgd", "dsvgd")}}  # fmt: skip
-    columns = [c for c in plots.EVALUATION_LABELS if c in metrics.columns]
-    plots.plot_evaluation(metrics, ["svgd", "dsvgd"], columns, tmp_path / "e.png",
+    columns = [c for c in EVALUATION_LABELS if c in metrics.columns]
+    plot_evaluation(metrics, ["svgd", "dsvgd"], columns, tmp_path / "e.png",
                           requests=_requests(["svgd", "dsvgd"]), summary=summary)  # fmt: skip
     (fig,) = drawn
     rows = _by_ylabel(fig)
-    assert list(rows) == [plots.EVALUATION_LABELS[c] for c in
+    assert list(rows) == [EVALUATION_LABELS[c] for c in
                           ("accuracy", "nll", "ece", "particle_spread")] + [KSD.stacked]  # fmt: skip
     for column in ("accuracy", "nll", "ece", "particle_spread"):
-        ax = rows[plots.EVALUATION_LABELS[column]]
+        ax = rows[EVALUATION_LABELS[column]]
         retrain = [ln for ln in ax.get_lines() if ln.get_gid() == "retrain"]
         assert len(retrain) == 2, column  # one per variant, dashed, beside the protocol's line
         for v, line in zip(("svgd", "dsvgd"), retrain, strict=True):
@@ -245,8 +260,8 @@ def test_particle_evaluation_draws_the_retrain_baseline_beside_and_the_spread(dr
             (own,) = _lines(ax, v)
             assert own.get_linestyle() == "-" and own.get_color() == line.get_color()
             np.testing.assert_allclose(own.get_ydata(), _median(metrics, v, column)[1])
-        assert not [p for p in ax.patches if p.get_label() == plots.REFERENCE_LABEL]
-    assert plots.RETRAIN_BESIDE in _legend_texts(fig)
+        assert not [p for p in ax.patches if p.get_label() == REFERENCE_LABEL]
+    assert RETRAIN_BESIDE in _legend_texts(fig)
     assert fig._suptitle.get_text() == "Held-out metrics and KSD to the target"
 
 
@@ -256,7 +271,7 @@ def test_a_sweep_of_kl_and_ksd_has_a_row_for_each_and_x_labels_at_the_bottom(dra
         variant="gfvl", kl=particle["ksd"] / 1e3
     )
     metrics = pd.concat([gfvl, particle], ignore_index=True)
-    plots.plot_evaluation(metrics, ["gfvl", "dsvgd"], ["accuracy", "particle_spread"],
+    plot_evaluation(metrics, ["gfvl", "dsvgd"], ["accuracy", "particle_spread"],
                           tmp_path / "e.png")  # fmt: skip
     (fig,) = drawn
     rows = _by_ylabel(fig)
@@ -278,7 +293,7 @@ def test_the_evaluation_columns_are_every_metric_the_table_holds():
         kl=np.nan, best_family_kl=np.nan, **{"topology.nodes": 5, "scenario.iterations": 30},
     )  # fmt: skip
     metrics["label"] = "text"  # not a number: not drawn
-    assert plots.evaluation_columns(metrics) == [
+    assert evaluation_columns(metrics) == [
         "accuracy", "nll", "ece", "particle_spread", "brier", "mmd", "mmd_unlearned"
     ]  # fmt: skip
 
@@ -301,16 +316,16 @@ def _mixture_metrics() -> pd.DataFrame:
 def test_evaluation_draws_every_metric_the_retrain_ksd_and_the_mixture_s_mmd(drawn, tmp_path):
     metrics = _mixture_metrics()
     variants = ["svgd", "dsvgd"]
-    plots.plot_evaluation(metrics, variants, plots.evaluation_columns(metrics), tmp_path / "e.png",
+    plot_evaluation(metrics, variants, evaluation_columns(metrics), tmp_path / "e.png",
                           requests=_requests(variants))  # fmt: skip
     (fig,) = drawn
     rows = _by_ylabel(fig)
     names = ["accuracy", "nll", "ece", "particle_spread", "mmd", "mmd_unlearned", "brier"]
-    assert list(rows) == [plots.EVALUATION_LABELS.get(c, c) for c in names] + [KSD.stacked]
+    assert list(rows) == [EVALUATION_LABELS.get(c, c) for c in names] + [KSD.stacked]
     for column in ("mmd", "mmd_unlearned"):  # from 0.2 to 1e-3: a log axis
-        assert rows[plots.EVALUATION_LABELS[column]].get_yscale() == "log"
-    assert rows[plots.EVALUATION_LABELS["accuracy"]].get_yscale() == "linear"
-    for column, label in (("mmd_unlearned", plots.EVALUATION_LABELS["mmd_unlearned"]),
+        assert rows[EVALUATION_LABELS[column]].get_yscale() == "log"
+    assert rows[EVALUATION_LABELS["accuracy"]].get_yscale() == "linear"
+    for column, label in (("mmd_unlearned", EVALUATION_LABELS["mmd_unlearned"]),
                           ("ksd", KSD.stacked), ("brier", "brier")):  # fmt: skip
         ax = rows[label]
         for v in variants:
@@ -330,7 +345,7 @@ def test_evaluation_draws_every_metric_the_retrain_ksd_and_the_mixture_s_mmd(dra
         [ln.get_ydata() for ln in ksd.get_lines() if ln.get_gid() != "request"]
     )
     assert high >= 9e6 and low <= drawn_values[np.isfinite(drawn_values)].min()
-    assert plots.RETRAIN_BESIDE in _legend_texts(fig)
+    assert RETRAIN_BESIDE in _legend_texts(fig)
 
 
 def test_a_mixture_run_s_evaluation_figure_has_its_mmd_rows():
@@ -346,8 +361,8 @@ def test_a_mixture_run_s_evaluation_figure_has_its_mmd_rows():
     )  # fmt: skip
     fig = res.plot(which=["evaluation"])["evaluation"]
     rows = _by_ylabel(fig)
-    unlearned = rows[plots.EVALUATION_LABELS["mmd_unlearned"]]
-    assert plots.EVALUATION_LABELS["mmd"] in rows
+    unlearned = rows[EVALUATION_LABELS["mmd_unlearned"]]
+    assert EVALUATION_LABELS["mmd"] in rows
     assert len([ln for ln in unlearned.get_lines() if ln.get_gid() == "retrain"]) == 2
     assert len([ln for ln in rows[KSD.stacked].get_lines() if ln.get_gid() == "retrain"]) == 2
 
@@ -358,12 +373,12 @@ def test_a_mixture_run_s_evaluation_figure_has_its_mmd_rows():
 
 def test_forgotten_and_remaining_accuracy_against_retraining(drawn, tmp_path):
     metrics = _particle_metrics(["v"])
-    plots.plot_unlearning_accuracy(metrics, _requests(["v"]), ["v"], tmp_path / "a.png")
+    plot_unlearning_accuracy(metrics, _requests(["v"]), ["v"], tmp_path / "a.png")
     (fig,) = drawn
     rows = _by_ylabel(fig)
     assert list(rows) == ["accuracy on the\nforgotten labels", "accuracy on the\nremaining labels"]
-    for (column, _), ax in zip(plots.ACCURACY_SPLIT, rows.values(), strict=True):
-        (own,) = _lines(ax, plots.PROTOCOL_LINE)
+    for (column, _), ax in zip(ACCURACY_SPLIT, rows.values(), strict=True):
+        (own,) = _lines(ax, PROTOCOL_LINE)
         (retrain,) = _lines(ax, "retrain from scratch (same walk)")
         for line, name in ((own, column), (retrain, f"retrain_{column}")):
             x, y = _median(metrics, "v", name)
@@ -379,10 +394,10 @@ def test_forgotten_and_remaining_accuracy_against_retraining(drawn, tmp_path):
 
 def test_without_labels_only_forgotten_nodes_hold_the_figure_says_so(drawn, tmp_path):
     metrics = _particle_metrics(["v"], forgotten=False)
-    plots.plot_unlearning_accuracy(metrics, _requests(["v"]), ["v"], tmp_path / "a.png")
+    plot_unlearning_accuracy(metrics, _requests(["v"]), ["v"], tmp_path / "a.png")
     (fig,) = drawn
     assert list(_by_ylabel(fig)) == ["accuracy (every\nlabel remains)"]
-    assert plots.NO_FORGOTTEN in fig._suptitle.get_text().replace("\n", " ")
+    assert NO_FORGOTTEN in fig._suptitle.get_text().replace("\n", " ")
 
 
 def test_a_sweep_of_variants_puts_them_side_by_side(drawn, tmp_path):
@@ -390,7 +405,7 @@ def test_a_sweep_of_variants_puts_them_side_by_side(drawn, tmp_path):
     summary = {"sweep": {"protocol.variant": variants},
                "variants": {v: {"values": {"protocol.variant": v}} for v in variants}}  # fmt: skip
     metrics = _particle_metrics(variants)
-    plots.plot_unlearning_accuracy(metrics, _requests(variants), variants, tmp_path / "a.png",
+    plot_unlearning_accuracy(metrics, _requests(variants), variants, tmp_path / "a.png",
                                    summary=summary)  # fmt: skip
     (fig,) = drawn
     fig.draw_without_rendering()
@@ -398,7 +413,7 @@ def test_a_sweep_of_variants_puts_them_side_by_side(drawn, tmp_path):
     assert set(titled) == set(variants)
     assert titled["sound"].x1 < titled["paper"].x0  # columns, not stacked
     assert abs(titled["sound"].y1 - titled["paper"].y1) < 0.01
-    panels = [ax for ax in fig.axes if _lines(ax, plots.PROTOCOL_LINE)]
+    panels = [ax for ax in fig.axes if _lines(ax, PROTOCOL_LINE)]
     assert len(panels) == 4  # forgotten and remaining for each variant
 
 
@@ -434,7 +449,7 @@ at_iteration = 15
 
 
 def _cli(args: list[str]) -> tuple[int, str]:
-    from gossipsim.cli import main
+    from gossipsim.cli.parser import main
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -455,7 +470,7 @@ def particle_folder(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str
 
 
 def test_the_run_summary_names_the_divergence_the_requests_were_judged_on():
-    from gossipsim.cli import _request_line
+    from gossipsim.cli.run import _request_line
 
     entry = {"request_iteration": 20.0, "arrived": 2, "runs": 2, "node": 0}
     rows = pd.DataFrame({"settled_at_request": [False, True]})
@@ -498,7 +513,7 @@ def test_gossipsim_plot_draws_every_particle_figure(particle_folder, drawn):
     x, y = _median(metrics, "tiny_dsvgd", "ksd")
     np.testing.assert_array_equal(line.get_xdata(), x)
     np.testing.assert_allclose(line.get_ydata(), y, rtol=1e-12)
-    (retrain,) = [ln for ln in rows[plots.EVALUATION_LABELS["accuracy"]].get_lines()
+    (retrain,) = [ln for ln in rows[EVALUATION_LABELS["accuracy"]].get_lines()
                   if ln.get_gid() == "retrain"]  # fmt: skip
     np.testing.assert_allclose(retrain.get_ydata(), _median(metrics, "tiny_dsvgd",
                                                             "retrain_accuracy")[1])  # fmt: skip
@@ -506,7 +521,7 @@ def test_gossipsim_plot_draws_every_particle_figure(particle_folder, drawn):
     np.testing.assert_allclose(retrain.get_ydata(), _median(metrics, "tiny_dsvgd",
                                                             "retrain_ksd")[1])  # fmt: skip
     split = _by_ylabel(figures["unlearning_accuracy"])
-    (forgotten,) = _lines(split["accuracy on the\nforgotten labels"], plots.PROTOCOL_LINE)
+    (forgotten,) = _lines(split["accuracy on the\nforgotten labels"], PROTOCOL_LINE)
     np.testing.assert_allclose(
         forgotten.get_ydata(), _median(metrics, "tiny_dsvgd", "accuracy_forgotten")[1]
     )

@@ -14,14 +14,15 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim import budget
-from gossipsim.cli import main
+from gossipsim.cli.parser import main
+from gossipsim.core import memory
+from gossipsim.core.schema import Key, format_number
 from gossipsim.logdensity import mixture as mixture_density
 from gossipsim.logdensity.mixture import GaussianMixture
-from gossipsim.nonfinite import nonfinite_counts, nonfinite_lines
 from gossipsim.particles.svgd import svgd_direction
-from gossipsim.particlestate import ParticleTarget, stein_discrepancy
-from gossipsim.schema import Key, format_number
+from gossipsim.results.nonfinite import nonfinite_counts, nonfinite_lines
+from gossipsim.states.particlestate import ParticleTarget, stein_discrepancy
+from gossipsim.study import budget
 from tests.helpers import to_toml
 
 GIB = 2**30
@@ -151,7 +152,7 @@ def test_the_kernel_budget_holds_the_measured_peak():
     assert budget.kernel_values(count) == pytest.approx(8 * square)  # on the high side
     assert max(step, ksd + square) <= budget.kernel_values(count) <= 1.2 * (ksd + square)
     # small sets: up to 64 judged together, their matrices within 2^22 numbers
-    assert budget.ksd_sets_at_once(50) == 64 and budget.ksd_sets_at_once(300) == 46
+    assert memory.ksd_sets_at_once(50) == 64 and memory.ksd_sets_at_once(300) == 46
     small = rng.standard_normal((46, 300, 2))  # one call's worth
     measured = _peak_values(lambda: stein_discrepancy(target, small))
     assert measured <= budget.kernel_values(300) <= 1.5 * measured
@@ -160,7 +161,7 @@ def test_the_kernel_budget_holds_the_measured_peak():
 def test_particles_that_cannot_fit_are_refused_in_one_line(tmp_path, capsys, monkeypatch):
     """``particles = 100000`` (the documented maximum) validated, then every run failed allocating
     74.5 GiB; N = 12,000 at d = 2 peaked at 14.8 GB (several sets' KSD at once; 8.3 GB now)."""
-    monkeypatch.setattr(budget, "machine_bytes", lambda: 24 * GIB)
+    monkeypatch.setattr(memory, "machine_bytes", lambda: 24 * GIB)
     line = _refused(_mixture(protocol={"particles": 100_000}), tmp_path, capsys)
     assert line == (
         "gossipsim: error: protocol.particles: 100000 particles: their 100000 × 100000 kernel "
@@ -174,15 +175,15 @@ def test_particles_that_cannot_fit_are_refused_in_one_line(tmp_path, capsys, mon
 def test_a_vectorized_batch_keeps_its_kernels_within_its_bytes(monkeypatch):
     """The vectorized engine stepped up to 256 runs' sets at once whatever N (16 runs at N = 1,000
     peaked at 2.4 GB against 0.3 GB for one); its batches now count the step's N × N matrices."""
-    from gossipsim.fastpath_steps import batch_size
-    from gossipsim.runner import build_world
+    from gossipsim.execution.runner import build_world
+    from gossipsim.execution.vectorized.steps import batch_size
 
     for count in (50, 1000, 4000):
         world = build_world(
             gs.parse_study(_mixture(protocol={"particles": count})).variants[0].scenario
         )
         runs = batch_size(world)
-        kernel = budget.VALUE_BYTES * budget.step_kernel_values(count)
+        kernel = memory.VALUE_BYTES * budget.step_kernel_values(count)
         assert runs == 1 or runs * kernel <= budget.VECTORIZED_BATCH_BYTES, (count, runs)
     assert runs == 1  # N = 4,000: 384 MiB of matrices a set
     scenario = (
@@ -248,7 +249,7 @@ def test_a_density_narrower_than_the_grid_s_cells_is_drawn(tmp_path, capsys):
 def test_a_study_of_hours_is_warned_of_with_its_projected_time(tmp_path, capsys, monkeypatch):
     """``bnn`` with ``hidden = 100000`` was accepted and took minutes a slot; validate and run now
     warn by the budget's time estimate, naming the key and the projected time."""
-    monkeypatch.setattr(budget, "machine_bytes", lambda: 64 * GIB)  # its 20 GiB fit
+    monkeypatch.setattr(memory, "machine_bytes", lambda: 64 * GIB)  # its 20 GiB fit
     raw = _logistic()
     raw["model"] = {"kind": "bnn", "hidden": 100_000}
     raw["protocol"] = {"kind": "dsvgd", "particles": 20}

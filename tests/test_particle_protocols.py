@@ -10,17 +10,17 @@ import numpy as np
 import pytest
 
 from gossipsim.api import run
-from gossipsim.engine import run_token
+from gossipsim.engine.token import run_token
 from gossipsim.logdensity.logistic import logistic_log_likelihood, logistic_log_prior
-from gossipsim.measure import measure
+from gossipsim.measurement.measure import measure
 from gossipsim.particles import AdaGradSettings, adagrad_step, svgd_direction
 from gossipsim.particles.aggregated import aggregated_visit, forget, start_state
 from gossipsim.particles.dsvgd import PaperSettings, paper_forget, paper_visit
 from gossipsim.particles.kernels import median_bandwidth, pairwise_squared_distances
 from gossipsim.particles.stein import kernel_stein_discrepancy
-from gossipsim.scenario import parse_scenario
 from gossipsim.scheduling import Walker
-from gossipsim.world import build_protocol, build_world, make_protocol
+from gossipsim.study.sections import parse_scenario
+from gossipsim.world.world import build_protocol, build_world, make_protocol
 from tests.helpers import validate_error
 
 
@@ -247,7 +247,7 @@ def test_bad_particle_settings_are_one_line(tmp_path, capsys, protocol, model, n
 
 @pytest.mark.parametrize(("protocol", "zero"), [("svgd", True), ("dsvgd", False)])
 def test_theory_knows_when_a_protocol_removes(protocol, zero):
-    from gossipsim.theory import theory_for
+    from gossipsim.measurement.theory import theory_for
 
     raw = _raw({"kind": protocol}, unlearning=[{"node": 1, "at_iteration": 20}])
     entry = theory_for(_world(raw))["removal_latency"][0]

@@ -18,14 +18,14 @@ from matplotlib.contour import QuadContourSet
 from matplotlib.figure import Figure
 
 import gossipsim as gs
-from gossipsim import plots
-from gossipsim.densitygrid import highest_density_levels
-from gossipsim.engine import run_token
+from gossipsim.core.streams import PROTOCOL, START, WALK, run_seed, run_stream
+from gossipsim.engine.token import run_token
 from gossipsim.errors import ConfigError
-from gossipsim.scenario import parse_scenario
+from gossipsim.figures.particles import plot_particles
+from gossipsim.logdensity.densitygrid import highest_density_levels
 from gossipsim.scheduling import Walker
-from gossipsim.streams import PROTOCOL, START, WALK, run_seed, run_stream
-from gossipsim.world import build_world, make_protocol, start_node
+from gossipsim.study.sections import parse_scenario
+from gossipsim.world.world import build_world, make_protocol, start_node
 from tests.folders import interrupted
 from tests.helpers import base_scenario, validate_error
 
@@ -147,9 +147,9 @@ def test_a_recorded_particles_file_that_is_gone_is_refused(recorded, tmp_path):
 def test_a_part_carries_the_particles_and_refuses_others():
     from dataclasses import replace
 
-    from gossipsim.measure import BatchOutput
-    from gossipsim.partformat import decode_part, encode_part
-    from gossipsim.runner import build_world, simulate_run
+    from gossipsim.execution.runner import build_world, simulate_run
+    from gossipsim.measurement.outputs import BatchOutput
+    from gossipsim.results.partformat import decode_part, encode_part
 
     study = gs.parse_study(_raw())
     world = build_world(study.variants[0].scenario)
@@ -229,7 +229,7 @@ def test_a_particle_table_that_cannot_fit_in_memory_is_one_line(tmp_path, capsys
     line = validate_error(raw, tmp_path, capsys)
     assert "metrics.particle_runs:" in line and "the particle sets of 1000 runs" in line
     raw["metrics"]["particle_runs"] = 1  # the same runs keeping one run's sets fit
-    from gossipsim.cli import main
+    from gossipsim.cli.parser import main
     from tests.helpers import to_toml
 
     (tmp_path / "s.toml").write_text(to_toml(raw))
@@ -295,7 +295,7 @@ def test_the_figure_draws_the_table_s_sets_over_the_recorded_density(recorded, d
 def test_without_a_recorded_density_the_particles_are_drawn_alone(recorded, drawn):
     summary = recorded.summary()
     del summary["variants"]["pt"]["theory"]["target_density"]
-    fig = plots.plot_particles(recorded.particles, recorded.requests, ["pt"], summary=summary)
+    fig = plot_particles(recorded.particles, recorded.requests, ["pt"], summary=summary)
     assert isinstance(fig, Figure)
     panels = [ax for ax in fig.axes if ax.collections]
     assert len(panels) == 3
@@ -306,17 +306,17 @@ def test_without_a_recorded_density_the_particles_are_drawn_alone(recorded, draw
 
 def test_of_more_than_two_coordinates_the_first_two_are_drawn(recorded):
     wide = recorded.particles.assign(theta_2=1.0)
-    fig = plots.plot_particles(wide, recorded.requests, ["pt"], summary=recorded.summary())
+    fig = plot_particles(wide, recorded.requests, ["pt"], summary=recorded.summary())
     assert "θ₀, θ₁ of d = 3, no density drawn" in fig._suptitle.get_text()
     panels = [ax for ax in fig.axes if ax.collections]
     assert not any(isinstance(c, QuadContourSet) for ax in panels for c in ax.collections)
     plt.close(fig)
     one = recorded.particles.drop(columns=["theta_1"])
-    assert plots.plot_particles(one, recorded.requests, ["pt"]) is None
+    assert plot_particles(one, recorded.requests, ["pt"]) is None
 
 
 def test_gossipsim_run_and_plot_draw_the_particle_figure(tmp_path, capsys):
-    from gossipsim.cli import main
+    from gossipsim.cli.parser import main
     from tests.helpers import to_toml
 
     (tmp_path / "s.toml").write_text(to_toml(_raw(runs=1, keep=1)))

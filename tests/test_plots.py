@@ -18,12 +18,27 @@ from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from gossipsim import plots
-from gossipsim.divergences import KL
-from gossipsim.plotting import style
-from gossipsim.plotting.axes import REQUEST_LABEL, REQUEST_SPAN_LABEL, LogPanel, request_marks
-from gossipsim.plotting.layout import facets, grid
-from gossipsim.plotting.stats import across_runs, mean_and_half_width, mean_ci
+from gossipsim.figures import style
+from gossipsim.figures.axes import REQUEST_LABEL, REQUEST_SPAN_LABEL, LogPanel, request_marks
+from gossipsim.figures.canvas import _lay_out, _save
+from gossipsim.figures.compare import plot_comparison
+from gossipsim.figures.cover_time import CENSORED, EXACT_COVER, MATTHEWS, SIMULATED, plot_cover_time
+from gossipsim.figures.divergence_curves import RUNS_END, plot_kl_vs_iteration, plot_kl_vs_time
+from gossipsim.figures.evaluation import (
+    REFERENCE_DOTTED,
+    REFERENCE_LABEL,
+    RETRAIN_BESIDE,
+    plot_evaluation,
+)
+from gossipsim.figures.latency import MEDIAN_HEIGHT, UNOBSERVED, _num, plot_latency
+from gossipsim.figures.layout import facets, grid
+from gossipsim.figures.requests import STATIONARY_LABEL
+from gossipsim.figures.standard import plot_results
+from gossipsim.figures.stats import across_runs, mean_and_half_width, mean_ci
+from gossipsim.figures.style import COLUMN_WIDTH_IN
+from gossipsim.figures.unlearning_kl import plot_unlearning_kl
+from gossipsim.figures.visits import _visit_cells, plot_visits, visit_deviation
+from gossipsim.states.divergences import KL
 
 # ---------------------------------------------------------------------------------------------------
 # statistics
@@ -164,7 +179,7 @@ def test_exact_zeros_go_past_a_break_labelled_zero():
 def test_a_diverged_kl_near_the_float_limit_still_draws(tmp_path):
     """A KL of 1e285 (a REINFORCE step with baseline 1e300, found by the fuzz profile) put the log
     ticks past the float range and matplotlib's formatter failed: the axis now stops at LOG_TOP."""
-    from gossipsim.plotting.axes import LOG_TOP
+    from gossipsim.figures.axes import LOG_TOP
 
     fig = plt.figure()
     try:
@@ -256,7 +271,7 @@ def test_kl_against_time_ends_each_variant_where_its_runs_end(drawn, tmp_path):
         _requests(["walk"], runs=4).assign(request_time=[2.0, 2.5, 3.0, 3.5]),
         _requests(["server"], runs=3).assign(request_time=5.0),
     ])  # fmt: skip
-    plots.plot_kl_vs_time(metrics, ["walk", "server"], tmp_path / "t.png", requests=requests)
+    plot_kl_vs_time(metrics, ["walk", "server"], tmp_path / "t.png", requests=requests)
     (fig,) = drawn
     (ax,) = [a for a in fig.axes if a.get_ylabel()]
     (walk,) = [ln for ln in ax.get_lines() if ln.get_label() == "walk"]
@@ -271,10 +286,10 @@ def test_kl_against_time_ends_each_variant_where_its_runs_end(drawn, tmp_path):
     lines = [ln for ln in ax.get_lines() if ln.get_gid() == "request"]
     assert [ln.get_xdata()[0] for ln in lines] == [5.0]
     texts = {t.replace("\n", " ") for t in _legend_texts(fig)}  # the legend wraps its labels
-    assert {REQUEST_LABEL, REQUEST_SPAN_LABEL, plots.RUNS_END} <= texts
+    assert {REQUEST_LABEL, REQUEST_SPAN_LABEL, RUNS_END} <= texts
     # runs that all end together: the note is not said
-    plots.plot_kl_vs_time(_timed("walk", [20] * 3, 0.5), ["walk"], tmp_path / "u.png")
-    assert plots.RUNS_END not in {t.replace("\n", " ") for t in _legend_texts(drawn[1])}
+    plot_kl_vs_time(_timed("walk", [20] * 3, 0.5), ["walk"], tmp_path / "u.png")
+    assert RUNS_END not in {t.replace("\n", " ") for t in _legend_texts(drawn[1])}
 
 
 def test_kl_figure_facets_a_sweep_marks_requests_and_explains_every_line(drawn, tmp_path):
@@ -282,7 +297,7 @@ def test_kl_figure_facets_a_sweep_marks_requests_and_explains_every_line(drawn, 
     variants = list(summary["variants"])
     metrics = _metrics(variants)
     requests = _requests(variants, slot=20)
-    plots.plot_kl_vs_iteration(metrics, variants, tmp_path / "kl.png", tolerance=1e-9,
+    plot_kl_vs_iteration(metrics, variants, tmp_path / "kl.png", tolerance=1e-9,
                                summary=summary, requests=requests)  # fmt: skip
     (fig,) = drawn
     titled = [ax for ax in fig.axes if ax.get_title()]
@@ -304,7 +319,7 @@ def test_kl_figure_facets_a_sweep_marks_requests_and_explains_every_line(drawn, 
 def test_a_best_in_family_shared_by_the_variants_is_one_black_line(drawn, tmp_path):
     metrics = _metrics(["L = 1", "L = 10"], best=0.02)
     metrics["kl"] += 0.03
-    plots.plot_kl_vs_iteration(metrics, ["L = 1", "L = 10"], tmp_path / "kl.png", tolerance=0.1,
+    plot_kl_vs_iteration(metrics, ["L = 1", "L = 10"], tmp_path / "kl.png", tolerance=0.1,
                                excess=True)  # fmt: skip
     (fig,) = drawn
     best = [
@@ -323,7 +338,7 @@ def test_a_best_in_family_shared_by_the_variants_is_one_black_line(drawn, tmp_pa
 def test_unlearning_and_retrain_differ_in_colour_and_style(drawn, tmp_path):
     metrics = _metrics(["v"], retrain=True)
     requests = _requests(["v"], slot=10)
-    plots.plot_unlearning_kl(metrics, requests, ["v"], tmp_path / "u.png", tolerance=1e-9)
+    plot_unlearning_kl(metrics, requests, ["v"], tmp_path / "u.png", tolerance=1e-9)
     (fig,) = drawn
     lines = {ln.get_label(): ln for ax in fig.axes for ln in ax.get_lines()}
     unlearning, retrain = lines["unlearning"], lines["retrain from scratch"]
@@ -341,7 +356,7 @@ def test_unlearning_and_retrain_differ_in_colour_and_style(drawn, tmp_path):
 def test_a_missing_retrain_curve_is_said(drawn, tmp_path):
     metrics = _metrics(["v"], retrain=True)
     metrics["retrain_kl"] = np.nan
-    plots.plot_unlearning_kl(metrics, _requests(["v"], slot=10), ["v"], tmp_path / "u.png")
+    plot_unlearning_kl(metrics, _requests(["v"], slot=10), ["v"], tmp_path / "u.png")
     (fig,) = drawn
     notes = [t.get_text() for ax in fig.axes for t in ax.texts if t.get_gid() == "note"]
     assert notes == ["retrain baseline: no KL recorded after the request"]
@@ -377,7 +392,7 @@ def test_latency_curves_are_kaplan_meier_and_end_at_the_served_fraction(drawn, t
     requests = _requests(["v"], removal_latency=removal, latency=removal,
                          retrain_latency=[np.nan] * 5)  # fmt: skip
     summary = {"variants": {"v": {"theory": {"expected_unlearning_latency": {"3": 3.5}}}}}
-    plots.plot_latency(requests, ["v"], tmp_path / "lat.png", summary)
+    plot_latency(requests, ["v"], tmp_path / "lat.png", summary)
     (fig,) = drawn
     (ax,) = _latency_axes(fig)
     removal_line = next(ln for ln in ax.get_lines() if ln.get_gid() == "km-removal_latency")
@@ -395,15 +410,15 @@ def test_latency_legends_give_kaplan_meier_medians_and_restricted_means_with_int
 ):
     """Not "mean ± t-interval" (which went below zero for these heavy-tailed latencies): the
     Kaplan–Meier median and restricted mean, each with its interval, computed independently here
-    by gossipsim.censoring on the same data with the censoring at n − r + 1."""
-    from gossipsim.censoring import estimates
+    by gossipsim.measurement.censoring on the same data with the censoring at n − r + 1."""
+    from gossipsim.measurement.censoring import estimates
 
     rng = np.random.default_rng(2)
     latency = np.ceil(rng.lognormal(3.0, 1.4, size=60))
     latency[latency > 90] = np.nan  # not served within the run: censored at n − r + 1 = 91
     requests = _requests(["v"], runs=60, slot=10, removal_latency=latency)
     summary = {"variants": {"v": {"resolved": {"run": {"iterations": 100}}}}}  # runs' length
-    plots.plot_latency(requests, ["v"], tmp_path / "lat.png", summary)
+    plot_latency(requests, ["v"], tmp_path / "lat.png", summary)
     (fig,) = drawn
     (text,) = [t for t in _panel_legend_texts(fig) if t.startswith("removal")]
     assert "±" not in text
@@ -411,12 +426,9 @@ def test_latency_legends_give_kaplan_meier_medians_and_restricted_means_with_int
     served = int(np.isfinite(latency).sum())
     assert text.splitlines()[0] == f"removal: {served}/60 served"
     lo, hi = est.median_ci
-    assert f"median {plots._num(est.median)} [{plots._num(lo, 2)}, {plots._num(hi, 2)}]" in text
+    assert f"median {_num(est.median)} [{_num(lo, 2)}, {_num(hi, 2)}]" in text
     lo, hi = est.restricted_mean_ci
-    assert (
-        f"mean ≥ {plots._num(est.restricted_mean)} [{plots._num(lo, 2)}, {plots._num(hi, 2)}]"
-        in text
-    )
+    assert f"mean ≥ {_num(est.restricted_mean)} [{_num(lo, 2)}, {_num(hi, 2)}]" in text
     # the median is marked at 1/2 with its interval
     (ax,) = _latency_axes(fig)
     (median,) = [ln for ln in ax.get_lines() if ln.get_gid() == "median"]  # noqa: RUF015
@@ -436,7 +448,7 @@ def test_a_median_interval_of_latencies_all_served_is_a_finite_bar(drawn, tmp_pa
     requests = _requests(["v"], runs=20, removal_latency=[0.0] * 20, latency=latency,
                          retrain_latency=retrain)  # fmt: skip
     summary = {"variants": {"v": {"resolved": {"run": {"iterations": 100}}}}}
-    plots.plot_latency(requests, ["v"], tmp_path / "lat.png", summary)
+    plot_latency(requests, ["v"], tmp_path / "lat.png", summary)
     (fig,) = drawn
     texts = _panel_legend_texts(fig)
     assert any(t.startswith("removal: 20/20 served\nmedian 0 [0, 0];") for t in texts), texts
@@ -448,12 +460,12 @@ def test_a_median_interval_of_latencies_all_served_is_a_finite_bar(drawn, tmp_pa
         tuple(ln.get_ydata())[0]: tuple(ln.get_xdata()) for ln in bars if len(ln.get_xdata()) == 2
     }
     arrows = [ln for ln in bars if ln.get_marker() == ">"]
-    assert segments[plots.MEDIAN_HEIGHT["removal_latency"]] == (0.0, 0.0)
-    assert segments[plots.MEDIAN_HEIGHT["latency"]] == (40.0, 60.0)
-    assert segments[plots.MEDIAN_HEIGHT["retrain_latency"]][0] == 50.0
+    assert segments[MEDIAN_HEIGHT["removal_latency"]] == (0.0, 0.0)
+    assert segments[MEDIAN_HEIGHT["latency"]] == (40.0, 60.0)
+    assert segments[MEDIAN_HEIGHT["retrain_latency"]][0] == 50.0
     (arrow,) = arrows  # the retrain latency's only
-    assert arrow.get_ydata()[0] == plots.MEDIAN_HEIGHT["retrain_latency"]
-    assert arrow.get_xdata()[0] == segments[plots.MEDIAN_HEIGHT["retrain_latency"]][1] > 60.0
+    assert arrow.get_ydata()[0] == MEDIAN_HEIGHT["retrain_latency"]
+    assert arrow.get_xdata()[0] == segments[MEDIAN_HEIGHT["retrain_latency"]][1] > 60.0
 
 
 def test_the_observation_window_of_a_late_request_is_shaded(drawn, tmp_path):
@@ -463,27 +475,27 @@ def test_the_observation_window_of_a_late_request_is_shaded(drawn, tmp_path):
     requests = _requests(["v"], runs=6, slot=950, removal_latency=removal,
                          retrain_latency=[60.0, 70.0, 80.0, 90.0, 100.0, 110.0])  # fmt: skip
     summary = {"variants": {"v": {"resolved": {"run": {"iterations": 1000}}}}}
-    plots.plot_latency(requests, ["v"], tmp_path / "lat.png", summary)
+    plot_latency(requests, ["v"], tmp_path / "lat.png", summary)
     (fig,) = drawn
     (ax,) = _latency_axes(fig)
     (span,) = [p for p in ax.patches if p.get_gid() == "unobserved"]  # noqa: RUF015
     assert span.get_x() == pytest.approx(51.0)  # n − r + 1
     curve = next(ln for ln in ax.get_lines() if ln.get_gid() == "km-removal_latency")
     assert curve.get_xdata()[-1] == 51.0 and curve.get_ydata()[-1] == pytest.approx(4 / 6)
-    assert plots.UNOBSERVED in _legend_texts(fig)
+    assert UNOBSERVED in _legend_texts(fig)
 
 
 def test_a_kl_latency_judged_over_a_window_is_censored_w_minus_1_slots_sooner(drawn, tmp_path):
     """latency_window W = 10: a KL latency needs 10 settled slots, so a run of 1,000 slots sees it
     only up to 1,000 − 10 + 1 − 950 + 1 = 42 (the removal latency up to 51): its estimate ends
     there and is the Kaplan–Meier estimate censored at 42."""
-    from gossipsim.censoring import estimates
+    from gossipsim.measurement.censoring import estimates
 
     removal = [3.0, 10.0, np.nan, 40.0, np.nan, 20.0]
     requests = _requests(["v"], runs=6, slot=950, removal_latency=removal, latency=removal)
     summary = {"variants": {"v": {"resolved": {"run": {"iterations": 1000},
                                                "metrics": {"latency_window": 10}}}}}  # fmt: skip
-    plots.plot_latency(requests, ["v"], tmp_path / "lat.png", summary)
+    plot_latency(requests, ["v"], tmp_path / "lat.png", summary)
     (fig,) = drawn
     (ax,) = _latency_axes(fig)
     curves = {ln.get_gid(): ln for ln in ax.get_lines() if ln.get_gid()}
@@ -491,7 +503,7 @@ def test_a_kl_latency_judged_over_a_window_is_censored_w_minus_1_slots_sooner(dr
     assert curves["km-latency"].get_xdata()[-1] == 42.0
     kl = next(t for t in _panel_legend_texts(fig) if t.startswith("unlearning"))
     est = estimates(np.asarray(removal), np.full(6, 42.0))
-    assert f"mean ≥ {plots._num(est.restricted_mean)}" in kl
+    assert f"mean ≥ {_num(est.restricted_mean)}" in kl
 
 
 def test_the_expectation_drawn_is_the_request_s_own_when_the_summary_has_it(drawn, tmp_path):
@@ -500,12 +512,12 @@ def test_the_expectation_drawn_is_the_request_s_own_when_the_summary_has_it(draw
     own = {"variants": {"v": {**stationary["variants"]["v"], "per_request": [
         {"request": 0, "node": 3,
          "expected_removal_latency": {"value": 2.9, "label": "E[removal] of this request"}}]}}}  # fmt: skip
-    plots.plot_latency(requests, ["v"], tmp_path / "a.png", own)
-    plots.plot_latency(requests, ["v"], tmp_path / "b.png", stationary)
+    plot_latency(requests, ["v"], tmp_path / "a.png", own)
+    plot_latency(requests, ["v"], tmp_path / "b.png", stationary)
     first, second = drawn
     for fig, value, words in (
         (first, 2.9, "E[removal] of this request"),
-        (second, 7.0, plots.STATIONARY_LABEL),
+        (second, 7.0, STATIONARY_LABEL),
     ):
         (ax,) = _latency_axes(fig)
         (line,) = _dotted_verticals(ax)
@@ -535,7 +547,7 @@ def test_latency_rows_are_variants_and_columns_requests_on_shared_axes(drawn, tm
     neighbour."""
     variants = ["prior={a=2, b=2}, kind=metropolis-hastings", "prior={a=20, b=5}, kind=uniform"]
     requests = _many_requests(variants)
-    plots.plot_latency(requests, variants, tmp_path / "lat.png")
+    plot_latency(requests, variants, tmp_path / "lat.png")
     (fig,) = drawn
     panels = _latency_axes(fig)
     assert len(panels) == 10
@@ -559,7 +571,7 @@ def test_latency_of_one_request_per_variant_is_laid_out_by_the_sweep_factors(dra
     summary = _sweep_summary()
     variants = list(summary["variants"])
     requests = _requests(variants, removal_latency=[1.0, 2.0, 3.0, 4.0, 5.0])
-    plots.plot_latency(requests, variants, tmp_path / "lat.png", summary)
+    plot_latency(requests, variants, tmp_path / "lat.png", summary)
     (fig,) = drawn
     panels = _latency_axes(fig)
     cells = dict(zip(variants, _grid_cells(panels), strict=True))
@@ -586,23 +598,19 @@ def _cover_summary() -> dict[str, Any]:
 def test_cover_time_draws_a_single_exact_point_and_matthews_bounds(drawn, tmp_path):
     runs = pd.DataFrame({"variant": ["15"] * 4 + ["40"] * 4,
                          "cover_iteration": [150, 160, 170, 180, 700, 800, np.nan, 900]})  # fmt: skip
-    plots.plot_cover_time(runs, _cover_summary(), tmp_path / "c.png")
+    plot_cover_time(runs, _cover_summary(), tmp_path / "c.png")
     (fig,) = drawn
     (ax,) = fig.axes
-    exact = [ln for ln in ax.get_lines() if ln.get_label() == plots.EXACT_COVER]
+    exact = [ln for ln in ax.get_lines() if ln.get_label() == EXACT_COVER]
     assert len(exact) == 1 and exact[0].get_marker() == "D"  # one point, visible as a marker
     assert exact[0].get_ydata().tolist() == [160.0]
     bounds = [
-        c
-        for c in ax.collections
-        if isinstance(c, LineCollection) and c.get_label() == plots.MATTHEWS
+        c for c in ax.collections if isinstance(c, LineCollection) and c.get_label() == MATTHEWS
     ]
     assert len(bounds) == 1
     (segment,) = bounds[0].get_segments()
     assert segment[:, 1].tolist() == [500.0, 1800.0]
-    assert {plots.MATTHEWS, plots.EXACT_COVER, plots.SIMULATED, plots.CENSORED} <= _legend_texts(
-        fig
-    )
+    assert {MATTHEWS, EXACT_COVER, SIMULATED, CENSORED} <= _legend_texts(fig)
 
 
 def test_visits_show_the_deviation_from_the_stationary_share(drawn, tmp_path):
@@ -610,11 +618,11 @@ def test_visits_show_the_deviation_from_the_stationary_share(drawn, tmp_path):
     pi_srw = np.array([4, 1, 1, 1, 1]) / 8
     share = pi_srw * np.array([1.0, 1.1, 0.9, 1.0, 1.0])
     visits = pd.DataFrame({"variant": "v", "node": range(5), "visits": 0, "share": share})
-    pi, dev = plots.visit_deviation(visits, graph, "v", "simple-random-walk")
+    pi, dev = visit_deviation(visits, graph, "v", "simple-random-walk")
     assert pi == pytest.approx(pi_srw)
     assert dev == pytest.approx([0.0, 0.1, -0.1, 0.0, 0.0])
     summary = {"variants": {"v": {"resolved": {"scheduler": {"kind": "simple-random-walk"}}}}}
-    plots.plot_visits(visits, {"v": graph}, tmp_path / "v.png", summary, _requests(["v"]))
+    plot_visits(visits, {"v": graph}, tmp_path / "v.png", summary, _requests(["v"]))
     (fig,) = drawn
     nodes = [c for ax in fig.axes for c in ax.collections if c.get_array() is not None]
     vmin, vmax = nodes[0].get_clim()
@@ -629,10 +637,10 @@ def test_evaluation_reference_steps_to_the_target_without_the_forgotten_node(dra
     metrics["accuracy"] = 0.9
     summary = {"variants": {"v": {"theory": {"target": {"all": {"accuracy": 0.95},
                                                         "without 3": {"accuracy": 0.93}}}}}}  # fmt: skip
-    plots.plot_evaluation(metrics, ["v"], ["accuracy"], tmp_path / "e.png", summary=summary,
+    plot_evaluation(metrics, ["v"], ["accuracy"], tmp_path / "e.png", summary=summary,
                           requests=_requests(["v"], slot=12))  # fmt: skip
     (fig,) = drawn
-    steps = [c for ax in fig.axes for c in ax.patches if c.get_label() == plots.REFERENCE_LABEL]
+    steps = [c for ax in fig.axes for c in ax.patches if c.get_label() == REFERENCE_LABEL]
     (step,) = steps
     values, edges, _ = step.get_data()
     assert values.tolist() == [0.95, 0.93] and edges.tolist() == [1.0, 12.0, 30.0]
@@ -646,7 +654,7 @@ def test_evaluation_draws_the_retrain_kl_and_then_dots_the_target_s_own_value(dr
     metrics = _metrics(["v"], retrain=True)
     metrics["accuracy"] = 0.9
     summary = {"variants": {"v": {"theory": {"target": {"all": {"accuracy": 0.95}}}}}}
-    plots.plot_evaluation(metrics, ["v"], ["accuracy"], tmp_path / "e.png", summary=summary,
+    plot_evaluation(metrics, ["v"], ["accuracy"], tmp_path / "e.png", summary=summary,
                           requests=_requests(["v"], slot=10))  # fmt: skip
     (fig,) = drawn
     kl_row = next(ax for ax in fig.axes if ax.get_ylabel() == KL.stacked)
@@ -660,19 +668,19 @@ def test_evaluation_draws_the_retrain_kl_and_then_dots_the_target_s_own_value(dr
     assert positive.any() and not positive.all()
     np.testing.assert_allclose(y[positive], want[positive], rtol=1e-12)
     assert (y[~positive] < want[positive].min()).all()  # exact zeros: drawn past the axis break
-    (step,) = [p for ax in fig.axes for p in ax.patches if p.get_label() == plots.REFERENCE_DOTTED]
+    (step,) = [p for ax in fig.axes for p in ax.patches if p.get_label() == REFERENCE_DOTTED]
     assert step.get_linestyle() == ":"
-    assert plots.RETRAIN_BESIDE in _legend_texts(fig)
+    assert RETRAIN_BESIDE in _legend_texts(fig)
 
 
 def test_palette_roles_differ():
     assert style.UNLEARNING["color"] != style.RETRAIN["color"]
     assert style.UNLEARNING["linestyle"] != style.RETRAIN["linestyle"]
-    assert isinstance(plots.plot_results, object) and Line2D  # the module's public names import
+    assert isinstance(plot_results, object) and Line2D  # the module's public names import
 
 
 def test_per_variant_panels_of_a_sweep_put_its_facets_in_columns():
-    from gossipsim.plotting.layout import variant_cells
+    from gossipsim.figures.layout import variant_cells
 
     summary = _sweep_summary()
     variants = list(summary["variants"])
@@ -684,7 +692,7 @@ def test_per_variant_panels_of_a_sweep_put_its_facets_in_columns():
         "scheduler.kind = metropolis-hastings", "scheduler.kind = simple-random-walk"
     ]  # fmt: skip
     assert cells.row_labels == [f"topology.nodes = {n}" for n in (10, 20, 30)]
-    visit = plots._visit_cells(facets(summary, variants), variants)
+    visit = _visit_cells(facets(summary, variants), variants)
     assert visit["nodes=30, kind=metropolis-hastings"] == (0, 2)  # graphs: one row per facet
 
 
@@ -692,7 +700,7 @@ def test_step_values_on_grid_equal_a_per_run_searchsorted():
     """The KL-vs-time curves of all runs at once equal the per-run loop they replaced, bit for bit:
     times equal to grid points, repeated times, a run starting after the grid does, runs listed out
     of order, -0.0 beside 0.0."""
-    from gossipsim.plotting.stats import step_values_on_grid
+    from gossipsim.figures.stats import step_values_on_grid
 
     rng = np.random.default_rng(4)
     grid = np.linspace(0.0, 10.0, 41)
@@ -733,7 +741,7 @@ def test_band_matrix_equals_the_pandas_pivot_it_replaced():
     rows out of order, runs that stop early (carried forward), slots some runs did not record,
     NaN in the middle of a run (carried over) and at its start (kept), a run with no value at all,
     two rows of one run at one slot (the later non-NaN one wins), and a float x (time)."""
-    from gossipsim.plotting.stats import band_matrix
+    from gossipsim.figures.stats import band_matrix
 
     rng = np.random.default_rng(7)
     rows = []
@@ -784,7 +792,7 @@ def test_request_names_never_overlap_and_read_the_same_in_every_panel(drawn, tmp
     variants = list(summary["variants"])
     metrics = _metrics(variants, slots=3600, runs=2)
     requests = _many_requests(variants, runs=2)
-    plots.plot_kl_vs_iteration(metrics, variants, tmp_path / "kl.png", summary=summary,
+    plot_kl_vs_iteration(metrics, variants, tmp_path / "kl.png", summary=summary,
                                requests=requests)  # fmt: skip
     (fig,) = drawn
     panels = _request_name_boxes(fig)
@@ -825,26 +833,26 @@ def test_a_png_is_laid_out_once_and_is_the_image_savefig_makes(tmp_path, monkeyp
     keeps its layout engine."""
     from PIL import Image
 
-    from gossipsim.plotting.style import RC
+    from gossipsim.figures.style import RC
 
     removal = [1.0, 2.0, 4.0, np.nan, 8.0]
     requests = _requests(["v"], removal_latency=removal, latency=removal,
                          retrain_latency=[np.nan] * 5)  # fmt: skip
     summary = {"variants": {"v": {"theory": {"expected_unlearning_latency": {"3": 3.5}}}}}
-    before = plots.plot_latency(requests, ["v"], None, summary)
+    before = plot_latency(requests, ["v"], None, summary)
     assert isinstance(before, Figure)
     with plt.rc_context(RC):
         before.savefig(tmp_path / "savefig.png")  # laid out and cropped by savefig itself
     passes = _passes(monkeypatch)
-    plots.plot_latency(requests, ["v"], tmp_path / "once.png", summary)
+    plot_latency(requests, ["v"], tmp_path / "once.png", summary)
     assert passes == ["layout", "draw"]  # laid out once, drawn once (rendered)
     pixels = [np.asarray(Image.open(tmp_path / f"{n}.png")) for n in ("savefig", "once")]
     assert pixels[0].shape == pixels[1].shape
     np.testing.assert_array_equal(pixels[0], pixels[1])
     engine = before.get_layout_engine()
-    fig = plots.plot_latency(requests, ["v"], None, summary)
+    fig = plot_latency(requests, ["v"], None, summary)
     assert isinstance(fig, Figure)
-    plots._save(fig, tmp_path / "again.png", plots._lay_out(fig))
+    _save(fig, tmp_path / "again.png", _lay_out(fig))
     assert type(fig.get_layout_engine()) is type(engine) and engine is not None
 
 
@@ -856,12 +864,12 @@ def test_request_names_are_laid_out_with_the_figure_and_again_only_when_merged(
     summary = _sweep_summary()
     variants = list(summary["variants"])
     passes = _passes(monkeypatch)
-    plots.plot_kl_vs_iteration(_metrics(variants, slots=3600, runs=2), variants,
+    plot_kl_vs_iteration(_metrics(variants, slots=3600, runs=2), variants,
                                tmp_path / "one.png", summary=summary,
                                requests=_requests(variants, runs=2, slot=1000))  # fmt: skip
     assert passes == ["layout", "draw"]
     passes.clear()
-    plots.plot_kl_vs_iteration(_metrics(variants, slots=3600, runs=2), variants,
+    plot_kl_vs_iteration(_metrics(variants, slots=3600, runs=2), variants,
                                tmp_path / "merged.png", summary=summary,
                                requests=_many_requests(variants, runs=2))  # fmt: skip
     assert passes == ["layout", "layout", "draw"]
@@ -871,11 +879,11 @@ def test_a_column_figure_stays_a_column_wide(drawn, tmp_path):
     """Long variant labels put a two-column legend past the 3.5 in of a one-panel figure (4.2 in):
     the legend takes fewer columns or wraps, so nothing sticks out of the figure."""
     variants = [f"a rather long variant label number {i} of the sweep" for i in range(3)]
-    plots.plot_kl_vs_iteration(_metrics(variants), variants, tmp_path / "kl.png", tolerance=1e-9)
+    plot_kl_vs_iteration(_metrics(variants), variants, tmp_path / "kl.png", tolerance=1e-9)
     (fig,) = drawn
-    assert fig.get_figwidth() == plots.COLUMN_WIDTH_IN
+    assert fig.get_figwidth() == COLUMN_WIDTH_IN
     fig.draw_without_rendering()
-    assert fig.get_tightbbox().width <= plots.COLUMN_WIDTH_IN + 0.05
+    assert fig.get_tightbbox().width <= COLUMN_WIDTH_IN + 0.05
 
 
 def test_panel_titles_of_a_sweep_do_not_run_into_each_other(drawn, tmp_path):
@@ -891,7 +899,7 @@ def test_panel_titles_of_a_sweep_do_not_run_into_each_other(drawn, tmp_path):
     }  # fmt: skip
     metrics = _metrics(variants, retrain=True)
     requests = _requests(variants, slot=10)
-    plots.plot_unlearning_kl(metrics, requests, variants, tmp_path / "u.png", summary=summary)
+    plot_unlearning_kl(metrics, requests, variants, tmp_path / "u.png", summary=summary)
     (fig,) = drawn
     fig.draw_without_rendering()
     titled = [ax for ax in fig.axes if ax.get_title()]
@@ -936,7 +944,7 @@ def test_cover_time_of_a_two_dimensional_sweep_splits_it(drawn, tmp_path):
     summary = {"sweep": {"model.prior": [], "scheduler.kind": []}, "variants": values}
     runs = pd.DataFrame([{"variant": v, "run": r, "cover_iteration": 100 + 10 * r + i}
                          for i, v in enumerate(variants) for r in range(5)])  # fmt: skip
-    plots.plot_cover_time(runs, summary, tmp_path / "c.png")
+    plot_cover_time(runs, summary, tmp_path / "c.png")
     (fig,) = drawn
     (ax,) = fig.axes
     assert [t.get_text() for t in ax.get_xticklabels()] == ["{a=2, b=2}", "{a=20, b=5}"]
@@ -953,10 +961,10 @@ def test_the_cover_time_whisker_is_inside_the_axes(drawn, tmp_path):
     summary = {"variants": {"v": {"theory": {"nodes": 10, "exact_cover_moves": 20.0}}}}
     runs = pd.DataFrame({"variant": "v", "run": range(6),
                          "cover_iteration": [10, 20, 30, 40, 80, 90]})  # fmt: skip
-    plots.plot_cover_time(runs, summary, tmp_path / "c.png")
+    plot_cover_time(runs, summary, tmp_path / "c.png")
     (fig,) = drawn
     (ax,) = fig.axes
-    mean, half = plots.mean_and_half_width(np.array([9, 19, 29, 39, 79, 89.0]))
+    mean, half = mean_and_half_width(np.array([9, 19, 29, 39, 79, 89.0]))
     assert ax.get_ylim()[1] >= mean + half
 
 
@@ -967,7 +975,7 @@ def test_pdf_figures_embed_truetype_fonts_not_type3(tmp_path):
 
     metrics = _metrics(["v"])
     with mpl.rc_context({"pdf.compression": 0}):
-        path = plots.plot_kl_vs_iteration(metrics, ["v"], tmp_path / "kl.pdf", tolerance=1e-9)
+        path = plot_kl_vs_iteration(metrics, ["v"], tmp_path / "kl.pdf", tolerance=1e-9)
     data = path.read_bytes()
     assert b"/Subtype /Type3" not in data and b"/Type3" not in data
     assert b"/CIDFontType2" in data or b"/Subtype /TrueType" in data
@@ -987,14 +995,14 @@ def test_every_figure_draws_into_a_given_axes_or_figure_without_a_path():
     cover = {"variants": {variants[0]: {"theory": {"nodes": 5}}}}
     visits = pd.DataFrame({"variant": variants[0], "node": range(5), "visits": 1, "share": 0.2})
     calls = {
-        "kl_vs_iteration": lambda **kw: plots.plot_kl_vs_iteration(metrics, variants, **kw),
-        "kl_vs_time": lambda **kw: plots.plot_kl_vs_time(metrics, variants, **kw),
-        "unlearning_kl": lambda **kw: plots.plot_unlearning_kl(metrics, requests, variants, **kw),
-        "latency": lambda **kw: plots.plot_latency(requests, variants, **kw),
-        "cover_time": lambda **kw: plots.plot_cover_time(runs, cover, **kw),
-        "evaluation": lambda **kw: plots.plot_evaluation(metrics, variants, ["accuracy"], **kw),
-        "visits": lambda **kw: plots.plot_visits(visits, {variants[0]: nx.path_graph(5)}, **kw),
-        "comparison": lambda **kw: plots.plot_comparison(
+        "kl_vs_iteration": lambda **kw: plot_kl_vs_iteration(metrics, variants, **kw),
+        "kl_vs_time": lambda **kw: plot_kl_vs_time(metrics, variants, **kw),
+        "unlearning_kl": lambda **kw: plot_unlearning_kl(metrics, requests, variants, **kw),
+        "latency": lambda **kw: plot_latency(requests, variants, **kw),
+        "cover_time": lambda **kw: plot_cover_time(runs, cover, **kw),
+        "evaluation": lambda **kw: plot_evaluation(metrics, variants, ["accuracy"], **kw),
+        "visits": lambda **kw: plot_visits(visits, {variants[0]: nx.path_graph(5)}, **kw),
+        "comparison": lambda **kw: plot_comparison(
             [("a", metrics, requests, summary), ("b", metrics, None, summary)], **kw),
     }  # fmt: skip
     for name, call in calls.items():
@@ -1016,7 +1024,7 @@ def test_long_variant_names_on_the_cover_axis_do_not_run_into_each_other():
     runs = pd.DataFrame({"variant": np.repeat(names, 2), "run": [0, 1] * 3,
                          "cover_iteration": [300, 320, 280, 300, 170, 180], "iterations": 1000})  # fmt: skip
     summary = {"variants": {n: {"values": {"scheduler.kind": n}} for n in names}}
-    fig = plots.plot_cover_time(runs, summary)
+    fig = plot_cover_time(runs, summary)
     fig.draw_without_rendering()
     (ax,) = [a for a in fig.axes if a.get_xticklabels()]
     boxes = [t.get_window_extent() for t in ax.get_xticklabels() if t.get_text()]
@@ -1033,7 +1041,7 @@ def _cover_ticks(names: list[str], path: Path | None = None) -> list[Any]:
     summary = {
         "variants": {n: {"values": {"protocol.kind": n}, "theory": {"nodes": 10}} for n in names}
     }
-    fig = plots.plot_cover_time(runs, summary)
+    fig = plot_cover_time(runs, summary)
     assert isinstance(fig, Figure)
     with mpl.rc_context(style.RC):
         fig.dpi = mpl.rcParams["savefig.dpi"]
@@ -1085,7 +1093,7 @@ def test_a_figure_drawn_into_the_axes_of_a_figure_without_layout_keeps_its_legen
     summary = {"variants": {"a": {"values": {"scheduler.kind": "x"}}, "b": {"values": {}}}}
     mine = Figure(figsize=(4, 3))
     (ax,) = [mine.add_subplot()]
-    plots.plot_cover_time(runs, summary, ax=ax)
+    plot_cover_time(runs, summary, ax=ax)
     mine.draw_without_rendering()
     (drawn_ax,) = [a for a in mine.axes if a.get_xlabel() or a.get_ylabel()]
     labels = drawn_ax.get_tightbbox()
@@ -1099,14 +1107,37 @@ def test_figures_show_in_a_notebook_without_pyplot():
     import base64
     import re
 
-    from gossipsim.plotting.canvas import Figures
+    from gossipsim.figures.canvas import Figures
 
-    fig = plots.plot_kl_vs_iteration(_metrics(["v"]), ["v"])
+    fig = plot_kl_vs_iteration(_metrics(["v"]), ["v"])
     assert fig._repr_png_().startswith(b"\x89PNG")
     shown = Figures({"kl_vs_iteration": fig})._repr_html_()
     (data,) = re.findall(r'src="data:image/png;base64,([^"]+)"', shown)
     assert base64.b64decode(data).startswith(b"\x89PNG") and "kl_vs_iteration" in shown
     assert fig not in [plt.figure(n) for n in plt.get_fignums()]
+
+
+def test_the_figures_package_hands_on_every_figure_function_from_its_module():
+    """``gossipsim.figures`` is the one place the figure functions are imported from: each of its
+    names is the object its family's module defines, loaded on first use, so a helper imported on
+    its own (what the results stage reads of the figures' statistics) imports no figure."""
+    import importlib
+    import subprocess
+    import sys
+
+    import gossipsim.figures as figures
+
+    for name in figures.__all__:
+        home = importlib.import_module(f"gossipsim.figures.{figures._LAZY[name]}")
+        assert getattr(figures, name) is getattr(home, name), name
+    assert set(figures.__all__) <= set(dir(figures))
+    code = (
+        "import sys, gossipsim.figures.stats\n"
+        "drawn = {m for m in sys.modules if m.startswith('gossipsim.figures.')}\n"
+        "assert drawn <= {'gossipsim.figures.stats'}, drawn\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_importing_and_drawing_leave_the_backend_alone(tmp_path):
@@ -1118,10 +1149,10 @@ def test_importing_and_drawing_leave_the_backend_alone(tmp_path):
 
     code = (
         "import matplotlib; before = matplotlib.get_backend()\n"
-        "import gossipsim.plots as p, pandas as pd\n"
+        "from gossipsim.figures import plot_kl_vs_iteration; import pandas as pd\n"
         "m = pd.DataFrame({'variant': 'v', 'run': 0, 'iteration': [1, 2], 'time': 0.0,"
         " 'kl': [1.0, 0.5]})\n"
-        "p.plot_kl_vs_iteration(m, ['v'], 'kl.png')\n"
+        "plot_kl_vs_iteration(m, ['v'], 'kl.png')\n"
         "after = matplotlib.get_backend()\n"
         "assert before == after == 'svg', (before, after)\n"
     )
@@ -1135,7 +1166,7 @@ def test_importing_and_drawing_leave_the_backend_alone(tmp_path):
 def test_a_latency_not_served_exceeds_the_slots_left_in_its_run():
     """n − r + 1 for a request at slot r in a run of n slots, the run's own length (runs of one
     variant may differ: stop_when_done), matched by variant and run."""
-    from gossipsim.plotting.requests import latency_bound
+    from gossipsim.figures.requests import latency_bound
 
     requests = pd.DataFrame({"variant": ["a", "a", "b"], "run": [0, 1, 0],
                              "request_iteration": [950.0, 950.0, 10.0]})  # fmt: skip
@@ -1153,7 +1184,7 @@ def test_a_notebook_shows_the_figures_and_the_user_s_own(tmp_path):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
-    from gossipsim.cli import main
+    from gossipsim.cli.parser import main
 
     scenario = tmp_path / "s.toml"
     scenario.write_text(
@@ -1182,7 +1213,7 @@ def test_compare_outlines_each_band_and_draws_the_tolerance(drawn, tmp_path):
     """`gossipsim compare` of two folders of a two-variant sweep: faint bands outlined in their
     line's style (the same variant the same colour in both folders, each folder its style) and the
     folders' common tolerance drawn once."""
-    from gossipsim.cli import main
+    from gossipsim.cli.parser import main
     from tests.helpers import base_scenario, to_toml
 
     raw = base_scenario(scenario={"name": "c", "seed": 3, "runs": 4, "iterations": 120},
@@ -1213,7 +1244,7 @@ def test_a_request_that_arrived_in_no_run_keeps_its_place_and_says_so(drawn, tmp
     first = _requests(["a", "b"], removal_latency=[1.0, 2.0, 3.0, 4.0, 5.0])
     second = _requests(["a", "b"], slot=40, removal_latency=[2.0] * 5).assign(request=1, node=7)
     second.loc[second["variant"] == "a", ["request_iteration", "removal_latency"]] = np.nan
-    plots.plot_latency(pd.concat([first, second]), ["a", "b"], tmp_path / "lat.png")
+    plot_latency(pd.concat([first, second]), ["a", "b"], tmp_path / "lat.png")
     (fig,) = drawn
     notes = [t.get_text() for ax in fig.axes for t in ax.texts if t.get_gid() == "note"]
     assert notes == ["arrived in none of the 5 runs\n(every run ended before it)"]
@@ -1248,11 +1279,11 @@ def test_figures_of_a_folder_import_neither_scipy_statistics_nor_the_engines(ser
 
     _, out = served_folder
     code = (
-        "import sys; from gossipsim.results import load_results; "
+        "import sys; from gossipsim.results.results import load_results; "
         "written = load_results(sys.argv[1]).plot(sys.argv[2]); "
         "assert 'latency' in written, written; "
-        "print(sorted(m for m in ('scipy.stats', 'gossipsim.runner', 'gossipsim.executors', "
-        "'gossipsim.engine', 'gossipsim.store') if m in sys.modules))"
+        "print(sorted(m for m in ('scipy.stats', 'gossipsim.execution.runner', 'gossipsim.execution.executors', "
+        "'gossipsim.engine.token', 'gossipsim.results.store') if m in sys.modules))"
     )
     done = subprocess.run(
         [sys.executable, "-c", code, str(out), str(out / "figures")],
@@ -1267,7 +1298,7 @@ def test_latency_figure_from_summary_json_is_the_one_estimated_again(served_fold
     again, with SciPy)."""
     from PIL import Image
 
-    from gossipsim.results import load_results
+    from gossipsim.results.results import load_results
 
     res, out = served_folder
     assert res.read_summary is None

@@ -11,22 +11,24 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim import budget, executors, fastpath
 from gossipsim.api import choose_engines
-from gossipsim.capabilities import (
+from gossipsim.cli.parser import main
+from gossipsim.core.capabilities import (
     BATCHED_MEAN_GRADIENT,
     EXACT_FACTORS,
     LOGLIK_GRADIENT,
     MEAN_GRADIENT,
 )
-from gossipsim.channels import Channel
-from gossipsim.cli import main
-from gossipsim.contracts import abstract_methods, missing_methods
+from gossipsim.core.contracts import abstract_methods, missing_methods
 from gossipsim.errors import ConfigError
+from gossipsim.execution import executors
+from gossipsim.execution.vectorized import capability
 from gossipsim.models import Model
+from gossipsim.network.channels import Channel
 from gossipsim.protocols import PROTOCOL_KINDS, GFVLSettings, protocol_kind
 from gossipsim.protocols.registry import ProtocolKind
 from gossipsim.scheduling import SCHEDULERS, Scheduler, register, unregister
+from gossipsim.study import budget
 from tests.helpers import base_scenario, to_toml
 from tests.plugins import TARGET_LOG, PlainWalk
 
@@ -169,7 +171,7 @@ def test_only_what_declares_a_kernel_is_vectorised(plain_walk):
         worlds = gs.check(study)
         if what == "channel":
             worlds[0].links = NoKernelChannel()
-        reason = fastpath.unavailable(worlds[0])
+        reason = capability.unavailable(worlds[0])
         assert reason is not None and "declares no vectorised kernel" in reason, (what, reason)
         engines, notes = choose_engines(study, worlds, "auto")
         assert engines == ["event"] and "declares no vectorised kernel" in notes[0]
@@ -181,8 +183,8 @@ def test_only_what_declares_a_kernel_is_vectorised(plain_walk):
 
 def test_the_kernel_declarations_of_the_built_ins():
     world = gs.check(gs.parse_study(base_scenario()))[0]
-    assert protocol_kind("gfvl").kernel(world.model) in fastpath.KERNELS
-    assert world.links.kernel in fastpath.CHANNEL_KERNELS
+    assert protocol_kind("gfvl").kernel(world.model) in capability.KERNELS
+    assert world.links.kernel in capability.CHANNEL_KERNELS
     natgrad = gs.check(
         gs.parse_study(
             base_scenario(
@@ -193,7 +195,7 @@ def test_the_kernel_declarations_of_the_built_ins():
     )[0]
     # steps at every visit: stepped for many runs at once
     assert protocol_kind("gfvl").kernel(natgrad.model) == "batched-steps"
-    assert "batched-steps" in fastpath.KERNELS
+    assert "batched-steps" in capability.KERNELS
 
 
 def test_protocol_stats_become_columns_of_runs_csv(monkeypatch):

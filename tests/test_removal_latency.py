@@ -244,7 +244,7 @@ def test_monte_carlo_at_a_slot_agrees_with_the_exact_expectation(graph, node, ki
 
 
 def test_hitting_command_at_a_slot(capsys):
-    from gossipsim.cli import main
+    from gossipsim.cli.parser import main
 
     args = ["hitting", "--topology", "karate", "--node", "33", "--runs", "4000", "--exact"]
     assert main([*args, "--at-slot", "30", "--json"]) == 0

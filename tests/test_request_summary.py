@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim.cli import main
+from gossipsim.cli.parser import main
 from tests.helpers import to_toml
 
 

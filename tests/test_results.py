@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim import results
 from gossipsim.errors import ConfigError
+from gossipsim.results import writing
 from tests.helpers import base_scenario
 
 pytest.importorskip("pyarrow")
@@ -41,7 +41,7 @@ def test_without_parquet_stale_copies_are_removed(tmp_path, monkeypatch):
     assert (tmp_path / "metrics.parquet").is_file()
     res.write(tmp_path, parquet=False)
     assert not list(tmp_path.glob("*.parquet"))
-    monkeypatch.setattr(results, "parquet_available", lambda: False)
+    monkeypatch.setattr(writing, "parquet_available", lambda: False)
     res.write(tmp_path)  # default: only where pyarrow is installed
     assert not list(tmp_path.glob("*.parquet"))
     with pytest.raises(ConfigError, match="pyarrow"):
@@ -50,11 +50,11 @@ def test_without_parquet_stale_copies_are_removed(tmp_path, monkeypatch):
 
 def test_mixed_node_labels_become_strings_in_parquet():
     table = pd.DataFrame({"node": pd.array([3, "a", None], dtype=object), "x": [1.0, 2.0, 3.0]})
-    ready = results._parquet_ready(table)
+    ready = writing._parquet_ready(table)
     assert ready["node"].tolist()[:2] == ["3", "a"] and pd.isna(ready["node"].iloc[2])
     assert table["node"].tolist() == [3, "a", None]  # the caller's table is not modified
     same = table[["x"]]
-    assert results._parquet_ready(same) is same
+    assert writing._parquet_ready(same) is same
 
 
 def test_variant_column_is_categorical_in_the_sweep_order():
@@ -72,7 +72,7 @@ def test_summaries_are_per_request_and_report_censoring(tmp_path, capsys):
     the same per-request entries."""
     import json
 
-    from gossipsim.cli import main
+    from gossipsim.cli.parser import main
     from tests.helpers import base_scenario, to_toml
 
     raw = base_scenario(

@@ -12,10 +12,11 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim import executors, results
-from gossipsim.cli import main
+from gossipsim.cli.parser import main
 from gossipsim.errors import ConfigError
-from gossipsim.scenario import parse_study
+from gossipsim.execution import executors, runner
+from gossipsim.results import reading, repair, writing
+from gossipsim.study.scenario import parse_study
 from tests.helpers import base_scenario, to_toml
 
 TABLES = ("metrics", "runs", "requests", "visits", "failures")
@@ -94,14 +95,14 @@ def test_a_folder_written_by_results_write_is_a_finished_sweep(tmp_path, monkeyp
 
 
 def test_results_write_counts_failed_runs_and_carries_the_record(tmp_path, monkeypatch, capsys):
-    real = executors.simulate_run
+    real = runner.simulate_run
 
     def flaky(world, run, seed):
         if run == 1:
             raise RuntimeError("disk on fire")
         return real(world, run, seed)
 
-    monkeypatch.setattr(executors, "simulate_run", flaky)
+    monkeypatch.setattr(runner, "simulate_run", flaky)
     path = _file(tmp_path)
     res = gs.run(path, engine="event")
     monkeypatch.undo()
@@ -230,10 +231,10 @@ def test_a_graph_sweep_is_saved_reloaded_and_resumed_like_a_single_graph(
     with pytest.raises(ConfigError, match="^--resume: .*another scenario"):
         gs.run(_graph_sweep(other), out=out, resume=True, plots=False)
     # an interrupted sweep over graphs resumes to the same tables
-    from gossipsim.runner import simulate_run
-    from gossipsim.store import RunStore
-    from gossipsim.streams import run_seed
-    from gossipsim.world import build_world
+    from gossipsim.core.streams import run_seed
+    from gossipsim.execution.runner import simulate_run
+    from gossipsim.results.store import RunStore
+    from gossipsim.world.world import build_world
 
     study = parse_study(_graph_sweep(_graphs()))
     cut = tmp_path / "cut"
@@ -351,7 +352,7 @@ def test_parquet_only_tables_are_read_by_every_command(tmp_path, monkeypatch, ca
     monkeypatch.undo()
     # an interrupted sweep resumed with --tables parquet
     cut = tmp_path / "cut"
-    from gossipsim.store import RunStore
+    from gossipsim.results.store import RunStore
 
     store = RunStore(cut, gs.load_scenario(path))
     store.open()
@@ -389,7 +390,8 @@ def test_parquet_without_pyarrow_is_one_line(tmp_path, monkeypatch, capsys):
     path = _file(tmp_path)
     out = tmp_path / "pq"
     assert main(["run", str(path), "--out", str(out), "--tables", "parquet", "--no-plots"]) == 0
-    monkeypatch.setattr(results, "parquet_available", lambda: False)
+    for module in (writing, reading, repair):  # where the tables are written, read, rewritten
+        monkeypatch.setattr(module, "parquet_available", lambda: False)
     capsys.readouterr()
     for args in (
         ["run", str(path), "--out", str(tmp_path / "new"), "--tables", "parquet"],

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import gossipsim as gs
-from gossipsim import covertime as ct
+from gossipsim import cover as ct
 
 
 @pytest.mark.parametrize("graph", [nx.path_graph(7), nx.star_graph(5), nx.karate_club_graph()])

@@ -21,10 +21,12 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim import api, executors, store
-from gossipsim.cli import main
-from gossipsim.executors import RunFailure
-from gossipsim.runner import BatchOutput, RunOutput
+from gossipsim import api
+from gossipsim.cli.parser import main
+from gossipsim.execution import executors, runner
+from gossipsim.execution.executors import RunFailure
+from gossipsim.execution.runner import BatchOutput, RunOutput
+from gossipsim.results import store, studyrecord
 from tests.helpers import base_scenario, to_toml
 
 TABLES = ("metrics.csv", "runs.csv", "requests.csv", "visits.csv", "failures.csv", "summary.json")
@@ -138,7 +140,7 @@ def test_every_run_failing_writes_failures_csv_and_a_complete_folder(tmp_path, m
     def broken(world, run, seed):
         raise RuntimeError("model exploded")
 
-    monkeypatch.setattr(executors, "simulate_run", broken)
+    monkeypatch.setattr(runner, "simulate_run", broken)
     path = _scenario(tmp_path)
     out = tmp_path / "R"
     assert main(["run", str(path), "--out", str(out), "--engine", "event"]) == 1
@@ -154,13 +156,13 @@ def test_every_run_failing_writes_failures_csv_and_a_complete_folder(tmp_path, m
 
 
 def test_a_theory_failure_keeps_the_runs_and_is_recorded(tmp_path, monkeypatch, capsys):
-    import gossipsim.theory
-    from gossipsim.results import PostProcessingError
+    import gossipsim.measurement.theory
+    from gossipsim.results.results import PostProcessingError
 
     def overflow(world, arrival_slots=None):
         raise ValueError("array is too big")
 
-    monkeypatch.setattr(gossipsim.theory, "theory_for", overflow)
+    monkeypatch.setattr(gossipsim.measurement.theory, "theory_for", overflow)
     path = _scenario(tmp_path)
     out = tmp_path / "R"
     assert main(["run", str(path), "--out", str(out), "--no-plots"]) == 1
@@ -218,15 +220,15 @@ def test_a_disk_full_while_writing_the_tables_keeps_the_runs_for_resume(
     full, out = tmp_path / "full", tmp_path / "R"
     assert main(["run", str(path), "--out", str(full), "--no-plots"]) == 0
     capsys.readouterr()
-    from gossipsim import results
+    from gossipsim.results import writing
 
-    real = results.write_csv
+    real = writing.write_csv
 
     def disk_full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     with monkeypatch.context() as patch:
-        patch.setattr(results, "write_csv", disk_full)
+        patch.setattr(writing, "write_csv", disk_full)
         assert main(["run", str(path), "--out", str(out), "--no-plots"]) == 1
     captured = capsys.readouterr()
     line = _one_line(captured.err)
@@ -234,7 +236,7 @@ def test_a_disk_full_while_writing_the_tables_keeps_the_runs_for_resume(
     # "wrote" is said only once it is true: a log or a pipe must not read the failure as a success
     assert "wrote" not in captured.out
     assert f"the tables were NOT written to {out}/" in captured.out
-    assert results.write_csv is real
+    assert writing.write_csv is real
     info = _status(out, capsys)
     assert not info["complete"] and info["done"] == 4  # every run kept
     assert not list(out.glob(".staging-*"))
@@ -258,7 +260,8 @@ def test_a_disk_full_while_committing_a_run_is_one_line_and_resumable(
         real(target, data)
 
     with monkeypatch.context() as patch:
-        patch.setattr(store, "atomic_write_bytes", fills_up)
+        patch.setattr(store, "atomic_write_bytes", fills_up)  # the parts
+        patch.setattr(studyrecord, "atomic_write_bytes", fills_up)  # study.json
         patch.setattr(store, "COMMIT_RUNS", 1)  # each run committed as it finishes
         assert main(["run", str(path), "--out", str(out), "--no-plots", "--engine", "event"]) == 1
     line = _one_line(capsys.readouterr().err)
@@ -405,14 +408,14 @@ def test_resume_refuses_changed_input_files(tmp_path, capsys, make, key, change)
 
 
 def test_the_bundled_data_set_is_an_input_of_the_fingerprint(monkeypatch):
-    import gossipsim.datasets as datasets
+    import gossipsim.data.datasets as datasets
 
     study = gs.parse_study(LOGISTIC_IRIS)
-    before = store.input_hashes(study)
+    before = studyrecord.input_hashes(study)
     assert list(before) == ["data.dataset=iris"]
     X, target, names = datasets._raw("iris")
     monkeypatch.setattr(datasets, "_raw", lambda name: (X + 1.0, target, names))
-    assert store.input_hashes(study) != before  # e.g. scikit-learn ships other values
+    assert studyrecord.input_hashes(study) != before  # e.g. scikit-learn ships other values
 
 
 def test_pickled_parts_are_never_loaded(tmp_path, capsys):
@@ -477,7 +480,7 @@ def _same(a, b) -> None:
     ids=["int", "str", "mixed"],
 )
 def test_parts_round_trip_every_outcome_without_pickle(monkeypatch, labels):
-    from gossipsim.store import decode_part, encode_part
+    from gossipsim.results.store import decode_part, encode_part
 
     run = RunOutput(
         run=7,
@@ -626,7 +629,7 @@ def _long_scenario(tmp_path: Path) -> Path:
 # for work
 QUICK_COMMITS = """
 import sys, time
-from gossipsim import store
+from gossipsim.results import store
 store.COMMIT_SECONDS = 0.25
 if sys.argv[1] == "slow-disk":
     save = store.RunStore.save
@@ -634,7 +637,7 @@ if sys.argv[1] == "slow-disk":
         time.sleep(0.02)
         save(self, variant, outcome)
     store.RunStore.save = slow_save
-from gossipsim.cli import main
+from gossipsim.cli.parser import main
 sys.exit(main(sys.argv[2:]))
 """
 
@@ -705,14 +708,14 @@ def test_pool_workers_exit_when_the_main_process_is_killed(tmp_path):
     multiprocessing.get_start_method() != "fork", reason="the patched run reaches workers by fork"
 )
 def test_a_pool_worker_that_dies_is_a_recorded_failure(tmp_path, monkeypatch, capsys):
-    real = executors.simulate_run
+    real = runner.simulate_run
 
     def fatal(world, run, seed):
         if run == 2:
             os._exit(3)  # e.g. killed by the out-of-memory killer
         return real(world, run, seed)
 
-    monkeypatch.setattr(executors, "simulate_run", fatal)
+    monkeypatch.setattr(runner, "simulate_run", fatal)
     path = _scenario(tmp_path, runs=6)
     out = tmp_path / "R"
     assert (
@@ -793,9 +796,9 @@ def test_a_run_whose_kl_is_not_finite_fails_with_its_cause(
             main_state = "the KL of the protocol's state to its target is NaN from slot 1 (state ("
             retrain = re.match(
                 r"the KL of the retrain baseline's state to its target is NaN from slot (\d+) ",
-                error.removeprefix("gossipsim.measure.NonFiniteKL: "),
+                error.removeprefix("gossipsim.measurement.outputs.NonFiniteKL: "),
             )
-            assert error.startswith(f"gossipsim.measure.NonFiniteKL: {main_state}") or (
+            assert error.startswith(f"gossipsim.measurement.outputs.NonFiniteKL: {main_state}") or (
                 requests and retrain and int(retrain.group(1)) >= 60
             ), error
             assert error.endswith("terms of the KL are beyond float64's range (an ∞ − ∞ or 0·∞)")

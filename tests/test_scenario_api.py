@@ -12,12 +12,13 @@ import numpy as np
 import pytest
 
 import gossipsim as gs
-from gossipsim.cli import main, parse_set
+from gossipsim.cli.parser import main
+from gossipsim.cli.run import parse_set
+from gossipsim.core.frozen import FrozenDict, FrozenList, freeze, thaw
+from gossipsim.core.streams import run_seed
 from gossipsim.errors import ConfigError
-from gossipsim.frozen import FrozenDict, FrozenList, freeze, thaw
-from gossipsim.scenario import parse_study
-from gossipsim.streams import run_seed
-from gossipsim.world import build_world, world_for_run
+from gossipsim.study.scenario import parse_study
+from gossipsim.world.world import build_world, world_for_run
 from tests.helpers import base_scenario, to_toml
 
 
@@ -126,8 +127,8 @@ def test_a_sweep_over_other_keys_shares_the_graph_object():
 
 def _interrupted(study, out, runs):
     """A results folder of ``study`` in which only ``runs`` were committed."""
-    from gossipsim.runner import simulate_run
-    from gossipsim.store import RunStore
+    from gossipsim.execution.runner import simulate_run
+    from gossipsim.results.store import RunStore
 
     world = build_world(study.variants[0].scenario)
     store = RunStore(out, study)

@@ -18,7 +18,7 @@ import pytest
 from scipy.stats import chisquare
 
 import gossipsim as gs
-from gossipsim.engine import run_token
+from gossipsim.engine.token import run_token
 from gossipsim.errors import ConfigError
 from gossipsim.families import Beta
 from gossipsim.scheduling import (

@@ -19,13 +19,13 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim.channels import Channel, Delivery
-from gossipsim.cli import main
-from gossipsim.engine import run_token
+from gossipsim.cli.parser import main
+from gossipsim.engine.protocol_api import Protocol, StateTrace
+from gossipsim.engine.token import run_token
 from gossipsim.errors import ConfigError
-from gossipsim.links import LinkModel, ServerLinks
-from gossipsim.messages import SERVER, Message, Round, Transfer
-from gossipsim.protocol_api import Protocol, StateTrace
+from gossipsim.network.channels import Channel, Delivery
+from gossipsim.network.links import LinkModel, ServerLinks
+from gossipsim.network.messages import SERVER, Message, Round, Transfer
 from gossipsim.protocols import ServerRounds
 from gossipsim.scheduling import IndexedGraph, Walker
 from tests.helpers import base_scenario, to_toml, validate_error
@@ -309,7 +309,7 @@ def _peak_bytes(protocol, links, slots):
 
 
 def test_the_memory_budget_counts_the_record_of_every_round():
-    from gossipsim import budget
+    from gossipsim.study import budget
 
     slots = 20_000
     walk = _peak_bytes(Constant(), LinkModel(1e3), slots)

@@ -17,11 +17,11 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim import fastpath
 from gossipsim.api import choose_engines
-from gossipsim.links import LinkModel, ServerLinks
-from gossipsim.slottables import SlotCosts, StaySlots, stepped_clock
-from gossipsim.world import slot_costs
+from gossipsim.engine.slottables import SlotCosts, StaySlots, stepped_clock
+from gossipsim.execution.vectorized import capability
+from gossipsim.network.links import LinkModel, ServerLinks
+from gossipsim.world.world import slot_costs
 from tests.helpers import base_scenario
 from tests.test_batched_steps import unlearning_beta
 from tests.test_centralised import assert_upload_charged
@@ -111,7 +111,7 @@ def test_dsvgd_with_the_server_in_batches_and_on_two_workers(monkeypatch):
     event = gs.run(raw, engine="event")
     whole = gs.run(raw, engine="vectorized", workers=2)
     assert_same_tables(event, whole, ("runs", "requests", "metrics", "particles"))
-    monkeypatch.setattr("gossipsim.budget.VECTORIZED_MAX_RUNS", 2)
+    monkeypatch.setattr("gossipsim.study.budget.VECTORIZED_MAX_RUNS", 2)
     split = gs.run(raw, engine="vectorized")
     assert_same_tables(event, split, ("runs", "requests", "metrics", "particles"))
 
@@ -199,7 +199,7 @@ def test_the_server_runs_on_the_vectorized_engine():
     study = gs.parse_study(on_server(conjugate()))
     worlds = gs.check(study)
     assert isinstance(worlds[0].links, ServerLinks)
-    assert fastpath.unavailable(worlds[0]) is None
+    assert capability.unavailable(worlds[0]) is None
     assert choose_engines(study, worlds, "auto") == (["vectorized"], ["vectorized"])
 
 

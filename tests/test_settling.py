@@ -16,8 +16,8 @@ import pytest
 
 import gossipsim as gs
 from gossipsim.errors import ConfigError
-from gossipsim.metrics import Segments, reference_level, reference_slots
-from gossipsim.scenario import parse_scenario
+from gossipsim.measurement.metrics import Segments, reference_level, reference_slots
+from gossipsim.study.sections import parse_scenario
 from tests.helpers import base_scenario, validate_error
 from tests.test_batched_steps import unlearning_beta
 

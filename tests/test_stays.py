@@ -13,14 +13,14 @@ import numpy as np
 import pytest
 
 import gossipsim as gs
-import gossipsim.fastpath as fastpath
+import gossipsim.execution.vectorized.driver as fastpath
 from gossipsim import cover as ct
 from gossipsim.api import check
-from gossipsim.cli import main
+from gossipsim.cli.parser import main
+from gossipsim.engine.slottables import SlotCosts, StaySlots
 from gossipsim.errors import ConfigError
-from gossipsim.scenario import parse_study
 from gossipsim.scheduling import scheduler_for
-from gossipsim.slottables import SlotCosts, StaySlots
+from gossipsim.study.scenario import parse_study
 from tests.helpers import to_toml
 
 MH = "metropolis-hastings"
@@ -380,7 +380,8 @@ def test_a_run_depends_on_its_seed_alone() -> None:
 
 def test_a_resumed_sweep_gives_the_same_tables(tmp_path) -> None:
     """Runs 3, 4 and 11 committed by an interrupted sweep, the rest run on --resume."""
-    from gossipsim.store import RunStore, status
+    from gossipsim.results.status import status
+    from gossipsim.results.store import RunStore
 
     raw = scenario({"kind": "star", "nodes": 7}, 16, requests=[{"node": 3, "at_iteration": 50}])
     study = parse_study(raw)

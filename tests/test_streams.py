@@ -1,4 +1,4 @@
-"""The batch streams (gossipsim.streams) and start nodes against NumPy itself: exact equality."""
+"""The batch streams (gossipsim.core.streams) and start nodes against NumPy itself: exact equality."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import gossipsim as gs
-from gossipsim import streams
-from gossipsim.fastpath import start_nodes
-from gossipsim.runner import START, WALK, build_world, run_seed, run_stream, start_node
+from gossipsim.core import streams
+from gossipsim.execution.runner import START, WALK, build_world, run_seed, run_stream, start_node
+from gossipsim.execution.vectorized.walks import start_nodes
 from tests.helpers import base_scenario
 
 
@@ -56,7 +56,7 @@ def test_blocks_equal_numpy_draws_forward_backward_and_far(stream):
 
 
 def test_the_walkers_block_pattern_equals_numpy_draws():
-    """u then v blocks of 8,192, as gossipsim.fastpath._walks reads them, the last one short."""
+    """u then v blocks of 8,192, as gossipsim.execution.vectorized.walks.stepped_walks reads them, the last one short."""
     seeds = streams.run_seeds(9, np.arange(5))
     ws = streams.WalkStreams(seeds, WALK)
     gens = [np.random.default_rng(run_stream(int(s), WALK)) for s in seeds.tolist()]

@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim import executors
-from gossipsim.cli import main
+from gossipsim.cli.parser import main
+from gossipsim.execution import executors, runner
 from tests.helpers import base_scenario, to_toml
 
 TABLES = ("metrics.csv", "runs.csv", "requests.csv", "visits.csv", "failures.csv")
@@ -67,7 +67,9 @@ def test_identical_tables_for_serial_pool_and_dask_local_cluster(tmp_path, capsy
 # lands between commits, with finished runs held back or a batch half done
 KILLABLE = """
 import sys, time
-from gossipsim import executors, fastpath, store
+from gossipsim.execution import executors
+from gossipsim.execution.vectorized import driver as fastpath
+from gossipsim.results import store
 store.COMMIT_RUNS = int(sys.argv[1])
 fastpath.BATCH = int(sys.argv[2])
 run_unit = executors.run_unit
@@ -75,7 +77,7 @@ def slow_unit(study, unit):
     time.sleep(0.05)
     return run_unit(study, unit)
 executors.run_unit = slow_unit
-from gossipsim.cli import main
+from gossipsim.cli.parser import main
 sys.exit(main(sys.argv[3:]))
 """
 
@@ -85,7 +87,7 @@ def test_resume_after_sigkill_gives_the_uninterrupted_tables(tmp_path, capsys, e
     """Kill the process (SIGKILL) mid-sweep, between commits of several runs, resume, and the
     tables equal an uninterrupted sweep's (committed in one part per variant or batch). Only the
     killed run is a process of its own; the others run here, as ``main`` of the CLI."""
-    from gossipsim.store import status
+    from gossipsim.results.status import status
 
     path = _scenario(tmp_path, runs=30, iterations=3000)
     env = {**os.environ, "PYTHONHASHSEED": "0"}
@@ -136,14 +138,14 @@ def test_resume_refuses_another_scenario(tmp_path, capsys):
 
 
 def test_a_failing_run_is_recorded_and_the_sweep_continues(tmp_path, monkeypatch, capsys):
-    real = executors.simulate_run
+    real = runner.simulate_run
 
     def flaky(world, run, seed):
         if run == 1:
             raise RuntimeError("disk on fire")
         return real(world, run, seed)
 
-    monkeypatch.setattr(executors, "simulate_run", flaky)
+    monkeypatch.setattr(runner, "simulate_run", flaky)
     path = _scenario(tmp_path, runs=3)
     out = tmp_path / "res"
     assert main(["run", str(path), "--out", str(out), "--no-plots", "--engine", "event"]) == 1

@@ -25,7 +25,7 @@ from gossipsim.families import (
 from gossipsim.models import FamilyTarget, Model
 from gossipsim.models.beta_exponential import ExactPosterior
 from gossipsim.particles import gaussian_stein_discrepancy, kernel_stein_discrepancy
-from gossipsim.particlestate import stein_discrepancy
+from gossipsim.states.particlestate import stein_discrepancy
 
 LogDensity = Callable[[np.ndarray], np.ndarray]
 

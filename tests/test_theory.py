@@ -1,7 +1,7 @@
-"""The ``theory`` block of summary.json (gossipsim.theory.theory_for) follows the scenario's walk.
+"""The ``theory`` block of summary.json (gossipsim.measurement.theory.theory_for) follows the scenario's walk.
 
 Every exact cover figure is checked against two computations that share no code with
-:mod:`gossipsim.covertime`: a brute-force linear solve of the (visited set, holder) chain written
+:mod:`gossipsim.cover`: a brute-force linear solve of the (visited set, holder) chain written
 here from the three scheduler rules, and the simulator itself (``gossipsim.run`` of the scenario,
 cover moves = ``cover_iteration`` − 1, or :class:`~gossipsim.scheduling.Walker` with the runner's
 own start draw), with |mean − exact| ≤ 4·SE. Seeds are fixed; run counts are chosen so that 4·SE is
@@ -22,11 +22,11 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 import gossipsim as gs
-from gossipsim import covertime as ct
+from gossipsim import cover as ct
 from gossipsim.cover import exact as cover_exact
-from gossipsim.runner import World, start_node
+from gossipsim.execution.runner import World, start_node
+from gossipsim.measurement.theory import theory_for
 from gossipsim.scheduling import Walker
-from gossipsim.theory import theory_for
 
 MH = "metropolis-hastings"
 SRW = "simple-random-walk"

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import gossipsim as gs
-from gossipsim.cli import main
+from gossipsim.cli.parser import main
 from gossipsim.errors import ConfigError
 from gossipsim.topology import (
     ARRAY_KINDS,
@@ -517,7 +517,7 @@ def test_docs_topology_table_is_generated_from_the_registry() -> None:
     table = reference_table()
     assert table in doc, (
         "docs/scenarios.md: the [topology] table differs from the registry; run "
-        f"`python -m gossipsim.reference docs/scenarios.md`:\n{table}"
+        f"`python -m gossipsim.study.reference docs/scenarios.md`:\n{table}"
     )
     section = doc.split("<!-- keys:topology-kinds -->", 1)[1].split("<!-- /keys -->", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| `")]

@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-import gossipsim.fastpath as fastpath
-from gossipsim.measure import _recorded_many
-from gossipsim.metrics import recorded_slots
+import gossipsim.execution.vectorized.driver as fastpath
+from gossipsim.measurement.batch import _recorded_many
+from gossipsim.measurement.metrics import recorded_slots
 
 MODELS = [
     ({"kind": "beta-bernoulli", "prior": {"a": 2, "b": 2}}, {"theta": 0.7}),
@@ -86,9 +86,9 @@ def _same(a: pd.DataFrame, b: pd.DataFrame, what: str) -> None:
 def test_random_unlearning_scenarios_give_the_event_engine_s_tables(monkeypatch, seed):
     raw = random_scenario(seed)
     calls = []
-    real = fastpath._batch_unlearning
+    real = fastpath.unlearning_batch
     monkeypatch.setattr(
-        fastpath, "_batch_unlearning", lambda w, runs: calls.append(runs) or real(w, runs)
+        fastpath, "unlearning_batch", lambda w, runs: calls.append(runs) or real(w, runs)
     )
     monkeypatch.setattr(fastpath, "LEARNING_BATCH", 7)  # several batches, one of them short
     event = gs.run(raw, engine="event")
@@ -113,7 +113,7 @@ def test_recorded_slots_of_many_runs_are_those_of_each_run():
 @pytest.mark.parametrize("seed", [5, 11, 17])
 def test_the_batch_measures_what_measure_gives_each_run(seed):
     """measure_batch's columns against the rows measure() gives each run of the event engine."""
-    from gossipsim.runner import build_world, run_seed, simulate_run
+    from gossipsim.execution.runner import build_world, run_seed, simulate_run
 
     raw = random_scenario(seed)
     runs = list(range(raw["scenario"]["runs"]))

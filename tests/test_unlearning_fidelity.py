@@ -10,12 +10,12 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim.cli import main
+from gossipsim.cli.parser import main
+from gossipsim.execution.runner import build_protocol
 from gossipsim.families import GaussianFull
-from gossipsim.metrics import Segments
+from gossipsim.measurement.metrics import Segments
 from gossipsim.protocols import ConjugateGFVL, NaturalGradientGFVL
 from gossipsim.protocols.natgrad import learning_rate
-from gossipsim.runner import build_protocol
 from tests.helpers import base_scenario, to_toml
 
 
@@ -309,7 +309,7 @@ def test_retrain_baseline_restarts_its_schedule_in_a_run():
         "unlearning": [{"node": 0, "at_iteration": 400}],
     }
     world = gs.build_world(gs.parse_study(raw).variants[0].scenario)
-    from gossipsim.runner import make_protocol
+    from gossipsim.execution.runner import make_protocol
 
     proto = make_protocol(world, world.model.fixed_data, np.random.SeedSequence(1))
     for slot in range(1, 400):

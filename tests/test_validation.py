@@ -17,10 +17,11 @@ import pandas as pd
 import pytest
 
 import gossipsim as gs
-from gossipsim import budget
-from gossipsim.cli import main
+from gossipsim.cli.parser import main
+from gossipsim.core import memory
 from gossipsim.errors import ConfigError
-from gossipsim.links import LinkModel, check_horizon
+from gossipsim.network.links import LinkModel, check_horizon
+from gossipsim.study import budget
 from gossipsim.topology import build_indexed, parse_label
 from tests.helpers import base_scenario, to_toml
 
@@ -31,7 +32,7 @@ GIB = 2**30
 def _machine_of_24_gib(monkeypatch: pytest.MonkeyPatch) -> None:
     """Memory refusals are judged against a fixed 24 GiB machine (messages and outcomes do not
     depend on where the tests run)."""
-    monkeypatch.setattr(budget, "machine_bytes", lambda: 24 * GIB)
+    monkeypatch.setattr(memory, "machine_bytes", lambda: 24 * GIB)
 
 
 def _write(tmp_path: Path, raw: dict[str, Any] | bytes | str, **files: bytes | str) -> Path:
@@ -496,7 +497,7 @@ def test_graph_estimates_are_upper_bounds_of_what_the_build_allocates(kind, node
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     edges = indexed.indices.size / 2
-    estimate = budget.graph_bytes(
+    estimate = memory.graph_bytes(
         nodes, edges, networkx=kind not in ("erdos_renyi", "random_geometric")
     )
     assert peak <= estimate, (peak, estimate)
@@ -517,7 +518,7 @@ def test_run_estimates_bound_what_a_run_allocates():
     shape = budget.run_shape(scenario)
     estimate = sum(t.bytes for t in budget.run_terms(shape, sizes, world.nodes))
     tracemalloc.start()
-    from gossipsim.runner import simulate_run
+    from gossipsim.execution.runner import simulate_run
 
     simulate_run(world, 0, 123)
     peak = tracemalloc.get_traced_memory()[1]
@@ -526,10 +527,10 @@ def test_run_estimates_bound_what_a_run_allocates():
 
 
 def test_byte_counts_read_as_one_short_unit():
-    assert budget.format_bytes(93 * GIB) == "93 GiB"
-    assert budget.format_bytes(1.5 * 2**40) == "1.5 TiB"
-    assert budget.format_bytes(512 * 2**20) == "512 MiB"
-    assert budget.format_bytes(2.0**80) == "1.0e+06 EiB"
+    assert memory.format_bytes(93 * GIB) == "93 GiB"
+    assert memory.format_bytes(1.5 * 2**40) == "1.5 TiB"
+    assert memory.format_bytes(512 * 2**20) == "512 MiB"
+    assert memory.format_bytes(2.0**80) == "1.0e+06 EiB"
 
 
 # ------------------------------------------------------------------------------ 6. files, encodings

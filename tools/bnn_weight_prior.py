@@ -37,7 +37,7 @@ from numpy.typing import NDArray
 from scipy.optimize import minimize
 
 import gossipsim as gs
-from gossipsim.datasets import DATASETS, load_task
+from gossipsim.data.datasets import DATASETS, load_task
 from gossipsim.logdensity.bnn import (
     BNN_FIXED_WEIGHT_PRIOR,
     BNN_NOISE_PRECISION_PRIOR,

@@ -229,7 +229,7 @@ def bits_at_convergence(res: Any, variant: str) -> float:
 
 def worst_visit_deviation(res: Any, variant: str) -> float:
     """max over nodes of |share / stationary share − 1| (what the visits figure draws)."""
-    from gossipsim.plots import visit_deviation
+    from gossipsim.figures.visits import visit_deviation
 
     kind = scenario_of(res, variant).scheduler.kind
     _, deviation = visit_deviation(res.visits, res.graphs[variant], variant, kind)
@@ -684,7 +684,7 @@ def optimum_words(res: Any, slot: int) -> str:
 
 
 def logistic_unlearning(load: Load) -> list[str]:
-    from gossipsim.plotting.stats import interval_record
+    from gossipsim.figures.stats import interval_record
 
     res = load("logistic_karate")
     karate = load("unlearning_karate")

@@ -23,10 +23,15 @@ import pandas as pd
 
 import gossipsim as gs
 
+sys.path.insert(
+    0, str(Path(__file__).resolve().parent.parent / "examples")
+)  # the examples' plug-ins
+
 ROOT = Path(__file__).resolve().parent.parent
 TABLES = ("runs", "requests", "metrics", "visits")
 SHIPPED_RUNS = {  # runs per shipped scenario in the snapshot
     "cover_time_vs_nodes": 2,
+    "dsvgd_fashion_mnist_unlearning_paper": 1,
     "fig3_beta_bernoulli": 200,
     "fig4_beta_exponential": 3,
     "fig5_beta_exponential_unlearning": 3,
@@ -34,6 +39,9 @@ SHIPPED_RUNS = {  # runs per shipped scenario in the snapshot
     "unlearning_complete": 300,
     "unlearning_karate": 100,
 }
+
+
+EXAMPLE_RUNS = 20  # runs per example scenario in the snapshot
 
 
 def _base(**sections: Any) -> dict[str, Any]:
@@ -48,14 +56,22 @@ def _base(**sections: Any) -> dict[str, Any]:
 
 
 def cases() -> dict[str, tuple[dict[str, Any], str]]:
-    """name -> (scenario as dicts, engine)."""
+    """name -> (scenario as dicts, engine): every shipped scenario, every example's scenario
+    (``example_<name>``, its plug-in imported from examples/) and the hand-made cases."""
     out: dict[str, tuple[dict[str, Any], str]] = {}
     for path in sorted((ROOT / "scenarios").glob("*.toml")):
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
         raw.setdefault("scenario", {})["runs"] = SHIPPED_RUNS.get(path.stem, 5)
         if path.stem == "cover_time_vs_nodes":  # the star with 1,000 nodes takes minutes a run
             raw["sweep"]["topology.nodes"] = [10, 20, 50]
+        if path.stem == "dsvgd_fashion_mnist_unlearning_paper":  # 12 minutes a run as shipped
+            raw["scenario"]["iterations"] = 45  # the requests at slot 40 still served
+            raw["data"]["test_rows"] = 500
         out[path.stem] = (raw, "auto")
+    for path in sorted((ROOT / "examples").glob("*.toml")):
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw.setdefault("scenario", {})["runs"] = EXAMPLE_RUNS
+        out[f"example_{path.stem}"] = (raw, "auto")
     requests = [{"node": 2, "at_iteration": 60}, {"node": 5, "at_time": 0.02}]
     for engine in ("event", "vectorized"):
         out[f"requests_links_{engine}"] = (
@@ -134,8 +150,10 @@ def cases() -> dict[str, tuple[dict[str, Any], str]]:
     return out
 
 
-def run_case(raw: dict[str, Any], engine: str) -> dict[str, pd.DataFrame]:
-    study = gs.parse_study(raw, path=str(ROOT / "scenarios" / "x.toml"))
+def run_case(
+    raw: dict[str, Any], engine: str, folder: str = "scenarios"
+) -> dict[str, pd.DataFrame]:
+    study = gs.parse_study(raw, path=str(ROOT / folder / "x.toml"))
     res = gs.run(study, engine=engine)
     return {name: getattr(res, name) for name in TABLES}
 
@@ -161,7 +179,7 @@ def main(argv: list[str]) -> int:
         if mode == "compare" and not (folder / f"{name}.runs.pkl").exists():
             print(f"compare {name}: new since the recording (not compared)")
             continue
-        tables = run_case(raw, engine)
+        tables = run_case(raw, engine, "examples" if name.startswith("example_") else "scenarios")
         differ = 0  # this case's tables that differ
         for table, frame in tables.items():
             path = folder / f"{name}.{table}.pkl"

@@ -36,21 +36,21 @@ nodes are 0..K−1 the label is the index). Arrays over nodes (hitting times, vi
 
 from __future__ import annotations
 
-from .bounds import matthews_bounds
-from .common import Graph, Start, harmonic, node_index
-from .exact import (
+from gossipsim.cover.bounds import matthews_bounds
+from gossipsim.cover.common import Graph, Start, harmonic, node_index
+from gossipsim.cover.exact import (
     EXACT_COVER_MAX_NODES,
     ExactCover,
     exact_cover_moves,
     exact_cover_moves_with_method,
 )
-from .formulas import (
+from gossipsim.cover.formulas import (
     TheoreticalCover,
     star_cover_moves,
     theoretical_cover,
     theoretical_cover_moves,
 )
-from .hitting import (
+from gossipsim.cover.hitting import (
     MATTHEWS_MAX_NODES,
     RemovalLatencyLaw,
     all_pairs_hitting_times,
@@ -60,8 +60,8 @@ from .hitting import (
     next_visit_latency,
     removal_latency_law,
 )
-from .iteration import cover_iteration
-from .montecarlo import (
+from gossipsim.cover.iteration import cover_iteration
+from gossipsim.cover.montecarlo import (
     monte_carlo_cover_moves,
     monte_carlo_removal_latency,
     monte_carlo_unlearning_latency,

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import Graph, harmonic
-from .hitting import MATTHEWS_MAX_NODES, all_pairs_hitting_times
+from gossipsim.cover.common import Graph, harmonic
+from gossipsim.cover.hitting import MATTHEWS_MAX_NODES, all_pairs_hitting_times
 
 __all__ = ["MATTHEWS_MAX_NODES", "matthews_bounds"]
 

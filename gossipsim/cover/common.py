@@ -11,9 +11,9 @@ import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import ConfigError
-from ..scheduling import IndexedGraph, Scheduler, scheduler_for
-from ..scheduling.graph import reaches_all
+from gossipsim.errors import ConfigError
+from gossipsim.scheduling import IndexedGraph, Scheduler, scheduler_for
+from gossipsim.scheduling.graph import reaches_all
 
 Graph: TypeAlias = IndexedGraph | nx.Graph
 Start: TypeAlias = Hashable  # "uniform", "stationary" or a node label

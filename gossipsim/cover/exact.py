@@ -29,10 +29,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..scheduling import IndexedGraph
-from .common import Graph, Start, harmonic, prepare, resolve_node, start_weights
-from .formulas import GRAPH_WALKS, star_cover_moves
+from gossipsim.cover.common import Graph, Start, harmonic, prepare, resolve_node, start_weights
+from gossipsim.cover.formulas import GRAPH_WALKS, star_cover_moves
+from gossipsim.errors import ConfigError
+from gossipsim.scheduling import IndexedGraph
 
 EXACT_COVER_MAX_NODES = 22
 """Largest graph for the subset-chain exact cover time (``K·2^(K−1)`` states). Measured on a 2-core

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..scheduling import check_scheduler
-from .common import check_node, harmonic
+from gossipsim.cover.common import check_node, harmonic
+from gossipsim.errors import ConfigError
+from gossipsim.scheduling import check_scheduler
 
 #: a start of the graph-free closed forms: "uniform", "stationary" (or, for the star, "centre" and
 #: "leaf") or a node *index* of the graph the topology kind builds

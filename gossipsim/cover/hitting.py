@@ -31,9 +31,9 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import ConfigError
-from ..scheduling import IndexedGraph, Scheduler
-from .common import Graph, Start, prepare, resolve_node, start_weights
+from gossipsim.cover.common import Graph, Start, prepare, resolve_node, start_weights
+from gossipsim.errors import ConfigError
+from gossipsim.scheduling import IndexedGraph, Scheduler
 
 MATTHEWS_MAX_NODES = 5000
 """Largest graph for the dense all-pairs hitting times behind

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ConfigError
+from gossipsim.errors import ConfigError
 
 
 def cover_iteration(holders: np.ndarray, n_nodes: int) -> int | None:

@@ -32,9 +32,17 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..scheduling import JumpChain, Scheduler
-from .common import Graph, Start, as_rng, check_runs, draw_starts, prepare, resolve_node
+from gossipsim.cover.common import (
+    Graph,
+    Start,
+    as_rng,
+    check_runs,
+    draw_starts,
+    prepare,
+    resolve_node,
+)
+from gossipsim.errors import ConfigError
+from gossipsim.scheduling import JumpChain, Scheduler
 
 _TAIL_RUNS = 32  # below this many active runs (chains without holding) finish run by run
 _VISITED_BYTES = 200_000_000  # cap on the runs×K visited matrix of one Monte Carlo chunk

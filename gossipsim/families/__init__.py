@@ -1,6 +1,6 @@
 """Posterior and factor representations: exponential families and the conjugate models built on them."""
 
-from .conjugate import (
+from gossipsim.families.conjugate import (
     CONJUGATE_MODELS,
     BetaBernoulli,
     ConjugateModel,
@@ -9,8 +9,8 @@ from .conjugate import (
     ModelParam,
     NormalNormal,
 )
-from .expfam import Beta, Dirichlet, ExponentialFamily, Gamma, Normal
-from .gaussian import GaussianDiagonal, GaussianFull
+from gossipsim.families.expfam import Beta, Dirichlet, ExponentialFamily, Gamma, Normal
+from gossipsim.families.gaussian import GaussianDiagonal, GaussianFull
 
 __all__ = [
     "CONJUGATE_MODELS",

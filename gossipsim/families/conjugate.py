@@ -21,10 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..schema import format_number
-from .drawn import Drawn, is_drawn, parse_drawn, resolve
-from .expfam import Beta, Dirichlet, ExponentialFamily, Gamma, Normal
+from gossipsim.core.schema import format_number
+from gossipsim.errors import ConfigError
+from gossipsim.families.drawn import Drawn, is_drawn, parse_drawn, resolve
+from gossipsim.families.expfam import Beta, Dirichlet, ExponentialFamily, Gamma, Normal
 
 #: largest count a gamma-poisson file may hold: integers up to 2^53 are exact in float64
 MAX_COUNT = 2**53

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
+from gossipsim.errors import ConfigError
 
 
 @dataclass(frozen=True)

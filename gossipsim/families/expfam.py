@@ -27,7 +27,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy.special import digamma, gammaln, zeta
 
-from . import stablekl
+from gossipsim.families import stablekl
 
 #: the largest bound on the rounding error (nats) of the Bregman form's KL that is accepted; beyond
 #: it, Beta, Gamma and Dirichlet KLs are computed by the stable forms of :mod:`.stablekl`. Ordinary
@@ -146,7 +146,7 @@ class ExponentialFamily(ABC):
             # (not a number at concentrations below about 1e-308: the Bregman form's value kept)
             value[redo] = np.where(np.isfinite(exact), exact, value[redo])
         # −∞ (a mean parameter beyond float64 where the stable form does not apply) is not a
-        # divergence of 0: NaN, which fails the run (gossipsim.measure.NonFiniteKL)
+        # divergence of 0: NaN, which fails the run (gossipsim.measurement.outputs.NonFiniteKL)
         return np.where(value == -np.inf, np.nan, np.maximum(value, 0.0))
 
 

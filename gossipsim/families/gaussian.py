@@ -30,8 +30,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import lapack
 
-from ..errors import ConfigError
-from .expfam import ExponentialFamily, member_and_points
+from gossipsim.errors import ConfigError
+from gossipsim.families.expfam import ExponentialFamily, member_and_points
 
 #: (m, Σ, L, L⁻¹, ok) of :meth:`GaussianFull._moments`
 _Moments = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]

@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .expfam import ExponentialFamily
+from gossipsim.families.expfam import ExponentialFamily
 
 #: per-sample gradients (S, d) and Hessians (S, d, d) (or Hessian diagonals (S, d)) of f at θ (S, d)
 GradHess = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.special import digamma
 
-from .expfam import trigamma
-from .gaussian import GaussianDiagonal, GaussianFull, _sym
+from gossipsim.families.expfam import trigamma
+from gossipsim.families.gaussian import GaussianDiagonal, GaussianFull, _sym
 
 
 def padded_rows(arrays: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

@@ -42,7 +42,7 @@ import math
 import numpy as np
 from scipy.special import digamma, gammaln
 
-from .exactsum import as_integers
+from gossipsim.families.exactsum import as_integers
 
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 #: below this, R and R' from SciPy's lnΓ and ψ; from here on, their asymptotic series

@@ -5,20 +5,20 @@ plug-in named by import path in the scenario (``[model] kind = "mypackage.module
 worker processes import again.
 """
 
-from ..registry import MODEL_KINDS
-from .base import FamilyTarget, Model, Target
-from .beta_exponential import BetaExponential, ExactPosterior
-from .bnn import BayesianNeuralNetwork
-from .conjugate import (
+from gossipsim.core.registry import MODEL_KINDS
+from gossipsim.models.base import FamilyTarget, Model, Target
+from gossipsim.models.beta_exponential import BetaExponential, ExactPosterior
+from gossipsim.models.bnn import BayesianNeuralNetwork
+from gossipsim.models.conjugate import (
     BetaBernoulliModel,
     ConjugateExpFam,
     DirichletCategoricalModel,
     GammaPoissonModel,
     NormalNormalModel,
 )
-from .mixture import GaussianMixtureModel
-from .particlemodel import ParticleModel
-from .regression import LinearRegression, LogisticRegression
+from gossipsim.models.mixture import GaussianMixtureModel
+from gossipsim.models.particlemodel import ParticleModel
+from gossipsim.models.regression import LinearRegression, LogisticRegression
 
 
 def register_model(model: type[Model]) -> type[Model]:

@@ -1,10 +1,10 @@
 """What the runner needs from a model: node data, capabilities, exact targets and evaluation.
 
-A model turns its own settings (:class:`~gossipsim.settings.ModelSpec`: the ``[model]`` and
+A model turns its own settings (:class:`~gossipsim.study.settings.ModelSpec`: the ``[model]`` and
 ``[data]`` sections of one variant; never the whole scenario) into
 
 - ``fixed_data`` (drawn once) or ``draw_data(rng)`` (a new data set per run),
-- ``capabilities``: what it offers a protocol (:mod:`gossipsim.capabilities`: exact conjugate
+- ``capabilities``: what it offers a protocol (:mod:`gossipsim.core.capabilities`: exact conjugate
   factors through ``factors(data)``, or expected log-likelihood gradients through
   ``mean_gradient(data, estimation)`` and ``in_domain``); the protocol kind chosen by the scenario
   builds itself from them, the model never builds a protocol,
@@ -14,13 +14,13 @@ A model turns its own settings (:class:`~gossipsim.settings.ModelSpec`: the ``[m
   draws ``sample(rng, count)`` (``has_samples``),
 - ``evaluate(data, states)``: extra per-slot columns (held-out accuracy, NLL, ECE, ...),
 - ``sizes(spec, nodes)``: how big the model is, in numbers, from the settings alone (the memory
-  estimate of :mod:`gossipsim.budget`, checked by :meth:`Model.check_budget` before any data are
+  estimate of :mod:`gossipsim.study.budget`, checked by :meth:`Model.check_budget` before any data are
   drawn).
 
 New models (particle posteriors, Bayesian neural networks) implement this interface; the engine and
 the runner do not change. The abstract methods (and those a declared capability needs:
-:data:`~gossipsim.capabilities.CAPABILITY_METHODS`) are what a model must define: a kind that lacks
-one is refused when it is loaded, in one line naming it (:mod:`gossipsim.contracts`).
+:data:`~gossipsim.core.capabilities.CAPABILITY_METHODS`) are what a model must define: a kind that lacks
+one is refused when it is loaded, in one line naming it (:mod:`gossipsim.core.contracts`).
 """
 
 from __future__ import annotations
@@ -34,15 +34,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from .. import budget
-from ..errors import ConfigError
-from ..families import ExponentialFamily, ModelParam
-from ..representations import Target
-from ..scheduling import IndexedGraph
-from ..schema import Key, format_number
+from gossipsim.core.schema import Key, format_number
+from gossipsim.errors import ConfigError
+from gossipsim.families import ExponentialFamily, ModelParam
+from gossipsim.scheduling import IndexedGraph
+from gossipsim.states.representations import Target
+from gossipsim.study import budget
 
 if TYPE_CHECKING:
-    from ..settings import ModelSpec
+    from gossipsim.study.settings import ModelSpec
 
 
 class FamilyTarget(Target):
@@ -85,7 +85,7 @@ class Model(ABC):
     model_keys: ClassVar[tuple[Key, ...]] = ()
     #: data-section keys beyond points_per_node, path, draw and the generator parameters
     data_keys: ClassVar[tuple[Key, ...]] = ()
-    #: what the model offers a protocol (:mod:`gossipsim.capabilities`)
+    #: what the model offers a protocol (:mod:`gossipsim.core.capabilities`)
     capabilities: ClassVar[frozenset[str]] = frozenset()
     #: whether ``[data] path`` (a node,x CSV file) is supported
     reads_files: ClassVar[bool] = False
@@ -122,12 +122,12 @@ class Model(ABC):
     @abstractmethod
     def sizes(cls, spec: ModelSpec, nodes: int) -> budget.ModelSizes:
         """How big the variant's model is on ``nodes`` nodes, in numbers, computed from the settings
-        alone (before any data is drawn): what :mod:`gossipsim.budget` turns into bytes."""
+        alone (before any data is drawn): what :mod:`gossipsim.study.budget` turns into bytes."""
 
     def check_budget(self, spec: ModelSpec, graph: IndexedGraph) -> None:
         """Refuse, before the data are drawn, a variant whose graph, data and runs cannot fit in
         memory or whose simulated time would overflow (``spec.check_budget``: the world binds
-        :func:`gossipsim.budget.check_world` to the scenario; a model built alone skips it)."""
+        :func:`gossipsim.study.budget.check_world` to the scenario; a model built alone skips it)."""
         if spec.check_budget is not None:
             spec.check_budget(type(self).sizes(spec, graph.size), graph)
 
@@ -185,10 +185,10 @@ class Model(ABC):
 
     @classmethod
     def unmet_needs(cls) -> list[str]:
-        """What the model's capabilities need (:data:`~gossipsim.capabilities.CAPABILITY_METHODS`)
-        that it does not define: refused when its kind is loaded (:mod:`gossipsim.contracts`)."""
-        from ..capabilities import CAPABILITY_METHODS
-        from ..contracts import lacking
+        """What the model's capabilities need (:data:`~gossipsim.core.capabilities.CAPABILITY_METHODS`)
+        that it does not define: refused when its kind is loaded (:mod:`gossipsim.core.contracts`)."""
+        from gossipsim.core.capabilities import CAPABILITY_METHODS
+        from gossipsim.core.contracts import lacking
 
         needed = [m for c in sorted(cls.capabilities) for m in CAPABILITY_METHODS.get(c, ())]
         return lacking(cls, needed)
@@ -209,7 +209,7 @@ class Model(ABC):
         cls, model: Mapping[str, Any], key: str = "model"
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Validated prior parameters (defaults filled in) and model options from ``[model]``."""
-        from ..families.conjugate import _check_params
+        from gossipsim.families.conjugate import _check_params
 
         prior = model.get("prior", {})
         if not isinstance(prior, dict):

@@ -17,7 +17,7 @@ with E_q[log θ] = ψ(a) − ψ(a+b), E_q[log(1−θ)] = ψ(b) − ψ(a+b), E_q[
 a > 1 (infinite otherwise: p vanishes faster than any power of θ at 0). The tests check it against a
 brute-force integral on a fine grid. The **best-in-family KL** min_{a,b} KL(Beta(a, b) ‖ p) is found
 as the stationary point of KL(q ‖ p) in the family by damped natural-gradient steps, accepted when
-its estimated KL to the exact minimiser is at most 1e-11 (:mod:`gossipsim.optimum`); it is also the
+its estimated KL to the exact minimiser is at most 1e-11 (:mod:`gossipsim.families.optimum`); it is also the
 fixed point of G-FVL, since the free energy (2) is α·KL(q ‖ p) up to a constant. The tests check it
 against Nelder–Mead on (log a, log b) and a grid.
 
@@ -37,28 +37,34 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 from scipy.special import betaln, digamma
 
-from .. import budget
-from ..capabilities import (
+from gossipsim.core.capabilities import (
     BATCHED_MEAN_GRADIENT,
     MEAN_GRADIENT,
     BatchedMeanGradient,
     EstimatorSettings,
     MeanGradient,
 )
-from ..data import points_per_node, read_observations
-from ..errors import ConfigError
-from ..families import Beta, ModelParam
-from ..families.drawn import Drawn, is_drawn, parse_drawn
-from ..families.expfam import trigamma
-from ..families.natgrad import reinforce_mean_gradient
-from ..families.natgrad_batch import beta_reinforce, padded_rows
-from ..optimum import OptimumError, variational_optimum
-from ..scheduling import IndexedGraph
-from ..schema import format_number
-from .base import Model, Target, check_prior_numbers, total_points, warnings_only_on_success
+from gossipsim.core.schema import format_number
+from gossipsim.data.observations import points_per_node, read_observations
+from gossipsim.errors import ConfigError
+from gossipsim.families import Beta, ModelParam
+from gossipsim.families.drawn import Drawn, is_drawn, parse_drawn
+from gossipsim.families.expfam import trigamma
+from gossipsim.families.natgrad import reinforce_mean_gradient
+from gossipsim.families.natgrad_batch import beta_reinforce, padded_rows
+from gossipsim.families.optimum import OptimumError, variational_optimum
+from gossipsim.models.base import (
+    Model,
+    Target,
+    check_prior_numbers,
+    total_points,
+    warnings_only_on_success,
+)
+from gossipsim.scheduling import IndexedGraph
+from gossipsim.study import budget
 
 if TYPE_CHECKING:
-    from ..settings import ModelSpec
+    from gossipsim.study.settings import ModelSpec
 
 _TINY = 1e-300
 
@@ -105,7 +111,7 @@ class ExactPosterior(Target):
         #: relative stationarity residual of the best-in-family Beta where its search stopped
         self.best_family_residual = np.nan
         #: its estimated KL to the exact best-in-family Beta (≤ 1e-11, else an error;
-        #: :mod:`gossipsim.optimum`)
+        #: :mod:`gossipsim.families.optimum`)
         self.best_family_kl_to_optimum = np.nan
         self.log_normaliser = self._log_normaliser()
         if not np.isfinite(self.log_normaliser):  # every KL would be ±inf, and shown as 0
@@ -172,7 +178,7 @@ class ExactPosterior(Target):
 
     def _best_in_family(self) -> tuple[float, np.ndarray]:
         """min over Beta(a, b) of KL(Beta ‖ p) and its minimiser: the stationary point of the free
-        energy, found by damped natural-gradient steps (:func:`gossipsim.optimum.variational_optimum`)
+        energy, found by damped natural-gradient steps (:func:`gossipsim.families.optimum.variational_optimum`)
         from the Beta with the target's mean and variance. KL(q ‖ p) = −H(q) − E_q[log p̃] + log 𝒵 with
         log p̃ = c₁ log θ + c₂ log(1−θ) − c₃/θ, so its natural gradient is η − (c₁, c₂) + c₃ F⁻¹ ∇_η
         E_q[1/θ]: the residual of G-FVL's fixed point (eq. 17) with all data at one node."""
@@ -223,7 +229,7 @@ class ExactPosterior(Target):
 
 
 class ExponentialObservations:
-    """One observation of the Beta–exponential model, as :func:`gossipsim.data.read_observations`
+    """One observation of the Beta–exponential model, as :func:`gossipsim.data.observations.read_observations`
     checks it: a positive number z (the exponential density with mean θ)."""
 
     observation = "a positive number (an exponential observation z > 0)"

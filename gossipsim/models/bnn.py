@@ -3,7 +3,7 @@ particle protocols (SVGD, DSVGD, Forget-SVGD).
 
 The data set decides the task (issue 22, item 9): the classification sets (``breast_cancer``,
 ``wine``, ``digits``, ``iris``, and ``fashion_mnist`` on its PCA feature map,
-:mod:`gossipsim.imagetask`) keep their *original* classes and the network ends in a softmax over
+:mod:`gossipsim.data.imagetask`) keep their *original* classes and the network ends in a softmax over
 them; ``diabetes`` gives regression with a Gaussian likelihood of learned precision γ. The
 network, its priors (weights N(0, λ⁻¹) with λ fixed at ``weight_precision`` = e by default, or
 learned under λ ∼ Gamma(a, rate b) with ``weight_prior = "hierarchical"``; γ ∼ Gamma(a_γ, rate
@@ -28,14 +28,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from .. import budget
-from ..classification import particle_spread
-from ..datasets import DATASETS, LabelMode, Task, load_task
-from ..errors import ConfigError
-from ..families import ModelParam
-from ..idx import FASHION_MNIST_CLASSES, FASHION_MNIST_FOLDER
-from ..imagetask import PIXELS, fashion_mnist_task
-from ..logdensity.bnn import (
+from gossipsim.core.schema import Key
+from gossipsim.data.datasets import DATASETS, LabelMode, Task, load_task
+from gossipsim.data.idx import FASHION_MNIST_CLASSES, FASHION_MNIST_FOLDER
+from gossipsim.data.imagetask import PIXELS, fashion_mnist_task
+from gossipsim.errors import ConfigError
+from gossipsim.families import ModelParam
+from gossipsim.logdensity.bnn import (
     BnnLayout,
     BnnTask,
     FixedPrecision,
@@ -47,16 +46,17 @@ from ..logdensity.bnn import (
     bnn_predictive_probabilities,
     sample_bnn_prior,
 )
-from ..logdensity.hierarchical import GammaPrior
-from ..scheduling import IndexedGraph
-from ..schema import Key
-from .particle import ParticleClassifier
-from .particlemodel import CHUNK_VALUES, ParticleModel, in_chunks
-from .regression import DATA_KEYS as REGRESSION_DATA_KEYS
-from .regression import RegressionData, _option, _test_fraction, partition_rows
+from gossipsim.logdensity.hierarchical import GammaPrior
+from gossipsim.models.classification import particle_spread
+from gossipsim.models.particle import ParticleClassifier
+from gossipsim.models.particlemodel import CHUNK_VALUES, ParticleModel, in_chunks
+from gossipsim.models.regression import DATA_KEYS as REGRESSION_DATA_KEYS
+from gossipsim.models.regression import RegressionData, _option, _test_fraction, partition_rows
+from gossipsim.scheduling import IndexedGraph
+from gossipsim.study import budget
 
 if TYPE_CHECKING:
-    from ..settings import ModelSpec
+    from gossipsim.study.settings import ModelSpec
 
 FloatArray = NDArray[np.float64]
 

@@ -11,15 +11,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from .. import budget
-from ..capabilities import EXACT_FACTORS
-from ..data import points_per_node, read_observations, synthetic_observations
-from ..errors import ConfigError
-from ..families import CONJUGATE_MODELS, ConjugateModel
-from ..families.exactsum import exact_sum, sum_bounds
-from ..scheduling import IndexedGraph
-from ..schema import Key
-from .base import (
+from gossipsim.core import memory
+from gossipsim.core.capabilities import EXACT_FACTORS
+from gossipsim.core.schema import Key
+from gossipsim.data.observations import points_per_node, read_observations, synthetic_observations
+from gossipsim.errors import ConfigError
+from gossipsim.families import CONJUGATE_MODELS, ConjugateModel
+from gossipsim.families.exactsum import exact_sum, sum_bounds
+from gossipsim.models.base import (
     SIGMA_KEY,
     FamilyTarget,
     Model,
@@ -28,9 +27,11 @@ from .base import (
     check_sigma,
     total_points,
 )
+from gossipsim.scheduling import IndexedGraph
+from gossipsim.study import budget
 
 if TYPE_CHECKING:
-    from ..settings import ModelSpec
+    from gossipsim.study.settings import ModelSpec
 
 
 class ConjugateExpFam(Model):
@@ -285,8 +286,8 @@ class DirichletCategoricalModel(ConjugateExpFam):
         if isinstance(categories, bool) or not isinstance(categories, int) or categories < 2:
             raise ConfigError(f"{key}.categories", f"must be an integer >= 2 (got {categories!r})")
         # the prior's concentrations are listed here, before any graph exists: refuse what cannot fit
-        budget.require_fits(
-            f"{key}.categories", categories * budget.LIST_ENTRY_BYTES, f"{categories} categories"
+        memory.require_fits(
+            f"{key}.categories", categories * memory.LIST_ENTRY_BYTES, f"{categories} categories"
         )
         return {"categories": categories}
 

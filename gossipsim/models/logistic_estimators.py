@@ -7,7 +7,7 @@ Every estimator forms E_q[∇L] and E_q[∇²L] (or its diagonal, for a mean-fie
 REINFORCE, which weighs the score of q (eqs. 18-20):
 
 - ``exact``: each projection a_n ~ N(x_nᵀm, x_nᵀΣx_n) integrated by the rule of
-  :func:`~gossipsim.glm.logistic_projection_derivatives` (deterministic);
+  :func:`~gossipsim.models.glm.logistic_projection_derivatives` (deterministic);
 - ``reparameterization`` with S draws per point: point n's derivatives depend on its own draws
   θ_ns only through a_ns = x_nᵀθ_ns, and the θ_ns are independent, so a_ns is drawn directly,
   a_ns = x_nᵀm + ‖L⁻¹x_n‖ z_ns (z_ns ~ N(0, 1); ‖√v ⊙ x_n‖ for the diagonal family): the same
@@ -28,10 +28,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
-from .. import glm
-from ..capabilities import BatchedMeanGradient, EstimatorSettings
-from ..families import natgrad_batch
-from ..families.gaussian import GaussianDiagonal, GaussianFull
+from gossipsim.core.capabilities import BatchedMeanGradient, EstimatorSettings
+from gossipsim.families import natgrad_batch
+from gossipsim.families.gaussian import GaussianDiagonal, GaussianFull
+from gossipsim.models import glm
 
 #: Gauss–Hermite points of the exact estimator's rule
 QUADRATURE_POINTS = 32

@@ -34,22 +34,22 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from .. import budget
-from ..classification import particle_spread
-from ..densitygrid import ExactDensity
-from ..errors import ConfigError
-from ..families import ModelParam
-from ..logdensity.mixture import GaussianMixture, product_of_mixtures
-from ..particles.kernels import pairwise_squared_distances
-from ..particles.mmd import maximum_mean_discrepancy
-from ..scheduling import IndexedGraph
-from ..schema import Key
-from .particlemodel import CHUNK_VALUES, PRIOR_RANGE, ParticleModel, in_chunks
+from gossipsim.core.schema import Key
+from gossipsim.errors import ConfigError
+from gossipsim.families import ModelParam
+from gossipsim.logdensity.densitygrid import ExactDensity
+from gossipsim.logdensity.mixture import GaussianMixture, product_of_mixtures
+from gossipsim.models.classification import particle_spread
+from gossipsim.models.particlemodel import CHUNK_VALUES, PRIOR_RANGE, ParticleModel, in_chunks
+from gossipsim.particles.kernels import pairwise_squared_distances
+from gossipsim.particles.mmd import maximum_mean_discrepancy
+from gossipsim.scheduling import IndexedGraph
+from gossipsim.study import budget
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
-    from ..settings import ModelSpec
+    from gossipsim.study.settings import ModelSpec
 
 FloatArray = NDArray[np.float64]
 

@@ -1,7 +1,7 @@
 """Models for particle protocols (SVGD, DSVGD, Forget-SVGD): log densities and their gradients at
 points θ ∈ R^d, no exponential family.
 
-A model with the capability :data:`~gossipsim.capabilities.LOGLIK_GRADIENT` offers
+A model with the capability :data:`~gossipsim.core.capabilities.LOGLIK_GRADIENT` offers
 
 - ``particle_dimension`` d and ``sample_prior(rng, count)``: the particles start as exact prior
   draws;
@@ -13,7 +13,7 @@ A model with the capability :data:`~gossipsim.capabilities.LOGLIK_GRADIENT` offe
 - ``exact_density(data, forgotten)``, optional: the posterior's normalised log-density where the
   model knows it (the contours of the ``particles`` figure);
 - ``particle_target(data, forgotten)``: the posterior of all data but the forgotten nodes', known up
-  to its normalising constant (:class:`~gossipsim.particlestate.ParticleTarget`: its score, exact
+  to its normalising constant (:class:`~gossipsim.states.particlestate.ParticleTarget`: its score, exact
   samples where the model has them), against which the kernelized Stein discrepancy ``ksd`` is
   measured;
 - ``particle_columns(requested)`` and ``evaluate_particles(data, particles, requested)``: held-out
@@ -33,14 +33,14 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from ..classification import (
+from gossipsim.logdensity.densitygrid import ExactDensity
+from gossipsim.models.classification import (
     classification_accuracy,
     classification_ece,
     classification_nll,
     particle_spread,
 )
-from ..densitygrid import ExactDensity
-from ..particlestate import ParticleTarget
+from gossipsim.states.particlestate import ParticleTarget
 
 FloatArray = NDArray[np.float64]
 
@@ -110,7 +110,7 @@ class ParticleCapable:
         """The normalised log-density of the posterior of every node's data but the
         ``forgotten`` nodes', with a box holding nearly all of its mass, where the model knows it
         exactly (None): summary.json records it on a grid for d = 2, the contours of the
-        ``particles`` figure (:mod:`gossipsim.densitygrid`)."""
+        ``particles`` figure (:mod:`gossipsim.logdensity.densitygrid`)."""
         return None
 
     def particle_columns(self, requested: frozenset[int]) -> tuple[str, ...]:

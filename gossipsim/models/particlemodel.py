@@ -17,12 +17,12 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from ..capabilities import LOGLIK_GRADIENT
-from ..errors import ConfigError
-from ..representations import Target
-from ..schema import format_number
-from .base import Model
-from .particle import ParticleCapable
+from gossipsim.core.capabilities import LOGLIK_GRADIENT
+from gossipsim.core.schema import format_number
+from gossipsim.errors import ConfigError
+from gossipsim.models.base import Model
+from gossipsim.models.particle import ParticleCapable
+from gossipsim.states.representations import Target
 
 FloatArray = NDArray[np.float64]
 

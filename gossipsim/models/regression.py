@@ -16,7 +16,7 @@ learned by natural-gradient G-FVL (eq. 17) with one of three estimators of ∇_�
 The target is the centralised variational optimum in the same family: the stationary point of the
 free energy (2) on the pooled data of every included node, found by damped natural-gradient steps
 with the exact estimator (and Newton steps where they stall) and accepted when its estimated KL to
-the optimum is at most 1e-11 nats (:mod:`gossipsim.optimum`). G-FVL with the exact estimator has the
+the optimum is at most 1e-11 nats (:mod:`gossipsim.families.optimum`). G-FVL with the exact estimator has the
 same fixed point, so KL(q ‖ target) measures how far the gossip run is from it. Held-out accuracy,
 negative log-likelihood and expected calibration error (eq. 14 of the DSVGD paper, ``[metrics]
 ece_bins`` bins) are recorded.
@@ -30,8 +30,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from .. import budget, glm
-from ..capabilities import (
+from gossipsim.core.capabilities import (
     BATCHED_MEAN_GRADIENT,
     EXACT_FACTORS,
     LOGLIK_GRADIENT,
@@ -40,7 +39,8 @@ from ..capabilities import (
     EstimatorSettings,
     MeanGradient,
 )
-from ..datasets import (
+from gossipsim.core.schema import Key
+from gossipsim.data.datasets import (
     DATASETS,
     Task,
     check_fraction,
@@ -49,12 +49,13 @@ from ..datasets import (
     synthetic_linear_task,
     synthetic_logistic_task,
 )
-from ..errors import ConfigError
-from ..families import ModelParam
-from ..families.gaussian import GaussianDiagonal, GaussianFull
-from ..families.natgrad import gaussian_mean_gradient
-from ..logdensity.hierarchical import GammaPrior
-from ..logdensity.logistic import (
+from gossipsim.errors import ConfigError
+from gossipsim.families import ModelParam
+from gossipsim.families.gaussian import GaussianDiagonal, GaussianFull
+from gossipsim.families.natgrad import gaussian_mean_gradient
+from gossipsim.families.optimum import KL_TOL, MAX_STEPS, NEWTON_STEPS, variational_optimum
+from gossipsim.logdensity.hierarchical import GammaPrior
+from gossipsim.logdensity.logistic import (
     LOGISTIC_PRECISION_PRIOR,
     logistic_log_likelihood,
     logistic_log_likelihood_score,
@@ -62,15 +63,26 @@ from ..logdensity.logistic import (
     logistic_predictive_probability,
     sample_logistic_prior,
 )
-from ..optimum import KL_TOL, MAX_STEPS, NEWTON_STEPS, variational_optimum
-from ..scheduling import IndexedGraph
-from ..schema import Key
-from .base import SIGMA_KEY, FamilyTarget, Model, Target, check_prior_numbers, check_sigma
-from .logistic_estimators import QUADRATURE_POINTS, NodePoints, logistic_batched_gradient
-from .particle import ParticleClassifier
+from gossipsim.models import glm
+from gossipsim.models.base import (
+    SIGMA_KEY,
+    FamilyTarget,
+    Model,
+    Target,
+    check_prior_numbers,
+    check_sigma,
+)
+from gossipsim.models.logistic_estimators import (
+    QUADRATURE_POINTS,
+    NodePoints,
+    logistic_batched_gradient,
+)
+from gossipsim.models.particle import ParticleClassifier
+from gossipsim.scheduling import IndexedGraph
+from gossipsim.study import budget
 
 if TYPE_CHECKING:
-    from ..settings import ModelSpec
+    from gossipsim.study.settings import ModelSpec
 
 FAMILIES = ("gaussian-full", "gaussian-diagonal")
 DATA_KEYS = (
@@ -170,7 +182,7 @@ def partition_rows(
     options: dict[str, Any], groups: np.ndarray, nodes: int, rng: np.random.Generator
 ) -> list[np.ndarray]:
     """The training rows of each node, dealt as ``[data] partition`` and its keys say
-    (:func:`gossipsim.datasets.partition` of the rows' ``groups``)."""
+    (:func:`gossipsim.data.datasets.partition` of the rows' ``groups``)."""
     return partition(
         groups,
         nodes,
@@ -361,7 +373,7 @@ class GaussianRegression(Model):
         return self.family.conventional(np.asarray(states, dtype=float))
 
     def _projection_moments(self, eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Mean and covariance of one member as :mod:`gossipsim.glm` takes them: a diagonal
+        """Mean and covariance of one member as :mod:`gossipsim.models.glm` takes them: a diagonal
         covariance as its diagonal (cheaper projections)."""
         if isinstance(self.family, GaussianDiagonal):
             return self.family.conventional(eta)[0], self.family.variance(eta)
@@ -591,9 +603,9 @@ class LogisticRegression(ParticleClassifier, GaussianRegression):
     ) -> np.ndarray:
         """The variational optimum on the pooled data of the included nodes: the stationary point
         of the free energy (2) in the family, G-FVL's fixed point with the exact estimator
-        (:func:`gossipsim.optimum.variational_optimum`: at most ``max_steps`` damped
+        (:func:`gossipsim.families.optimum.variational_optimum`: at most ``max_steps`` damped
         natural-gradient steps and ``newton_steps`` Newton steps, accepted when the estimated KL
-        to the optimum is at most ``kl_tol`` nats; :class:`~gossipsim.optimum.OptimumError` if
+        to the optimum is at most ``kl_tol`` nats; :class:`~gossipsim.families.optimum.OptimumError` if
         not)."""
         X, y = data.pooled(self.included(forgotten))
         family = self.family

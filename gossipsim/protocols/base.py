@@ -1,5 +1,5 @@
-"""The protocol interface (:mod:`gossipsim.protocol_api`), importable from the protocols package."""
+"""The protocol interface (:mod:`gossipsim.engine.protocol_api`), importable from the protocols package."""
 
-from ..protocol_api import Protocol, Recovery, StateTrace
+from gossipsim.engine.protocol_api import Protocol, Recovery, StateTrace
 
 __all__ = ["Protocol", "Recovery", "StateTrace"]

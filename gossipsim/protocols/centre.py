@@ -6,8 +6,8 @@ What it costs, on both engines: **the one upload of every node's data to the cen
 start**, and nothing afterwards.
 
 - In slot 1 every node sends its data to the centre, all at once (a
-  :class:`~gossipsim.messages.Round` of one :class:`~gossipsim.messages.Transfer` per node to
-  :data:`~gossipsim.messages.SERVER`, not sequential): ``bits_per_entry`` × the numbers of the
+  :class:`~gossipsim.network.messages.Round` of one :class:`~gossipsim.network.messages.Transfer` per node to
+  :data:`~gossipsim.network.messages.SERVER`, not sequential): ``bits_per_entry`` × the numbers of the
   node's data (:meth:`Model.node_data_entries <gossipsim.models.base.Model.node_data_entries>`:
   its training rows, features and labels, as the model holds them; a Gaussian-mixture node its
   likelihood factor's weights, means and variance) over the node's uplink (``[links]
@@ -20,7 +20,7 @@ The scheduler still picks a node each slot (the ``holder`` column of metrics.csv
 centralised protocol ignores; runs.csv has no cover time for it (NaN) and visits.csv no rows, and
 the walk's figures (cover time, visits) leave it out. ``[protocol] architecture`` changes nothing
 of it: the centre is the server. The vectorised engine charges the same
-(:func:`gossipsim.world.slot_costs`).
+(:func:`gossipsim.world.world.slot_costs`).
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..messages import SERVER, Message, Round, Transfer
-from .base import Protocol
-from .wrapped import Wrapped
+from gossipsim.network.messages import SERVER, Message, Round, Transfer
+from gossipsim.protocols.base import Protocol
+from gossipsim.protocols.wrapped import Wrapped
 
 #: a slot at the centre after the upload: no transfer, no token moves
 AT_THE_CENTRE = Round(())

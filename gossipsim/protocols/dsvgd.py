@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..messages import Message
-from ..particles.aggregated import AggregateState, aggregated_visit, forget, start_state
-from ..particles.dsvgd import paper_forget, paper_visit
-from ..scheduling.base import NodeView
-from .particle_base import FloatArray, ParticleProtocol
-from .registry import BuildRequest
+from gossipsim.network.messages import Message
+from gossipsim.particles.aggregated import AggregateState, aggregated_visit, forget, start_state
+from gossipsim.particles.dsvgd import paper_forget, paper_visit
+from gossipsim.protocols.particle_base import FloatArray, ParticleProtocol
+from gossipsim.protocols.registry import BuildRequest
+from gossipsim.scheduling.base import NodeView
 
 
 class DistributedSVGD(ParticleProtocol):

@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..particles.aggregated import AggregateState, aggregated_visit
-from ..particles.dsvgd import paper_forget, paper_visit
-from .particle_batch import IntArray, ParticleBatch
+from gossipsim.particles.aggregated import AggregateState, aggregated_visit
+from gossipsim.particles.dsvgd import paper_forget, paper_visit
+from gossipsim.protocols.particle_batch import IntArray, ParticleBatch
 
 
 class DSVGDBatch(ParticleBatch):

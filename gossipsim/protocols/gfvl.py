@@ -16,9 +16,9 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from ..families.exactsum import running_sums
-from ..messages import Message
-from .base import Protocol, StateTrace
+from gossipsim.families.exactsum import running_sums
+from gossipsim.network.messages import Message
+from gossipsim.protocols.base import Protocol, StateTrace
 
 
 class FactorTrace(StateTrace):

@@ -12,14 +12,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..capabilities import BATCHED_MEAN_GRADIENT, EXACT_FACTORS, MEAN_GRADIENT, EstimatorSettings
-from ..errors import ConfigError
-from ..schema import Key, read_keys
-from .base import Protocol
-from .gfvl import ConjugateGFVL
-from .natgrad import NaturalGradientGFVL
-from .natgrad_batch import NaturalGradientBatch, StepRule
-from .registry import COMMON_KEYS, BatchBuildRequest, BuildRequest, ProtocolKind
+from gossipsim.core.capabilities import (
+    BATCHED_MEAN_GRADIENT,
+    EXACT_FACTORS,
+    MEAN_GRADIENT,
+    EstimatorSettings,
+)
+from gossipsim.core.schema import Key, read_keys
+from gossipsim.errors import ConfigError
+from gossipsim.protocols.base import Protocol
+from gossipsim.protocols.gfvl import ConjugateGFVL
+from gossipsim.protocols.natgrad import NaturalGradientGFVL
+from gossipsim.protocols.natgrad_batch import NaturalGradientBatch, StepRule
+from gossipsim.protocols.registry import COMMON_KEYS, BatchBuildRequest, BuildRequest, ProtocolKind
 
 #: the natural-gradient keys (non-conjugate models only), each stated once
 NATGRAD_KEYS: tuple[Key, ...] = (

@@ -41,10 +41,10 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from ..capabilities import MeanGradient
-from ..families import ExponentialFamily
-from ..messages import Message
-from .base import Protocol, StateTrace
+from gossipsim.core.capabilities import MeanGradient
+from gossipsim.families import ExponentialFamily
+from gossipsim.network.messages import Message
+from gossipsim.protocols.base import Protocol, StateTrace
 
 #: ∇_μ E_{q(θ|η)}[L_k(θ)] for node k, estimated with the given generator
 

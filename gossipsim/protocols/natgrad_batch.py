@@ -17,7 +17,7 @@ the one-run estimator does, so a run realises the same draws in both engines and
 with the event engine's up to rounding (tested).
 
 States are recorded where the one-run protocol records them (every learning slot, every removal):
-the vectorised engine streams them out after each slot (:mod:`gossipsim.fastpath_trace`).
+the vectorised engine streams them out after each slot (:mod:`gossipsim.execution.vectorized.trace`).
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..capabilities import BatchedMeanGradient
-from .natgrad import MAX_HALVINGS
-from .run_batch import RunBatch
+from gossipsim.core.capabilities import BatchedMeanGradient
+from gossipsim.protocols.natgrad import MAX_HALVINGS
+from gossipsim.protocols.run_batch import RunBatch
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ class NaturalGradientBatch(RunBatch):
 
     After each slot, :attr:`recorded_now` says which runs recorded their state :attr:`eta` (a
     later record of a slot replaces an earlier one, as
-    :meth:`~gossipsim.protocol_api.StateTrace.at` reads records) and :attr:`removed_now` which
+    :meth:`~gossipsim.engine.protocol_api.StateTrace.at` reads records) and :attr:`removed_now` which
     removed a factor."""
 
     def __init__(
@@ -83,7 +83,7 @@ class NaturalGradientBatch(RunBatch):
     # ----------------------------------------------------------------------------------- records
     def _record(self, rows: np.ndarray, slot: int) -> None:
         """``rows`` record their state (:attr:`eta`) at the end of ``slot``: the runner streams
-        it out (:class:`~gossipsim.fastpath_trace.StreamedWorlds`)."""
+        it out (:class:`~gossipsim.execution.vectorized.trace.StreamedWorlds`)."""
         self.recorded_now[rows] = True
 
     # ------------------------------------------------------------------------------- the slot

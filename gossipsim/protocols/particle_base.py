@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..messages import Message
-from .base import Protocol, StateTrace
-from .registry import BuildRequest
+from gossipsim.network.messages import Message
+from gossipsim.protocols.base import Protocol, StateTrace
+from gossipsim.protocols.registry import BuildRequest
 
 FloatArray = NDArray[np.float64]
 

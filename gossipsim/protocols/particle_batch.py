@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..particles.adagrad import AdaGradSettings, adagrad_step
-from ..particles.svgd import svgd_direction
-from .run_batch import RunBatch
+from gossipsim.particles.adagrad import AdaGradSettings, adagrad_step
+from gossipsim.particles.svgd import svgd_direction
+from gossipsim.protocols.run_batch import RunBatch
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]

@@ -16,14 +16,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..budget import SlotWork
-from ..capabilities import LOGLIK_GRADIENT
-from ..errors import ConfigError
-from ..particles.adagrad import AdaGradSettings
-from ..particles.dsvgd import PAPER_KDE_BANDWIDTH, PAPER_KDE_FLOOR, PaperSettings
-from ..schema import Key, read_keys
-from .base import Protocol
-from .registry import COMMON_KEYS, BatchBuildRequest, BuildRequest, ProtocolKind
+from gossipsim.core.capabilities import LOGLIK_GRADIENT
+from gossipsim.core.schema import Key, read_keys
+from gossipsim.errors import ConfigError
+from gossipsim.particles.adagrad import AdaGradSettings
+from gossipsim.particles.dsvgd import PAPER_KDE_BANDWIDTH, PAPER_KDE_FLOOR, PaperSettings
+from gossipsim.protocols.base import Protocol
+from gossipsim.protocols.registry import COMMON_KEYS, BatchBuildRequest, BuildRequest, ProtocolKind
+from gossipsim.study.budget import SlotWork
 
 BANDWIDTH_WORDS = ("median", "median-svgd-code")
 
@@ -170,13 +170,13 @@ class SVGD(_ParticleKind):
         return ParticleSettings(**read_keys(self.keys, own, "protocol", also=COMMON_KEYS))
 
     def build(self, request: BuildRequest) -> Protocol:
-        from .svgd import CentralisedSVGD
+        from gossipsim.protocols.svgd import CentralisedSVGD
 
         return CentralisedSVGD(request)
 
     def build_batch(self, request: BatchBuildRequest) -> Any:
         """Centralised SVGD for a batch of runs (:class:`~.particle_batch.SVGDBatch`)."""
-        from .particle_batch import SVGDBatch
+        from gossipsim.protocols.particle_batch import SVGDBatch
 
         return SVGDBatch(*self._batch_args(request))
 
@@ -207,13 +207,13 @@ class DSVGD(_ParticleKind):
         return ParticleSettings(**values)
 
     def build(self, request: BuildRequest) -> Protocol:
-        from .dsvgd import DistributedSVGD
+        from gossipsim.protocols.dsvgd import DistributedSVGD
 
         return DistributedSVGD(request)
 
     def build_batch(self, request: BatchBuildRequest) -> Any:
         """DSVGD of either variant for a batch of runs on the walk (:mod:`~.dsvgd_batch`)."""
-        from .dsvgd_batch import PaperDSVGDBatch, SoundDSVGDBatch
+        from gossipsim.protocols.dsvgd_batch import PaperDSVGDBatch, SoundDSVGDBatch
 
         variant = SoundDSVGDBatch if request.settings.variant == "sound" else PaperDSVGDBatch
         return variant(*self._batch_args(request))

@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ..registry import PROTOCOL_KINDS
-from ..schema import Key
-from .base import Protocol, StateTrace
+from gossipsim.core.registry import PROTOCOL_KINDS
+from gossipsim.core.schema import Key
+from gossipsim.protocols.base import Protocol, StateTrace
 
 if TYPE_CHECKING:
-    from ..budget import SlotWork
+    from gossipsim.study.budget import SlotWork
 
 #: keys of ``[protocol]`` that every kind has (read by the scenario, not by the kind)
 COMMON_KEYS = ("kind", "retrain_baseline", "bits_per_entry", "architecture")
@@ -85,7 +85,7 @@ class ProtocolKind(ABC):
     description: ClassVar[str] = ""
     #: the kind's own keys of the ``[protocol]`` section
     keys: ClassVar[tuple[Key, ...]] = ()
-    #: what its protocols record (:func:`gossipsim.representations.representation`)
+    #: what its protocols record (:func:`gossipsim.states.representations.representation`)
     representation_name: ClassVar[str] = "natural-parameters"
     #: when a forgotten node's contribution leaves the state: at its next visit (the token's
     #: law gives the removal latency's expectation), or at the request itself (removal latency 0)
@@ -98,7 +98,7 @@ class ProtocolKind(ABC):
     def settings(self, table: Mapping[str, Any], model: type) -> Any:
         """The validated settings of this kind for a model class, from the ``[protocol]`` table
         (common keys excluded). The default reads :attr:`keys` into a dict."""
-        from ..schema import read_keys
+        from gossipsim.core.schema import read_keys
 
         own = {k: v for k, v in table.items() if k not in COMMON_KEYS}
         return read_keys(self.keys, own, "protocol")
@@ -142,12 +142,12 @@ class ProtocolKind(ABC):
 
     def message_entries(self, settings: Any, sizes: Any) -> int:
         """Numbers one message carries for a model of ``sizes``
-        (:class:`gossipsim.budget.ModelSizes`): the model's ``message_entries`` by default."""
+        (:class:`gossipsim.study.budget.ModelSizes`): the model's ``message_entries`` by default."""
         return int(sizes.message_entries)
 
     def slot_work(self, settings: Any) -> SlotWork | None:
         """What one slot computes per particle, for the time estimate of
-        :func:`gossipsim.budget.run_seconds` (particle protocols); None: not estimated."""
+        :func:`gossipsim.study.budget.run_seconds` (particle protocols); None: not estimated."""
         return None
 
     def stochastic(self, settings: Any, model: type) -> bool:

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..messages import Message, Round
-from .base import Protocol, Recovery, StateTrace
+from gossipsim.network.messages import Message, Round
+from gossipsim.protocols.base import Protocol, Recovery, StateTrace
 
 FreshProtocol = Callable[[frozenset[int], StateTrace | None, int], Protocol]
 

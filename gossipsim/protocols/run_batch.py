@@ -1,7 +1,7 @@
 """What every batch of protocols of the vectorised engine's ``batched-steps`` kernel keeps per run
 (one row each): its generator, the nodes it has been asked to forget, its removal slots, and which
 runs recorded a state or removed a node in the current slot (what the runner streams out after
-each slot, :mod:`gossipsim.fastpath_steps`)."""
+each slot, :mod:`gossipsim.execution.vectorized.steps`)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
 """The parameter-server architecture (``[protocol] architecture = "server"``) for any protocol.
 
 :class:`ServerRounds` wraps a protocol written for the token walk (its ``on_token(holder, slot)``
-returns the :class:`~gossipsim.messages.Message` the holder passes on) so that every slot is a
-:class:`~gossipsim.messages.Round` between a parameter server and the agent the scheduler picks (the
+returns the :class:`~gossipsim.network.messages.Message` the holder passes on) so that every slot is a
+:class:`~gossipsim.network.messages.Round` between a parameter server and the agent the scheduler picks (the
 walk's "holder" becomes "the scheduled agent"): the server holds the global state; the agent
 
-1. downloads it (a :class:`~gossipsim.messages.Transfer` from :data:`~gossipsim.messages.SERVER`
+1. downloads it (a :class:`~gossipsim.network.messages.Transfer` from :data:`~gossipsim.network.messages.SERVER`
    to the agent, over its downlink), as many bits as the state the server holds: the message the
    protocol sent at the previous slot (at slot 1, the one it sends now: the initial state has the
    same size as every state for the protocols shipped, whose messages are of constant size);
@@ -20,10 +20,10 @@ The transfers are sequential (``Round(sequential=True)``): the slot lasts the co
 download's and the upload's delays, and both transfers' bits are counted (two messages per slot, also
 when the scheduler picks the same agent again: a Metropolis–Hastings rejection is another round with
 that agent). No token moves: the engine asks the scheduler for the next agent after each round. A
-protocol that returns a :class:`~gossipsim.messages.Round` itself runs its own rounds: that round
+protocol that returns a :class:`~gossipsim.network.messages.Round` itself runs its own rounds: that round
 is passed on unchanged, and so is what the engine says of it (:meth:`on_round`).
 
-The server's links (:class:`~gossipsim.links.ServerLinks`, built from ``[links]``) never lose a
+The server's links (:class:`~gossipsim.network.links.ServerLinks`, built from ``[links]``) never lose a
 transfer. A channel that can lose one is refused at the first loss: the agent's update is made at
 its computation and the wrapped protocol cannot take it back, so a lost download or upload has no
 faithful meaning here yet.
@@ -33,15 +33,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..messages import SERVER, Message, Round, Transfer
-from .base import Protocol
-from .wrapped import Wrapped
+from gossipsim.network.messages import SERVER, Message, Round, Transfer
+from gossipsim.protocols.base import Protocol
+from gossipsim.protocols.wrapped import Wrapped
 
 
 def server_round(agent: int, download: Message, upload: Message) -> Round:
     """The slot's round with ``agent``: the ``download`` of the server's state to it, then the
     ``upload`` of its update to the server, one after the other. The vectorised engine charges the
-    same round (:func:`gossipsim.world.slot_costs`)."""
+    same round (:func:`gossipsim.world.world.slot_costs`)."""
     return Round(
         (Transfer(SERVER, agent, download), Transfer(agent, SERVER, upload)), sequential=True
     )

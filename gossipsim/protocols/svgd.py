@@ -10,11 +10,11 @@ posterior without it, which the ``ksd`` column and the held-out metrics follow.
 
 from __future__ import annotations
 
-from ..messages import Message
-from ..particles.adagrad import adagrad_step
-from ..particles.svgd import svgd_direction
-from .particle_base import FloatArray, ParticleProtocol
-from .registry import BuildRequest
+from gossipsim.network.messages import Message
+from gossipsim.particles.adagrad import adagrad_step
+from gossipsim.particles.svgd import svgd_direction
+from gossipsim.protocols.particle_base import FloatArray, ParticleProtocol
+from gossipsim.protocols.registry import BuildRequest
 
 
 class CentralisedSVGD(ParticleProtocol):

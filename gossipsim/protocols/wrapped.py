@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..messages import Message
-from .base import Protocol, Recovery, StateTrace
+from gossipsim.network.messages import Message
+from gossipsim.protocols.base import Protocol, Recovery, StateTrace
 
 
 class Wrapped(Protocol):

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 import networkx as nx
 import numpy as np
 
-from .base import (
+from gossipsim.scheduling.base import (
     SCHEDULER_KINDS,
     SCHEDULERS,
     UNIFORM_BLOCK,
@@ -43,10 +43,10 @@ from .base import (
     uniform_blocks,
     unregister,
 )
-from .graph import CSR, IndexedGraph, RangeIndex
-from .jump import JumpChain
-from .kinds import MetropolisHastings, SimpleRandomWalk, Uniform
-from .walker import Walker
+from gossipsim.scheduling.graph import CSR, IndexedGraph, RangeIndex
+from gossipsim.scheduling.jump import JumpChain
+from gossipsim.scheduling.kinds import MetropolisHastings, SimpleRandomWalk, Uniform
+from gossipsim.scheduling.walker import Walker
 
 if TYPE_CHECKING:
     import scipy.sparse as sp  # imported where a matrix is built (base.py)

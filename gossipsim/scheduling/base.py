@@ -33,10 +33,10 @@ from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 import numpy as np
 
-from ..contracts import check_complete
-from ..errors import ConfigError
-from .graph import CSR, IndexedGraph
-from .jump import JumpChain
+from gossipsim.core.contracts import check_complete
+from gossipsim.errors import ConfigError
+from gossipsim.scheduling.graph import CSR, IndexedGraph
+from gossipsim.scheduling.jump import JumpChain
 
 if TYPE_CHECKING:  # SciPy's sparse matrices are imported where they are built: reading a
     # scheduler (a scenario, a figure's stationary share) does not pay for them
@@ -168,7 +168,7 @@ class Scheduler:
     @classmethod
     def unmet_needs(cls) -> list[str]:
         """What the kind's declarations need that it does not define, refused when the kind is
-        loaded (:mod:`gossipsim.contracts`; :meth:`sampler` is abstract): :meth:`step` where it
+        loaded (:mod:`gossipsim.core.contracts`; :meth:`sampler` is abstract): :meth:`step` where it
         declares ``kernel = "batched-step"``; :meth:`edge_weights`, or else
         :meth:`transition_matrix` with :meth:`jump_chain`."""
         unmet = []
@@ -221,7 +221,7 @@ def check_scheduler(kind: str, key: str = "scheduler.kind") -> str:
 
 def _import_scheduler(path: str, key: str) -> None:
     """Register the :class:`Scheduler` subclass at import path ``path`` under that path."""
-    from ..registry import import_object
+    from gossipsim.core.registry import import_object
 
     cls = import_object(path, key)
     if not (isinstance(cls, type) and issubclass(cls, Scheduler)):

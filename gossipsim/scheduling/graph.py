@@ -11,7 +11,7 @@ from typing import NamedTuple
 import networkx as nx
 import numpy as np
 
-from ..errors import ConfigError
+from gossipsim.errors import ConfigError
 
 
 class CSR(NamedTuple):

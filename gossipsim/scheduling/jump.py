@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .graph import IndexedGraph
+from gossipsim.scheduling.graph import IndexedGraph
 
 _INT16_MAX = 32767
 

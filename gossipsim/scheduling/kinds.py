@@ -30,9 +30,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .base import UNIFORM_BLOCK, NodeView, Scheduler, machine_csr, register, uniform_blocks
-from .graph import CSR, IndexedGraph
-from .jump import JumpChain
+from gossipsim.scheduling.base import (
+    UNIFORM_BLOCK,
+    NodeView,
+    Scheduler,
+    machine_csr,
+    register,
+    uniform_blocks,
+)
+from gossipsim.scheduling.graph import CSR, IndexedGraph
+from gossipsim.scheduling.jump import JumpChain
 
 if TYPE_CHECKING:
     import scipy.sparse as sp  # imported where a matrix is built (base.py says why)

@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .base import NodeView, Scheduler, scheduler_for
-from .graph import IndexedGraph
+from gossipsim.scheduling.base import NodeView, Scheduler, scheduler_for
+from gossipsim.scheduling.graph import IndexedGraph
 
 
 class Walker:

@@ -23,7 +23,7 @@ A topology is named by a *kind* plus ``nodes`` and kind-specific parameters, and
     by the user), its CSR form, :func:`parse_label`, :class:`~checks.OutOfRange`.
 ``build``
     :func:`build_topology`, :func:`build_indexed`, :func:`planned_size` (for
-    :mod:`gossipsim.budget`).
+    :mod:`gossipsim.study.budget`).
 
 Node labels read from files that look like integers become ints (:func:`parse_label`), so ``3`` in
 a scenario and ``3`` in a file name the same node.
@@ -31,9 +31,15 @@ a scenario and ``3`` in a file name the same node.
 
 from __future__ import annotations
 
-from . import kinds as _kinds  # noqa: F401  (registers the shipped kinds)
-from .build import ARRAY_KINDS, SeedLike, build_indexed, build_topology, planned_size
-from .checks import (
+from gossipsim.topology import kinds as _kinds  # noqa: F401  (registers the shipped kinds)
+from gossipsim.topology.build import (
+    ARRAY_KINDS,
+    SeedLike,
+    build_indexed,
+    build_topology,
+    planned_size,
+)
+from gossipsim.topology.checks import (
     INT64_MAX,
     INT64_MIN,
     OutOfRange,
@@ -41,8 +47,8 @@ from .checks import (
     check_graph_object,
     parse_label,
 )
-from .files import shown_path
-from .registry import (
+from gossipsim.topology.files import shown_path
+from gossipsim.topology.registry import (
     TOPOLOGY_KINDS,
     ParamSpec,
     TopologyKind,

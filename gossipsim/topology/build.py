@@ -3,7 +3,7 @@
 :func:`build_topology` returns a NetworkX graph; :func:`build_indexed` the simulator's CSR form,
 drawing the kinds registered with ``arrays=`` (:data:`ARRAY_KINDS`) without NetworkX;
 :func:`planned_size` is the size of a generated graph before building it, for
-:mod:`gossipsim.budget`. Everything kind-specific comes from the kind's record in the registry
+:mod:`gossipsim.study.budget`. Everything kind-specific comes from the kind's record in the registry
 (:data:`~gossipsim.topology.registry.TOPOLOGY_KINDS`).
 """
 
@@ -16,12 +16,12 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from .. import budget
-from ..errors import ConfigError
-from ..scheduling import IndexedGraph
-from .checks import OutOfRange, check_connected, finish
-from .files import resolve
-from .registry import TOPOLOGY_KINDS, TopologyKind, validate
+from gossipsim.core import memory
+from gossipsim.errors import ConfigError
+from gossipsim.scheduling import IndexedGraph
+from gossipsim.topology.checks import OutOfRange, check_connected, finish
+from gossipsim.topology.files import resolve
+from gossipsim.topology.registry import TOPOLOGY_KINDS, TopologyKind, validate
 
 __all__ = ["ARRAY_KINDS", "SeedLike", "build_indexed", "build_topology", "nx_seed", "planned_size"]
 
@@ -155,7 +155,7 @@ def planned_size(
     path: str | os.PathLike[str] | None = None,
 ) -> tuple[int, float, bool] | None:
     """``(nodes, expected edges, built through NetworkX)`` of a generated graph, from its settings
-    alone, for :mod:`gossipsim.budget`; None for bundled and file graphs (known once read). Invalid
+    alone, for :mod:`gossipsim.study.budget`; None for bundled and file graphs (known once read). Invalid
     settings raise the errors of :func:`build_topology`."""
     spec, n, values = validate(kind, nodes, params, path)
     return _planned(spec, n, values)
@@ -178,7 +178,7 @@ def _check_memory(spec: TopologyKind, n: int | None, values: Mapping[str, Any]) 
         nodes, edges, networkx = planned
         # without nodes the size comes from the parameters: name the first (the grid's rows)
         key = "topology.nodes" if n is not None else f"topology.{next(iter(spec.params), 'nodes')}"
-        budget.check_graph(nodes, max(edges, 0.0), networkx=networkx, key=key)
+        memory.check_graph(nodes, max(edges, 0.0), networkx=networkx, key=key)
 
 
 def _build(

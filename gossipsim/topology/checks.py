@@ -18,9 +18,9 @@ import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import ConfigError
-from ..scheduling import IndexedGraph
-from ..scheduling.graph import reaches_all
+from gossipsim.errors import ConfigError
+from gossipsim.scheduling import IndexedGraph
+from gossipsim.scheduling.graph import reaches_all
 
 __all__ = [
     "INT64_MAX",

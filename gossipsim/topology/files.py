@@ -2,7 +2,7 @@
 
 A file path in a scenario is resolved against the scenario file's folder (:func:`resolve`); text is
 UTF-8 with an optional byte-order mark (another encoding is an error saying where,
-:func:`gossipsim.textfiles.read_text`). Node labels that look like 64-bit integers become ints
+:func:`gossipsim.core.textfiles.read_text`). Node labels that look like 64-bit integers become ints
 (:func:`~gossipsim.topology.checks.parse_label`), and two spellings of one label (``3`` and ``03``)
 are an error. The readers return the graph as read; :func:`gossipsim.topology.build_topology` then
 checks it like any other (self-loops, connectivity).
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import networkx as nx
 
-from ..errors import ConfigError
-from ..textfiles import read_text, shown_path
-from .checks import parse_label
+from gossipsim.core.textfiles import read_text, shown_path
+from gossipsim.errors import ConfigError
+from gossipsim.topology.checks import parse_label
 
 __all__ = ["read_edgelist", "read_graphml", "resolve", "shown_path"]
 

@@ -16,9 +16,9 @@ import math
 
 import networkx as nx
 
-from ..errors import ConfigError
-from .arrays import erdos_renyi_edges, random_geometric_points
-from .checks import OutOfRange
+from gossipsim.errors import ConfigError
+from gossipsim.topology.arrays import erdos_renyi_edges, random_geometric_points
+from gossipsim.topology.checks import OutOfRange
 
 __all__ = [
     "barabasi_albert",

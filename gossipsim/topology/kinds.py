@@ -13,8 +13,8 @@ import math
 
 import networkx as nx
 
-from . import arrays, files, generators
-from .registry import ParamSpec, register
+from gossipsim.topology import arrays, files, generators
+from gossipsim.topology.registry import ParamSpec, register
 
 # --- keys (type, default, allowed values, documentation) -------------------------------------------
 

@@ -33,7 +33,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from ..errors import ConfigError
+from gossipsim.errors import ConfigError
 
 __all__ = [
     "NODES_RULES",
@@ -195,7 +195,7 @@ class TopologyKind:
         Whether the graph is read from ``path`` (resolved against the scenario's folder).
     size : callable or None
         ``size(nodes, **params) -> (nodes, expected edges)`` before building, for the memory check
-        (:mod:`gossipsim.budget`); None (or a None result) when known only once built.
+        (:mod:`gossipsim.study.budget`); None (or a None result) when known only once built.
     arrays : callable or None
         ``arrays(nodes, **params, seed=<int>) -> (u, v)``: the same graph's edges drawn straight
         into arrays (:mod:`gossipsim.topology.arrays`), used by

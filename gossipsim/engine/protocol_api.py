@@ -1,0 +1,151 @@
+"""What a node does when it holds the token: the interface between the engine and protocols.
+
+The engine (:mod:`gossipsim.engine.token`) knows nothing about models: at every slot it calls
+:meth:`Protocol.on_token` of the protocol it was given, which returns what the holder sends (a
+:class:`~gossipsim.network.messages.Message` passed on with the token, or a
+:class:`~gossipsim.network.messages.Round` of transfers between a server and clients), delivers unlearning
+requests through :meth:`Protocol.on_request`, tells it of lost transmissions
+(:meth:`Protocol.on_loss`, which decides who holds the token next) and of a round's outcome
+(:meth:`Protocol.on_round`), and asks :meth:`Protocol.done` whether anything is left to do. A new
+algorithm is a new :class:`Protocol` subclass (and a protocol kind,
+:mod:`gossipsim.protocols.registry`); the engine is never edited. This module imports nothing of
+gossipsim's but the messages, so the engine reaches no protocol implementation.
+
+Protocols record their own state in a :class:`StateTrace` each time it changes, as raw arrays; the
+metrics (KL divergences, latencies) are computed from the traces after the run, vectorised, so the
+per-hop work stays small.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from gossipsim.network.messages import Message, Round
+
+
+@dataclass(frozen=True, slots=True)
+class Recovery:
+    """After the token was lost on its way: ``holder`` holds the next slot, ``after`` seconds after
+    the loss is known (the sender keeping the token and trying again, or another node regenerating
+    it); a ``holder`` of None ends the run (the token is gone)."""
+
+    holder: int | None
+    after: float = 0.0
+
+
+class StateTrace:
+    """Piecewise-constant record of a state vector over slots.
+
+    ``record(slot, state)`` says "at the end of ``slot`` the state is ``state``"; the state at any
+    later slot is the last one recorded at or before it (a later record for the same slot wins).
+    Slot 0 is the state before the first slot.
+    """
+
+    __slots__ = ("_slots", "_states")
+
+    def __init__(self) -> None:
+        self._slots: list[int] = []
+        self._states: list[np.ndarray] = []
+
+    def record(self, slot: int, state: np.ndarray) -> None:
+        self._slots.append(slot)
+        self._states.append(np.array(state, dtype=float, copy=True))
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    @property
+    def slots(self) -> np.ndarray:
+        return np.asarray(self._slots, dtype=np.int64)
+
+    @property
+    def states(self) -> np.ndarray:
+        return np.asarray(self._states, dtype=float)
+
+    def at(self, slots: np.ndarray) -> np.ndarray:
+        """Index into :attr:`states` of the state in force at each of ``slots`` (-1 before any)."""
+        return np.searchsorted(self.slots, np.asarray(slots), side="right") - 1
+
+
+class RecordedTrace(StateTrace):
+    """A trace recorded elsewhere, as arrays: its record slots (ascending) and the states recorded
+    then (the vectorised engine's batched kernels hand each run's trace to the measurement this
+    way). It takes no further records."""
+
+    __slots__ = ("_slot_array", "_state_array")
+
+    def __init__(self, slots: np.ndarray, states: np.ndarray) -> None:
+        super().__init__()
+        self._slot_array = np.asarray(slots, dtype=np.int64)
+        self._state_array = np.asarray(states, dtype=float)
+
+    def record(self, slot: int, state: np.ndarray) -> None:
+        raise TypeError("a RecordedTrace takes no further records")
+
+    def __len__(self) -> int:
+        return int(self._slot_array.size)
+
+    @property
+    def slots(self) -> np.ndarray:
+        return self._slot_array
+
+    @property
+    def states(self) -> np.ndarray:
+        return self._state_array
+
+
+class Protocol(ABC):
+    """A node's behaviour when it holds the token."""
+
+    #: what the recorded states are (:mod:`gossipsim.states.representations`)
+    representation: str = "natural-parameters"
+
+    @abstractmethod
+    def on_token(self, holder: int, slot: int) -> Message | Round:
+        """Do the holder's work for ``slot``; return the message it passes on with the token (a
+        constant-size protocol returns the same :class:`Message` every time), or the
+        :class:`Round` of transfers the slot is spent on."""
+
+    @abstractmethod
+    def on_request(self, node: int, slot: int) -> None:
+        """An unlearning request for ``node`` arrives before ``slot``."""
+
+    @abstractmethod
+    def done(self) -> bool:
+        """True when no further slot can change the state (until a new request arrives)."""
+
+    @abstractmethod
+    def traces(self) -> dict[str, StateTrace]:
+        """The recorded states, by world name (``"main"``, and e.g. ``"retrain"`` for a baseline)."""
+
+    def on_loss(self, sender: int, receiver: int, slot: int, message: Message) -> Recovery:
+        """The token sent at the end of ``slot`` from ``sender`` to ``receiver`` was lost: who
+        holds it next. By default the sender keeps it and tries again in the next slot."""
+        return Recovery(sender)
+
+    def on_round(self, slot: int, delivered: Sequence[bool]) -> None:
+        """Which transfers of the :class:`Round` returned for ``slot`` arrived (in its order);
+        ignored by default (a protocol without rounds never gets this call)."""
+        return None
+
+    def removals(self) -> dict[int, int]:
+        """For each forgotten node (by index), the slot at whose end its contribution had left the
+        state (the removal slot i* of its request); ``r − 1`` for a node that had contributed
+        nothing when its request arrived before slot r (nothing to remove). Nodes not yet removed
+        are absent."""
+        return {}
+
+    def stats(self) -> dict[str, float]:
+        """Counters reported per run in runs.csv (e.g. ``damped_steps``, ``domain_recoveries``)."""
+        return {}
+
+    def node_view(self) -> Any:
+        """The :class:`~gossipsim.scheduling.NodeView` the run's scheduler may read (scores the
+        protocol keeps about the nodes, changed in place as the run goes on), or None. The event
+        engine's runner builds the walker with it."""
+        return None

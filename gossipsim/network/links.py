@@ -1,0 +1,147 @@
+"""The channels of a scenario (``[links]``), and the simulated-time horizon.
+
+:class:`LinkModel`, homogeneous links (the walk's): a hop from node u to node v carrying ``bits`` of
+payload takes ``bits / rate_bps + latency_s`` simulated seconds and is never lost. The defaults
+(infinite rate, zero latency) make hops free, so time is then just compute time.
+
+:class:`ServerLinks`, the parameter server's (``[protocol] architecture = "server"``): every agent
+has a downlink (server → agent) and an uplink (agent → server), each a :class:`LinkModel` of its own
+rate and latency, the same for every agent; nothing is lost. Per-link rates, losses and failures are
+other :class:`~gossipsim.network.channels.Channel` subclasses.
+
+A run's simulated time is at most ``iterations × (seconds_per_iteration + bits / rate_bps +
+latency_s)`` on the walk, ``iterations × (seconds_per_iteration + bits / downlink_rate_bps +
+downlink_latency_s + bits / uplink_rate_bps + uplink_latency_s)`` with the server;
+:func:`check_horizon` refuses settings for which that bound exceeds :data:`MAX_SIMULATED_SECONDS`,
+so the clock never overflows to infinity (where the engine could not tell one event time from the
+next).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from gossipsim.errors import ConfigError
+from gossipsim.network.channels import Channel
+from gossipsim.network.messages import SERVER
+
+#: largest simulated time a run may reach: far below the float maximum (1.8e308) so that sums and
+#: means of times over many runs stay finite too
+MAX_SIMULATED_SECONDS = 1e300
+
+
+@dataclass(frozen=True)
+class LinkModel(Channel):
+    """Homogeneous links: every edge has rate ``rate_bps`` (bit/s) and one-way latency ``latency_s``;
+    nothing is lost. Declares the fast path's ``homogeneous-delay`` kernel (every hop the same
+    delay)."""
+
+    kernel = "homogeneous-delay"
+
+    rate_bps: float = math.inf
+    latency_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not (self.rate_bps > 0):
+            raise ConfigError(
+                "links.rate_bps", f"must be > 0 bit/s (got {self.rate_bps!r}); use inf for no limit"
+            )
+        if not (self.latency_s >= 0 and math.isfinite(self.latency_s)):
+            raise ConfigError(
+                "links.latency_s", f"must be a finite number >= 0 seconds (got {self.latency_s!r})"
+            )
+
+    def delay(self, u: int, v: int, bits: float) -> float:
+        """Seconds for a hop u → v carrying ``bits`` of payload."""
+        return bits / self.rate_bps + self.latency_s
+
+    @property
+    def takes_no_time(self) -> bool:
+        """Whether every transmission is instantaneous (infinite rate, no latency)."""
+        return math.isinf(self.rate_bps) and self.latency_s == 0
+
+
+#: the keys that set a :class:`ServerLinks` (downlink rate, downlink latency, uplink rate, uplink
+#: latency), named by the time check
+SERVER_LINK_KEYS = (
+    "links.downlink_rate_bps",
+    "links.downlink_latency_s",
+    "links.uplink_rate_bps",
+    "links.uplink_latency_s",
+)
+
+
+@dataclass(frozen=True)
+class ServerLinks(Channel):
+    """The parameter server's links: a transfer from the server (:data:`~gossipsim.network.messages.SERVER`)
+    to an agent goes over the agent's ``downlink``, one from an agent to the server over its
+    ``uplink`` (each ``bits / rate_bps + latency_s``, the same for every agent); nothing is lost.
+    Declares the fast path's ``homogeneous-server-links`` kernel (every agent's downlink alike,
+    every uplink alike). ``keys``: the
+    settings each value came from (:data:`SERVER_LINK_KEYS` order; ``links.rate_bps`` where a
+    link inherits it), for the errors of :func:`check_horizon`."""
+
+    kernel = "homogeneous-server-links"
+
+    downlink: LinkModel = LinkModel()
+    uplink: LinkModel = LinkModel()
+    keys: tuple[str, str, str, str] = field(default=SERVER_LINK_KEYS, compare=False, repr=False)
+
+    def delay(self, sender: int, receiver: int, bits: float) -> float:
+        """Seconds for a transfer of ``bits`` between the server and an agent."""
+        if sender == SERVER:
+            return self.downlink.delay(sender, receiver, bits)
+        if receiver == SERVER:
+            return self.uplink.delay(sender, receiver, bits)
+        raise ValueError(
+            f"the server's links carry transfers to or from the server, not {sender} -> {receiver}"
+        )
+
+    @property
+    def takes_no_time(self) -> bool:
+        """Whether every transfer is instantaneous (both links of infinite rate, no latency)."""
+        return self.downlink.takes_no_time and self.uplink.takes_no_time
+
+
+def check_horizon(
+    iterations: int, compute_seconds: float, links: LinkModel | ServerLinks, bits: float
+) -> float:
+    """The bound ``iterations × (compute + the transmissions of a slot)`` of a run's simulated
+    time, or a :class:`ConfigError` naming the setting that makes it exceed
+    :data:`MAX_SIMULATED_SECONDS`. A slot's transmissions: one hop, ``bits / rate + latency``, on
+    the walk; a download and an upload of ``bits`` each with the server."""
+    if isinstance(links, ServerLinks):
+        down_rate, down_latency, up_rate, up_latency = links.keys
+        named = [
+            (down_rate, down_latency, links.downlink, "transfer"),
+            (up_rate, up_latency, links.uplink, "transfer"),
+        ]
+        formula = (
+            "bits / downlink_rate_bps + downlink_latency_s + bits / uplink_rate_bps + "
+            "uplink_latency_s"
+        )
+    else:
+        named = [("links.rate_bps", "links.latency_s", links, "hop")]
+        formula = "bits / rate_bps + latency_s"
+    # (key, seconds per slot, what it is)
+    parts = [
+        ("compute.seconds_per_iteration", float(compute_seconds),
+         f"{compute_seconds:g} s of compute per slot"),
+    ]  # fmt: skip
+    for rate, latency, link, per in named:
+        parts.append((rate, float(bits) / link.rate_bps,  # inf when the rate is too small
+                      f"{bits:g}-bit messages at {link.rate_bps:g} bit/s"))  # fmt: skip
+        parts.append((latency, float(link.latency_s), f"{link.latency_s:g} s of latency per {per}"))
+    seconds = [p[1] for p in parts]
+    per_slot = math.fsum(seconds) if all(map(math.isfinite, seconds)) else math.inf
+    bound = iterations * per_slot
+    if bound <= MAX_SIMULATED_SECONDS:
+        return bound
+    key, _, shown = max(parts, key=lambda p: p[1])
+    raise ConfigError(
+        key,
+        f"{shown} over {iterations} slots overflow the simulated clock (a run may last at most "
+        f"{MAX_SIMULATED_SECONDS:g} s: iterations × (seconds_per_iteration + {formula}) must stay "
+        "below it)",
+    )

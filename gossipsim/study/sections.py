@@ -1,0 +1,343 @@
+"""One scenario (a variant: no ``[sweep]``) read from its sections into a validated, frozen
+:class:`~gossipsim.study.settings.Scenario`: each fixed section with its keys in
+:data:`~gossipsim.study.settings.SCHEMA`, the keys a kind adds by the kind (a model's, a
+protocol's, a topology's parameters); a graph object of ``topology`` (kind ``networkx``) against
+its keys, the tolerance rule, unlearning requests that no run could receive, and the study's name,
+which names its results folder. Every error is a :class:`~gossipsim.errors.ConfigError` naming the
+offending key (``links.rate_bps``, ``unlearning[1].node``, ...) and what is allowed."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from gossipsim.core.registry import MODEL_KINDS, PROTOCOL_KINDS
+from gossipsim.core.schema import read_keys
+from gossipsim.errors import ConfigError
+from gossipsim.network.links import check_horizon
+from gossipsim.scheduling import check_scheduler
+from gossipsim.study.settings import (
+    ABSOLUTE_TOLERANCE,
+    SCHEMA,
+    STOCHASTIC_LATENCY_WINDOW,
+    DataSettings,
+    LinkSettings,
+    MetricsSettings,
+    ModelSettings,
+    ModelSpec,
+    ProtocolSettings,
+    RunSettings,
+    Scenario,
+    SchedulerSettings,
+    TopologySettings,
+    UnlearningSettings,
+)
+from gossipsim.topology import TOPOLOGY_KINDS
+from gossipsim.topology.registry import validate as validate_topology
+
+#: the topology kind of a NetworkX graph given from Python
+GRAPH_KIND = "networkx"
+
+
+def parse_scenario(
+    raw: Mapping[str, Any],
+    *,
+    base_dir: str = ".",
+    default_name: str = "scenario",
+    graph: Any = None,
+) -> Scenario:
+    """Validate one variant (no ``[sweep]``) given as nested dicts: each fixed section is read with
+    its keys in :data:`~gossipsim.study.settings.SCHEMA`; the keys a kind adds are read by the kind.
+    ``graph`` is the checked graph object of a ``topology`` of kind ``networkx``
+    (:func:`parse_study` passes it)."""
+    for section in raw:
+        if section not in SCHEMA:
+            raise ConfigError(section, f"unknown section; allowed: {', '.join(SCHEMA)}")
+
+    s = read_keys(SCHEMA["scenario"], _table(raw, "scenario"), "scenario")
+    name = s["name"] if s["name"] is not None else default_name
+    run = RunSettings(
+        name=check_name(name, from_file=s["name"] is None),
+        seed=s["seed"],
+        runs=s["runs"],
+        iterations=s["iterations"],
+        stop_when_done=s["stop_when_done"],
+        description=s["description"],
+    )
+
+    topology = _topology(_table(raw, "topology"), graph)
+
+    m_raw = _table(raw, "model")
+    if "kind" not in m_raw:
+        raise ConfigError("model.kind", f"is required; allowed: {', '.join(MODEL_KINDS)}")
+    kind = SCHEMA["model"][0].read(m_raw, "model")
+    model_cls = MODEL_KINDS.lookup(kind, "model.kind")
+    m = read_keys(
+        (*SCHEMA["model"], *model_cls.model_keys), m_raw, "model"
+    )  # the model's own keys: type and range here, the rest in prepare
+    prior, options = model_cls.prepare(m_raw)
+    model = ModelSettings(kind=kind, prior=prior, temperature=m["temperature"], options=options)
+
+    d_raw = _table(raw, "data")
+    generator_keys = {p.name for p in model_cls.data_params}
+    generator_keys |= set(model_cls.renamed_data_params)  # the model names the new key
+    data_keys = {k.name for k in model_cls.data_keys}
+    d = read_keys(
+        (*SCHEMA["data"], *model_cls.data_keys), d_raw, "data", also=tuple(generator_keys)
+    )
+    if "path" in d_raw and not model_cls.reads_files:
+        raise ConfigError("data.path", f"model {kind!r} does not read observation files")
+    if d["path"] is not None and (set(d_raw) & (generator_keys | {"points_per_node"})):
+        raise ConfigError(
+            "data.path",
+            "observations come from the file: remove the generator keys and points_per_node",
+        )
+    data = DataSettings(
+        points_per_node=d["points_per_node"],
+        path=d["path"],
+        draw=d["draw"],
+        params={k: v for k, v in d_raw.items() if k in generator_keys},
+        options={k: v for k, v in d_raw.items() if k in data_keys},
+    )
+
+    pr_raw = _table(raw, "protocol")
+    common = {k.name for k in SCHEMA["protocol"]}
+    pr = read_keys(SCHEMA["protocol"], {k: v for k, v in pr_raw.items() if k in common}, "protocol")
+    protocol_cls = PROTOCOL_KINDS.lookup(pr["kind"], "protocol.kind")
+    protocol_cls.check_model(model_cls)
+    protocol = ProtocolSettings(
+        kind=pr["kind"],
+        retrain_baseline=pr["retrain_baseline"],
+        bits_per_entry=pr["bits_per_entry"],
+        options=protocol_cls.settings(pr_raw, model_cls),  # the kind reads its own keys
+        architecture=pr["architecture"],
+    )
+
+    sc = read_keys(SCHEMA["scheduler"], _table(raw, "scheduler"), "scheduler")
+    scheduler = SchedulerSettings(
+        kind=check_scheduler(sc["kind"], "scheduler.kind"), start=sc["start"], stays=sc["stays"]
+    )
+    compute = read_keys(SCHEMA["compute"], _table(raw, "compute"), "compute")
+    ln = read_keys(SCHEMA["links"], _table(raw, "links"), "links")
+    links = LinkSettings(**ln)
+
+    requests = raw.get("unlearning", [])
+    if isinstance(requests, dict):
+        requests = [requests]
+    if not isinstance(requests, list):
+        raise ConfigError(
+            "unlearning",
+            "must be an array of tables: [[unlearning]] node = ..., at_iteration = ...",
+        )
+    unlearning = []
+    for i, req in enumerate(requests):
+        where = f"unlearning[{i}]"
+        table = _table({where: req}, where)
+        u = read_keys(SCHEMA["unlearning"], table, where)
+        if ("at_iteration" in table) == ("at_time" in table):
+            raise ConfigError(where, "give exactly one of at_iteration and at_time")
+        unlearning.append(
+            UnlearningSettings(node=u["node"], at_iteration=u["at_iteration"], at_time=u["at_time"])
+        )
+    seen: dict[Any, int] = {}
+    for i, req in enumerate(unlearning):
+        if req.node in seen:
+            raise ConfigError(
+                f"unlearning[{i}].node",
+                f"node {req.node!r} is already forgotten by unlearning[{seen[req.node]}]",
+            )
+        seen[req.node] = i
+
+    me = read_keys(SCHEMA["metrics"], _table(raw, "metrics"), "metrics")
+    window = me["latency_window"]
+    if window == "auto":  # 1 for deterministic updates, where the KL is a first passage of the
+        # state itself; longer when the steps are noisy, so that a dip of the estimator noise
+        # under the tolerance does not count
+        stochastic = protocol_cls.stochastic(protocol.options, model_cls)
+        window = STOCHASTIC_LATENCY_WINDOW if stochastic else 1
+    metrics = MetricsSettings(
+        tolerance=_tolerance(me, _table(raw, "metrics"), protocol_cls),
+        relative_tolerance=me["relative_tolerance"],
+        record_every=me["record_every"],
+        excess=me["excess"],
+        ece_bins=me["ece_bins"],
+        latency_window=window,
+        particles=me["particles"],
+        particle_runs=me["particle_runs"],
+    )
+    _check_requests_can_arrive(unlearning, run, compute["seconds_per_iteration"], links, protocol,
+                               model_cls, ModelSpec(model, data, base_dir, protocol=protocol))  # fmt: skip
+    return Scenario(
+        run=run,
+        topology=topology,
+        model=model,
+        data=data,
+        protocol=protocol,
+        scheduler=scheduler,
+        compute_seconds=compute["seconds_per_iteration"],
+        links=links,
+        unlearning=tuple(unlearning),
+        metrics=metrics,
+        base_dir=base_dir,
+    )
+
+
+def _topology(t_raw: dict[str, Any], graph: Any) -> TopologySettings:
+    """``[topology]``: its own keys read here, the kind's parameters kept for the build; a graph
+    object (kind networkx) checked against ``nodes``; ``seed`` and ``draw`` only for random kinds."""
+    own = {k.name for k in SCHEMA["topology"]}
+    description = t_raw.pop("graph", None)
+    t = read_keys(SCHEMA["topology"], {k: v for k, v in t_raw.items() if k in own}, "topology")
+    params = {k: v for k, v in t_raw.items() if k not in own}  # the kind's (ranges that depend on
+    # the node count are checked when the graph is built)
+    kind = t["kind"]
+    if kind == GRAPH_KIND or description is not None:
+        if graph is None or kind != GRAPH_KIND:
+            raise ConfigError(
+                "topology.graph" if description is not None else "topology.kind",
+                f"kind {GRAPH_KIND!r} takes a NetworkX graph given from Python "
+                "({'topology': G}); a scenario file reads a graph file with kind = \"graphml\" "
+                'or "edgelist" and path',
+            )
+        for name in ("path", *params):
+            if name in t_raw:
+                raise ConfigError(f"topology.{name}", "unknown key for a graph object")
+        count = graph.number_of_nodes()
+        if t["nodes"] is not None and t["nodes"] != count:
+            raise ConfigError(
+                "topology.nodes", f"nodes = {t['nodes']} but the graph object has {count} nodes"
+            )
+    spec = TOPOLOGY_KINDS.get(kind)
+    if spec is not None:  # the kind's keys, types and bounds now, not first when the graph is built
+        validate_topology(kind, t["nodes"], params, t["path"])
+    random = spec is not None and spec.random
+    for name, fixed in (("seed", None), ("draw", "once")):
+        if t[name] != fixed and not random and (spec is not None or kind == GRAPH_KIND):
+            what = "a graph object" if kind == GRAPH_KIND else f"kind {kind!r}"
+            raise ConfigError(
+                f"topology.{name}",
+                f"is only for random kinds; {what} has one graph, drawn from no seed",
+            )
+    if t["seed"] is not None and t["draw"] == "per-run":
+        raise ConfigError(
+            "topology.seed", 'holds one graph fixed: not with draw = "per-run" (each run\'s own)'
+        )
+    return TopologySettings(
+        kind=kind,
+        nodes=t["nodes"] if kind != GRAPH_KIND else graph.number_of_nodes(),
+        path=t["path"],
+        params=params,
+        seed=t["seed"],
+        draw=t["draw"],
+        graph=graph if kind == GRAPH_KIND else None,
+    )
+
+
+def _check_requests_can_arrive(
+    requests: list[UnlearningSettings],
+    run: RunSettings,
+    compute_seconds: float,
+    links: LinkSettings,
+    protocol: ProtocolSettings,
+    model_cls: Any,
+    spec: ModelSpec,
+) -> None:
+    """Refuse a request that no run can ever receive: one for a slot after the run's last, or for a
+    time after the longest a run can last, iterations × (compute + message bits / rate + latency),
+    every slot moving the token (with the server: a download and an upload in every slot; a
+    request arrives before the first slot starting at or after it)."""
+    horizon: float | None = None
+    for i, req in enumerate(requests):
+        where = f"unlearning[{i}]"
+        if req.at_iteration is not None and req.at_iteration > run.iterations:
+            raise ConfigError(
+                f"{where}.at_iteration",
+                f"is {req.at_iteration}, after the run's last slot (scenario.iterations = "
+                f"{run.iterations}): the request could never arrive",
+            )
+        if req.at_time is None:
+            continue
+        if horizon is None:
+            try:
+                bits = protocol.message_bits(model_cls.sizes(spec, 0))
+            except ConfigError:
+                return  # settings the build refuses in its own words
+            link = links.channel(protocol.architecture)
+            horizon = check_horizon(run.iterations, compute_seconds, link, bits)
+        if req.at_time > horizon:
+            transmissions = (
+                "a download and an upload of the message over the server's links"
+                if protocol.architecture == "server"
+                else "message bits / links.rate_bps + links.latency_s"
+            )
+            raise ConfigError(
+                f"{where}.at_time",
+                f"is {req.at_time:g} s, after the longest a run can last ({horizon:g} s: "
+                f"scenario.iterations × (compute.seconds_per_iteration + {transmissions})): the "
+                "request could never arrive",
+            )
+
+
+def _table(raw: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """Section ``name`` of ``raw`` (empty when absent); anything but a table is an error."""
+    value = raw.get(name, {})
+    if not isinstance(value, dict):
+        raise ConfigError(name, "must be a table ([" + name + "])")
+    return dict(value)
+
+
+def _tolerance(
+    metrics: Mapping[str, Any], table: Mapping[str, Any], protocol_cls: Any
+) -> float | None:
+    """``[metrics] tolerance`` resolved: a number, or None for the relative rule; ``auto`` is
+    :data:`ABSOLUTE_TOLERANCE` where the protocol's divergence has a scale of its own (a KL) and
+    relative where it does not (the KSD). ``relative_tolerance`` given with an absolute one is an
+    error naming it."""
+    from gossipsim.states.representations import representation
+
+    tolerance = metrics["tolerance"]
+    if tolerance == "auto":
+        scaled = representation(protocol_cls.representation_name).absolute_scale
+        tolerance = ABSOLUTE_TOLERANCE if scaled else "relative"
+    if tolerance == "relative":
+        return None
+    if "relative_tolerance" in table:
+        raise ConfigError(
+            "metrics.relative_tolerance",
+            f'applies to tolerance = "relative" only (this variant\'s tolerance is {tolerance:g}, '
+            "an absolute threshold)",
+        )
+    return float(tolerance)
+
+
+def check_name(name: str, key: str = "scenario.name", *, from_file: bool = False) -> str:
+    """A study's name, which names its results folder (``results/<name>``): a plain file name."""
+    problem = None
+    if not name:
+        problem = "is empty"
+    elif name in (".", ".."):
+        problem = "is not a file name"
+    elif "/" in name or "\\" in name:
+        problem = "contains a path separator"
+    elif any(ord(c) < 32 or ord(c) == 127 for c in name):
+        problem = "contains a control character (NUL, newline, ...)"
+    elif len(name.encode("utf-8", "surrogatepass")) > 255:
+        problem = "is longer than 255 bytes"
+    if problem is not None:
+        origin = " (the scenario file's name; set [scenario] name)" if from_file else ""
+        raise ConfigError(
+            key,
+            f"{_short(name)}{origin} {problem}; a name is a file name: 1 to 255 bytes, without "
+            "/ or \\, not . or .., no control characters",
+        )
+    return name
+
+
+def _short(text: str, limit: int = 60) -> str:
+    """``repr(text)``, cut in the middle when long (one-line messages)."""
+    if len(text) > limit:
+        text = text[: limit // 2] + "[...]" + text[-limit // 2 :]
+    return repr(text)
+
+
+__all__ = ["GRAPH_KIND", "check_name", "parse_scenario"]
