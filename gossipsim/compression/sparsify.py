@@ -1,0 +1,55 @@
+"""Top-k sparsification of particle updates ΔΘ (paper 000, Section III-A): the k coordinates of
+largest absolute value kept, the rest set to 0, with the pattern chosen
+
+- ``per-particle``: for each particle on its own |Δθ_n|;
+- ``shared``: once for all particles, on Σ_n |Δθ_n| (the pattern applied to every particle);
+- ``alpha-shared``: once per group, on the sum over the group's particles; the groups are the
+  1/α contiguous blocks of α N_p particles (particles 0 … αN_p − 1 the first, and so on).
+
+Ties at the k-th largest value go to the lower coordinate (a stable order), so the pattern is a
+function of the update alone, the same for a batch of runs as for one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gossipsim.compression.bits import groups_of
+
+
+def top_k_mask(scores: np.ndarray, k: int) -> np.ndarray:
+    """A boolean mask of the ``k`` largest entries of ``scores`` along its last axis (ties to the
+    lower index); leading axes are batch axes."""
+    d = scores.shape[-1]
+    if not 0 <= k <= d:
+        raise ValueError(f"k must be within 0..d = 0..{d} (got {k})")
+    if k == 0 or k == d:
+        return np.full(scores.shape, k == d, dtype=bool)
+    # the k-th largest value by a partition (linear time, no sort): every score above it is kept,
+    # and of those equal to it the lowest-indexed ones until k are kept
+    kth = np.partition(scores, d - k, axis=-1)[..., d - k : d - k + 1]
+    above = scores > kth
+    equal = scores == kth
+    wanted = k - above.sum(axis=-1, keepdims=True)
+    return above | (equal & (np.cumsum(equal, axis=-1) <= wanted))
+
+
+def sparsify(
+    delta: np.ndarray, scheme: str, k: int, alpha: float = 1.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """``delta`` (…, N_p, d) with all but k coordinates of each pattern set to 0, and the mask of
+    the kept entries (same shape): per particle, shared or α-shared (module docstring)."""
+    delta = np.asarray(delta, dtype=float)
+    if delta.ndim < 2:
+        raise ValueError(f"delta must be (..., particles, d) (got shape {delta.shape})")
+    particles, d = delta.shape[-2:]
+    groups = groups_of(scheme, particles, alpha)
+    magnitude = np.abs(delta)
+    if scheme == "per-particle":
+        mask = top_k_mask(magnitude, k)
+    else:
+        size = particles // groups
+        grouped = magnitude.reshape(*delta.shape[:-2], groups, size, d)
+        pattern = top_k_mask(grouped.sum(axis=-2), k)  # (…, groups, d)
+        mask = np.broadcast_to(pattern[..., None, :], grouped.shape).reshape(delta.shape)
+    return np.where(mask, delta, 0.0), mask
