@@ -190,3 +190,28 @@ def test_a_batch_quantized_with_a_generator_per_run_is_each_run_alone():
 def test_bad_quantizer_settings_are_one_line(entry_bits, a_max, match):
     with pytest.raises(ValueError, match=match):
         quantize_with(np.zeros(3), entry_bits, a_max, np.zeros(3))
+
+
+@pytest.mark.parametrize(
+    ("scheme", "alpha"), [("per-particle", 1.0), ("shared", 1.0), ("alpha-shared", 0.5)]
+)
+def test_an_encoded_upload_decodes_to_the_sparsified_update_within_one_step(scheme, alpha):
+    """decode(encode(ΔΘ)) holds exactly the patterns of sparsify, each value within one quantizer
+    step of the true entry (a_max above every entry), and costs upload_bits."""
+    from gossipsim.compression import decode, encode
+
+    rng = np.random.default_rng(4)
+    delta = rng.normal(size=(3, 4, 30))  # 3 runs, 4 particles, d = 30
+    k, entry_bits, a_max = 6, 6, 5.0
+    encoded = encode(
+        delta, scheme, k, entry_bits, a_max, [np.random.default_rng(s) for s in range(3)], alpha
+    )
+    dense = decode(encoded)
+    sparse, mask = sparsify(delta, scheme, k, alpha)
+    assert not np.any(dense[~mask])
+    step = a_max / (magnitude_levels(entry_bits) - 1)
+    assert np.all(np.abs(dense - sparse)[mask] <= step + 1e-12)
+    assert encoded.bits == upload_bits(scheme, 30, k, 4, entry_bits, alpha)
+    for run in range(3):  # a run of the batch as it would be alone
+        alone = encode(delta[run], scheme, k, entry_bits, a_max, np.random.default_rng(run), alpha)
+        assert np.array_equal(decode(alone), dense[run])

@@ -2,7 +2,8 @@
 Section III): the bits an upload costs under each sparsification scheme (eqs. 9-11) and the
 largest sparsity that fits a budget (:mod:`.bits`), top-k sparsification per particle, shared by
 all particles or by groups of them (:mod:`.sparsify`), and stochastic quantization (eqs. 12-13,
-:mod:`.quantize`).
+:mod:`.quantize`); an upload encoded as positions and quantized values and decoded
+(:mod:`.encoding`).
 
 Every function takes arrays whose leading axes are batch axes (``(..., N_p, d)`` updates, e.g.
 runs × particles × coordinates); randomness comes in as uniforms or a caller's generators, never
@@ -16,11 +17,15 @@ from gossipsim.compression.bits import (
     position_bits,
     upload_bits,
 )
+from gossipsim.compression.encoding import EncodedUpdate, decode, encode
 from gossipsim.compression.quantize import magnitude_levels, quantize, quantize_with
 from gossipsim.compression.sparsify import sparsify, top_k_mask
 
 __all__ = [
     "SCHEMES",
+    "EncodedUpdate",
+    "decode",
+    "encode",
     "groups_of",
     "largest_k",
     "magnitude_levels",

@@ -31,6 +31,8 @@ def top_k_mask(scores: np.ndarray, k: int) -> np.ndarray:
     above = scores > kth
     equal = scores == kth
     wanted = k - above.sum(axis=-1, keepdims=True)
+    if np.array_equal(equal.sum(axis=-1, keepdims=True), wanted):  # no tie to break (usual)
+        return above | equal
     return above | (equal & (np.cumsum(equal, axis=-1) <= wanted))
 
 
