@@ -3,7 +3,7 @@ Section III): the bits an upload costs under each sparsification scheme (eqs. 9-
 largest sparsity that fits a budget (:mod:`.bits`), top-k sparsification per particle, shared by
 all particles or by groups of them (:mod:`.sparsify`), and stochastic quantization (eqs. 12-13,
 :mod:`.quantize`); an upload encoded as positions and quantized values and decoded
-(:mod:`.encoding`).
+(:mod:`.encoding`); error feedback (:mod:`.feedback`).
 
 Every function takes arrays whose leading axes are batch axes (``(..., N_p, d)`` updates, e.g.
 runs × particles × coordinates); randomness comes in as uniforms or a caller's generators, never
@@ -18,6 +18,7 @@ from gossipsim.compression.bits import (
     upload_bits,
 )
 from gossipsim.compression.encoding import EncodedUpdate, decode, encode
+from gossipsim.compression.feedback import feedback_step
 from gossipsim.compression.quantize import magnitude_levels, quantize, quantize_with
 from gossipsim.compression.sparsify import sparsify, top_k_mask
 
@@ -26,6 +27,7 @@ __all__ = [
     "EncodedUpdate",
     "decode",
     "encode",
+    "feedback_step",
     "groups_of",
     "largest_k",
     "magnitude_levels",
