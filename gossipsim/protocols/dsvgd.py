@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from gossipsim.network.messages import Message
+from gossipsim.network.messages import Message, Round
 from gossipsim.particles.aggregated import AggregateState, aggregated_visit, forget, start_state
 from gossipsim.particles.dsvgd import paper_forget, paper_visit
 from gossipsim.protocols.particle_base import FloatArray, ParticleProtocol
 from gossipsim.protocols.registry import BuildRequest
+from gossipsim.protocols.server import server_round
 from gossipsim.scheduling.base import NodeView
 
 
@@ -50,8 +51,16 @@ class DistributedSVGD(ParticleProtocol):
         self.view = NodeView(scores=self.scores)
         self.pending: set[int] = set()
         self.visited: set[int] = set()
+        self.uploader = None  # compressed uploads (protocols.compressed), paper variant, server
+        if s.compression is not None:
+            from gossipsim.protocols.compressed import Uploader
 
-    def on_token(self, holder: int, slot: int) -> Message:
+            particles, d = self.particles.shape
+            self.uploader = Uploader(s.compression, particles, d, self.rng)
+
+    def on_token(self, holder: int, slot: int) -> Message | Round:
+        if self.uploader is not None:
+            return self._compressed_visit(holder, slot)
         if holder in self.pending:
             self._forget(holder, slot)
         elif self.sound:
@@ -61,6 +70,24 @@ class DistributedSVGD(ParticleProtocol):
         self.visited.add(holder)
         self.record(slot, force=holder in self._removals and self._removals[holder] == slot)
         return self.message
+
+    def _compressed_visit(self, holder: int, slot: int) -> Round:
+        """The paper variant's visit with the server: the agent's update uploaded compressed and
+        the decoded update added to the global particles (:mod:`~.compressed`)."""
+        assert self.uploader is not None
+        before = self.particles.copy()
+        working = holder in self.pending or holder not in self.forgotten
+        if holder in self.pending:
+            self._forget(holder, slot)
+        elif working:
+            self._paper_visit(holder)
+        bits = 0.0
+        if working:
+            sent, bits = self.uploader.upload(holder, self.particles - before)
+            self.particles = before + sent
+        self.visited.add(holder)
+        self.record(slot, force=holder in self._removals and self._removals[holder] == slot)
+        return server_round(holder, self.message, Message(bits))
 
     def _sound_visit(self, holder: int, learns: bool) -> None:
         s = self.settings

@@ -56,6 +56,9 @@ DSVGD_KEYS: tuple[Key, ...] = (
         "variant)", minimum=0, exclusive_minimum=True),
     Key("kde_floor", "number", PAPER_KDE_FLOOR, "added to every KDE component (paper variant, the "
         "reference code's 1e-9; 0: none)", minimum=0),
+    Key("compression", "table", None, "compressed uploads to the parameter server (paper 000): "
+        "`{ scheme, budget, entry_bits, alpha, a_max, error_feedback }` (see "
+        "[Particles](particles.md)); variant paper with architecture server"),
     Key("forget_tempering", "number", 1.0, "β of Forget-SVGD: the node's log-likelihoods weighted by −β/α (paper "
         "variant; the paper's 1 over-forgets)", minimum=0, exclusive_minimum=True),
 )  # fmt: skip
@@ -75,6 +78,7 @@ class ParticleSettings:
     kde_bandwidth: float = PAPER_KDE_BANDWIDTH
     kde_floor: float = PAPER_KDE_FLOOR
     forget_tempering: float = 1.0
+    compression: Any = None  # CompressionSettings (protocols.compressed) or None
 
     @property
     def rule(self) -> Any:
@@ -204,6 +208,16 @@ class DSVGD(_ParticleKind):
                     )
         if values["local_iterations"] is None:
             values["local_iterations"] = 1 if values["variant"] == "sound" else 200
+        if values["compression"] is not None:
+            from gossipsim.protocols.compressed import read_compression
+
+            if values["variant"] != "paper" or table.get("architecture", "walk") != "server":
+                raise ConfigError(
+                    "protocol.compression",
+                    'is implemented for variant = "paper" with architecture = "server" so far '
+                    "(the sound variant's and the walk's compression are to come)",
+                )
+            values["compression"] = read_compression(values["compression"], values["particles"])
         return ParticleSettings(**values)
 
     def build(self, request: BuildRequest) -> Protocol:
@@ -232,4 +246,7 @@ class DSVGD(_ParticleKind):
         """N particles; the sound variant's token also carries the aggregate of the nodes' scores
         and AdaGrad's history (three N × d arrays)."""
         base = super().message_entries(settings, sizes)
+        if settings.compression is not None:  # the budget must hold one entry (refused here,
+            # where the particles' dimension first meets the settings: at validate)
+            settings.compression.k(int(sizes.particle_entries), int(settings.particles))
         return 3 * base if settings.variant == "sound" else base

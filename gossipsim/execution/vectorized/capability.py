@@ -41,6 +41,8 @@ def unavailable(world: World) -> str | None:
     scheduler = scheduler_for(sc.scheduler.kind)
     if scheduler.kernel not in SCHEDULER_KERNELS:
         return f"scheduler {sc.scheduler.kind!r} declares no vectorised kernel"
+    if getattr(sc.protocol.options, "compression", None) is not None:
+        return "compressed uploads run on the event engine"
     if any(r.at_time is not None for r in world.requests):
         return "an unlearning request arrives at a simulated time"
     channel = getattr(world.links, "kernel", None)
