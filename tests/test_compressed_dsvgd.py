@@ -6,12 +6,12 @@ bits of eqs. 9-11 exactly (none for a forgotten agent's idle visit), the tables 
 from __future__ import annotations
 
 import copy
+import math
 
 import numpy as np
 import pytest
 
 import gossipsim as gs
-from gossipsim.compression import upload_bits
 from tests.helpers import validate_error
 
 BASE = {
@@ -39,9 +39,10 @@ def test_each_slot_costs_the_download_and_the_papers_upload_bits():
     res = gs.run(BASE, plots=False)
     d, particles = 32, 4  # 30 features, the bias and log ξ
     budget = 2 * d
-    bits = upload_bits("alpha-shared", d, np.arange(d + 1), particles, 5, 0.5)
-    k = int(np.flatnonzero(bits <= budget)[-1])
-    upload = float(bits[k])
+    # eq. 11 by the exact binomial (2 groups of 2 particles, 5 bits an entry), not upload_bits
+    bits = [2 * math.log2(math.comb(d, k)) + particles * 5 * k for k in range(d + 1)]
+    k = max(j for j in range(d + 1) if bits[j] <= budget)
+    upload = bits[k]
     download = particles * d * 64
     for _, rows in res.metrics.groupby("run"):
         per_slot = np.diff(np.concatenate([[0.0], rows["bits"].to_numpy()]))

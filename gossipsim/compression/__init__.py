@@ -20,7 +20,7 @@ from gossipsim.compression.bits import (
 from gossipsim.compression.encoding import EncodedUpdate, decode, encode
 from gossipsim.compression.feedback import feedback_step
 from gossipsim.compression.quantize import magnitude_levels, quantize, quantize_with
-from gossipsim.compression.sparsify import sparsify, top_k_mask
+from gossipsim.compression.sparsify import patterns, sparsify, top_k_mask
 
 __all__ = [
     "SCHEMES",
@@ -31,6 +31,7 @@ __all__ = [
     "groups_of",
     "largest_k",
     "magnitude_levels",
+    "patterns",
     "position_bits",
     "quantize",
     "quantize_with",

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gossipsim.compression.bits import groups_of, upload_bits
+from gossipsim.compression.bits import upload_bits
 from gossipsim.compression.quantize import quantize
-from gossipsim.compression.sparsify import top_k_mask
+from gossipsim.compression.sparsify import patterns
 
 
 @dataclass(frozen=True)
@@ -48,12 +48,9 @@ def encode(
     and its kept entries quantized (:func:`~.quantize.quantize`, one generator or one per entry of
     the batch axis)."""
     delta = np.asarray(delta, dtype=float)
-    particles, d = delta.shape[-2:]
-    groups = groups_of(scheme, particles, alpha)
-    size = particles // groups
-    grouped = np.abs(delta).reshape(*delta.shape[:-2], groups, size, d)
-    scores = grouped[..., 0, :] if size == 1 else grouped.sum(axis=-2)
-    mask = top_k_mask(scores, k)  # (…, groups, d)
+    d = delta.shape[-1]
+    mask = patterns(delta, scheme, k, alpha)  # (…, groups, d)
+    size = delta.shape[-2] // mask.shape[-2]
     positions = np.nonzero(mask)[-1].reshape(*mask.shape[:-1], k)  # increasing in each pattern
     per_particle = np.repeat(positions, size, axis=-2)  # (…, N_p, k)
     kept = np.take_along_axis(delta, per_particle, axis=-1)

@@ -36,22 +36,26 @@ def top_k_mask(scores: np.ndarray, k: int) -> np.ndarray:
     return above | (equal & (np.cumsum(equal, axis=-1) <= wanted))
 
 
+def patterns(delta: np.ndarray, scheme: str, k: int, alpha: float = 1.0) -> np.ndarray:
+    """The sparsity patterns of ``delta`` (…, N_p, d): a mask (…, groups, d) of the k coordinates
+    each pattern keeps, a group being one particle (per-particle), all of them (shared) or 1/α
+    contiguous blocks (α-shared); particle n uses pattern n // (N_p / groups)."""
+    delta = np.asarray(delta, dtype=float)
+    if delta.ndim < 2:
+        raise ValueError(f"delta must be (..., particles, d) (got shape {delta.shape})")
+    particles, d = delta.shape[-2:]
+    groups = groups_of(scheme, particles, alpha)
+    size = particles // groups
+    grouped = np.abs(delta).reshape(*delta.shape[:-2], groups, size, d)
+    return top_k_mask(grouped[..., 0, :] if size == 1 else grouped.sum(axis=-2), k)
+
+
 def sparsify(
     delta: np.ndarray, scheme: str, k: int, alpha: float = 1.0
 ) -> tuple[np.ndarray, np.ndarray]:
     """``delta`` (…, N_p, d) with all but k coordinates of each pattern set to 0, and the mask of
     the kept entries (same shape): per particle, shared or α-shared (module docstring)."""
     delta = np.asarray(delta, dtype=float)
-    if delta.ndim < 2:
-        raise ValueError(f"delta must be (..., particles, d) (got shape {delta.shape})")
-    particles, d = delta.shape[-2:]
-    groups = groups_of(scheme, particles, alpha)
-    magnitude = np.abs(delta)
-    if scheme == "per-particle":
-        mask = top_k_mask(magnitude, k)
-    else:
-        size = particles // groups
-        grouped = magnitude.reshape(*delta.shape[:-2], groups, size, d)
-        pattern = top_k_mask(grouped.sum(axis=-2), k)  # (…, groups, d)
-        mask = np.broadcast_to(pattern[..., None, :], grouped.shape).reshape(delta.shape)
+    pattern = patterns(delta, scheme, k, alpha)
+    mask = np.repeat(pattern, delta.shape[-2] // pattern.shape[-2], axis=-2)
     return np.where(mask, delta, 0.0), mask

@@ -110,11 +110,15 @@ ALSO_IN: Final[dict[str, tuple[str, ...]]] = {
 }
 
 
-class _Absent:
-    """What :func:`moved_attribute` finds where a module lacks the name."""
+#: what ``getattr`` gives where a module lacks a name
+MISSING: Final = object()
 
 
-_ABSENT = _Absent()
+def holds(module: ModuleType, attribute: str) -> bool:
+    """Whether ``module`` defines ``attribute`` as something other than a submodule of that name
+    (``gossipsim.results.collect`` is not the old function ``collect``)."""
+    found = getattr(module, attribute, MISSING)
+    return found is not MISSING and not isinstance(found, ModuleType)
 
 
 def moved_attribute(old_module: str, attribute: str) -> tuple[str, object] | None:
@@ -130,14 +134,11 @@ def moved_attribute(old_module: str, attribute: str) -> tuple[str, object] | Non
     if new == old_module and old_module not in BECAME_PACKAGES:
         return None
 
-    def held(module: ModuleType) -> bool:  # a submodule of the same name is not the old name
-        return not isinstance(getattr(module, attribute, _ABSENT), (ModuleType, _Absent))
-
     module = importlib.import_module(new)
-    if held(module):
+    if holds(module, attribute):
         return new, getattr(module, attribute)
     for other in ALSO_IN.get(old_module, ()):
-        if held(elsewhere := importlib.import_module(other)):
+        if holds(elsewhere := importlib.import_module(other), attribute):
             return other, getattr(elsewhere, attribute)
     package = new if hasattr(module, "__path__") else new.rpartition(".")[0]
     for info in sorted(
@@ -148,7 +149,7 @@ def moved_attribute(old_module: str, attribute: str) -> tuple[str, object] | Non
             sibling = importlib.import_module(info.name)
         except ImportError:  # a module needing an optional library the user lacks
             continue
-        if held(sibling):
+        if holds(sibling, attribute):
             return info.name, getattr(sibling, attribute)
     return None
 

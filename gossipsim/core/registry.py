@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterator, Mapping
-from types import ModuleType
 from typing import Any
 
-from gossipsim.core.moved import moved_attribute, resolve_moved
+from gossipsim.core.moved import holds, moved_attribute, resolve_moved
 from gossipsim.errors import ConfigError
 
 
@@ -34,14 +33,14 @@ def import_object(path: str, key: str) -> Any:
         raise ConfigError(key, f"cannot import {module_name!r}: {exc}{hint}") from None
     except Exception as exc:  # an error inside the plug-in's module
         raise ConfigError(key, f"cannot import {module_name!r}: {exc}") from None
-    found = getattr(module, attribute, None)
-    if found is None or isinstance(found, ModuleType):  # perhaps a name a split moved away
-        moved = moved_attribute(path.partition(":")[0], attribute)
-        if moved is not None:
-            return moved[1]
-    if found is None and not hasattr(module, attribute):
+    if holds(module, attribute):
+        return getattr(module, attribute)
+    moved = moved_attribute(path.partition(":")[0], attribute)  # a name a split moved away
+    if moved is not None:
+        return moved[1]
+    if not hasattr(module, attribute):
         raise ConfigError(key, f"module {module_name!r} has no {attribute!r}")
-    return found
+    return getattr(module, attribute)  # a submodule named as the attribute
 
 
 class Registry(Mapping[str, Any]):

@@ -22,8 +22,15 @@ from typing import Any
 
 import numpy as np
 
-from gossipsim.compression import SCHEMES, decode, encode, feedback_step, groups_of, largest_k
-from gossipsim.compression.quantize import magnitude_levels
+from gossipsim.compression import (
+    SCHEMES,
+    decode,
+    encode,
+    feedback_step,
+    groups_of,
+    largest_k,
+    upload_bits,
+)
 from gossipsim.core.schema import Key, read_keys
 from gossipsim.errors import ConfigError
 
@@ -111,7 +118,6 @@ def read_compression(table: Any, particles: int) -> CompressionSettings:
         groups_of(values["scheme"], particles, values["alpha"])
     except ValueError as exc:
         raise ConfigError("protocol.compression.alpha", str(exc)) from None
-    magnitude_levels(values["entry_bits"])
     return CompressionSettings(
         scheme=values["scheme"], budget_bits=bits, budget_factor=factor,
         entry_bits=int(values["entry_bits"]), alpha=float(values["alpha"]),
@@ -128,24 +134,23 @@ class Uploader:
     ) -> None:
         self.settings = settings
         self.k = settings.k(d, particles)
+        #: what every upload costs (eqs. 9-11): k is fixed by the budget
+        self.bits = float(
+            upload_bits(settings.scheme, d, self.k, particles, settings.entry_bits, settings.alpha)
+        )
         self.rng = rng
         self.residual: dict[int, np.ndarray] = {}
 
     def upload(self, agent: int, delta: np.ndarray) -> tuple[np.ndarray, float]:
         """(the decoded ΔΘ the server adds, the upload's bits) of ``agent``'s update ``delta``."""
         s = self.settings
-        encoded_bits = 0.0
 
         def compress(x: np.ndarray) -> np.ndarray:
-            nonlocal encoded_bits
-            encoded = encode(x, s.scheme, self.k, s.entry_bits, s.a_max, self.rng, s.alpha)
-            encoded_bits = encoded.bits
-            return decode(encoded)
+            return decode(encode(x, s.scheme, self.k, s.entry_bits, s.a_max, self.rng, s.alpha))
 
-        if s.error_feedback:
-            sent, self.residual[agent] = feedback_step(
-                delta, self.residual.get(agent, np.zeros_like(delta)), compress
-            )
-        else:
-            sent = compress(delta)
-        return sent, encoded_bits
+        if not s.error_feedback:
+            return compress(delta), self.bits
+        sent, self.residual[agent] = feedback_step(
+            delta, self.residual.get(agent, np.zeros_like(delta)), compress
+        )
+        return sent, self.bits

@@ -242,6 +242,12 @@ class DSVGD(_ParticleKind):
         fits = float(settings.fit_iterations)
         return SlotWork(gradients=steps, pooled=False, kernel_steps=3.0 * steps + 4.0 * fits)
 
+    def unbatched(self, settings: Any) -> str | None:
+        """Compressed uploads (:mod:`~.compressed`) run on the event engine only."""
+        return (
+            None if settings.compression is None else "compressed uploads run on the event engine"
+        )
+
     def message_entries(self, settings: Any, sizes: Any) -> int:
         """N particles; the sound variant's token also carries the aggregate of the nodes' scores
         and AdaGrad's history (three N × d arrays)."""

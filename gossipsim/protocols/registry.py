@@ -117,6 +117,11 @@ class ProtocolKind(ABC):
         path then never runs it: everything without a declaration runs on the event engine)."""
         return None
 
+    def unbatched(self, settings: Any) -> str | None:
+        """Why these ``settings`` keep the kind off the vectorised engine although :meth:`kernel`
+        declares one for the model (None: they do not), e.g. ``dsvgd``'s compressed uploads."""
+        return None
+
     def build_batch(self, request: BatchBuildRequest) -> Any:
         """The protocols of a batch of runs at once (one row per run), for a kind whose
         :meth:`kernel` is ``batched-steps``: an object with ``new_slot()``,

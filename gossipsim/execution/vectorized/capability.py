@@ -41,8 +41,9 @@ def unavailable(world: World) -> str | None:
     scheduler = scheduler_for(sc.scheduler.kind)
     if scheduler.kernel not in SCHEDULER_KERNELS:
         return f"scheduler {sc.scheduler.kind!r} declares no vectorised kernel"
-    if getattr(sc.protocol.options, "compression", None) is not None:
-        return "compressed uploads run on the event engine"
+    why = protocol_kind(sc.protocol.kind).unbatched(sc.protocol.options)
+    if why is not None:
+        return why
     if any(r.at_time is not None for r in world.requests):
         return "an unlearning request arrives at a simulated time"
     channel = getattr(world.links, "kernel", None)
