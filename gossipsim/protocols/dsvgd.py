@@ -26,6 +26,7 @@ import numpy as np
 from gossipsim.network.messages import Message, Round
 from gossipsim.particles.aggregated import AggregateState, aggregated_visit, forget, start_state
 from gossipsim.particles.dsvgd import paper_forget, paper_visit
+from gossipsim.protocols.compressed import QuantizedState, Uploader
 from gossipsim.protocols.particle_base import FloatArray, ParticleProtocol
 from gossipsim.protocols.registry import BuildRequest
 from gossipsim.protocols.server import server_round
@@ -51,15 +52,25 @@ class DistributedSVGD(ParticleProtocol):
         self.view = NodeView(scores=self.scores)
         self.pending: set[int] = set()
         self.visited: set[int] = set()
-        self.uploader = None  # compressed uploads (protocols.compressed), paper variant, server
-        if s.compression is not None:
-            from gossipsim.protocols.compressed import Uploader
-
+        # compressed updates (protocols.compressed): the server's uploads (both variants) and
+        # download (paper variant), or the walk's quantized token (paper variant)
+        self.uploader: Uploader | None = None
+        self.token: QuantizedState | None = None
+        self.downlink: QuantizedState | None = s.downlink_compression
+        self.histories: dict[int, FloatArray | None] = {}  # sound, compressed: each agent's own
+        compression = s.compression
+        if compression is not None and compression.architecture == "server":
             particles, d = self.particles.shape
-            self.uploader = Uploader(s.compression, particles, d, self.rng)
+            share = 0.5 if self.sound else 1.0  # the sound variant uploads two arrays
+            self.uploader = Uploader(compression, particles, d, self.rng, share)
+        elif compression is not None:
+            self.token = QuantizedState(compression.entry_bits, compression.a_max)
+            self.message = Message(float(self.particles.size * compression.entry_bits))
 
     def on_token(self, holder: int, slot: int) -> Message | Round:
-        if self.uploader is not None:
+        if self.uploader is not None and self.sound:
+            return self._compressed_sound_visit(holder, slot)
+        if self.uploader is not None or self.downlink is not None:
             return self._compressed_visit(holder, slot)
         if holder in self.pending:
             self._forget(holder, slot)
@@ -67,26 +78,80 @@ class DistributedSVGD(ParticleProtocol):
             self._sound_visit(holder, holder not in self.forgotten)
         elif holder not in self.forgotten:
             self._paper_visit(holder)
+        if self.token is not None:  # the walk's quantized token: what the next holder receives
+            self.particles, _ = self.token.send(self.particles, self.rng)
         self.visited.add(holder)
         self.record(slot, force=holder in self._removals and self._removals[holder] == slot)
         return self.message
 
     def _compressed_visit(self, holder: int, slot: int) -> Round:
-        """The paper variant's visit with the server: the agent's update uploaded compressed and
-        the decoded update added to the global particles (:mod:`~.compressed`)."""
-        assert self.uploader is not None
-        before = self.particles.copy()
+        """The paper variant's visit with the server, its download quantized
+        (``downlink_compression``) and/or its upload compressed (``compression``): the agent's
+        update relative to what it received, decoded and added to the server's particles
+        (:mod:`~.compressed`)."""
+        held = self.particles.copy()
+        down_bits = self.message.bits
+        if self.downlink is not None:
+            self.particles, down_bits = self.downlink.send(held, self.rng)
+        received = self.particles.copy()
         working = holder in self.pending or holder not in self.forgotten
         if holder in self.pending:
             self._forget(holder, slot)
         elif working:
             self._paper_visit(holder)
-        bits = 0.0
+        up_bits = 0.0
+        sent = np.zeros_like(held)
         if working:
-            sent, bits = self.uploader.upload(holder, self.particles - before)
-            self.particles = before + sent
+            sent, up_bits = self.particles - received, self.message.bits
+            if self.uploader is not None:
+                sent, up_bits = self.uploader.upload(holder, sent)
+        self.particles = held + sent
         self.visited.add(holder)
         self.record(slot, force=holder in self._removals and self._removals[holder] == slot)
+        return server_round(holder, Message(down_bits), Message(up_bits))
+
+    def _compressed_sound_visit(self, holder: int, slot: int) -> Round:
+        """The sound variant's visit with the server and compressed uploads: the particles'
+        update and the change of the agent's score contribution, each compressed in half the
+        budget; the server adds both and keeps each agent's decoded contribution, which a
+        removal subtracts exactly; each agent keeps its own AdaGrad history
+        (:mod:`~.compressed`)."""
+        assert self.uploader is not None
+        held = self.state
+        if holder in self.pending:  # the removal slot: the server drops ĝ_k it holds
+            self.pending.discard(holder)
+            self.forgotten.add(holder)
+            self._removals[holder] = slot
+            held = forget(held, self.own.pop(holder))
+            self.histories.clear()  # the target changed: every agent's steps regain their size
+        learns = holder not in self.forgotten
+        own = self.own.get(holder, np.zeros_like(held.particles))
+        local, mine = (
+            AggregateState(held.particles, held.aggregate, self.histories.get(holder)),
+            own,
+        )
+        score = self.likelihood_score(holder) if learns else None
+        s = self.settings
+        for _ in range(s.local_iterations):
+            local, mine = aggregated_visit(
+                local, mine, self.prior_score, score, s.sound_adagrad, rule=s.rule,
+                bandwidth=s.fixed_bandwidth,
+            )  # fmt: skip
+        self.histories[holder] = local.history
+        moved, bits = self.uploader.upload((holder, "particles"), local.particles - held.particles)
+        aggregate = held.aggregate
+        if learns:
+            change, score_bits = self.uploader.upload((holder, "scores"), mine - own)
+            bits += score_bits
+            self.own[holder] = own + change
+            aggregate = aggregate + change
+        self.state = AggregateState(held.particles + moved, aggregate, None)
+        self.particles = self.state.particles
+        self.scores[holder] = (
+            float(np.sqrt(np.mean(np.square(self.own[holder])))) if learns else 0.0
+        )
+        self.visited.add(holder)
+        self.record(slot, force=self._removals.get(holder) == slot)
         return server_round(holder, self.message, Message(bits))
 
     def _sound_visit(self, holder: int, learns: bool) -> None:

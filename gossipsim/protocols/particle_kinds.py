@@ -56,9 +56,12 @@ DSVGD_KEYS: tuple[Key, ...] = (
         "variant)", minimum=0, exclusive_minimum=True),
     Key("kde_floor", "number", PAPER_KDE_FLOOR, "added to every KDE component (paper variant, the "
         "reference code's 1e-9; 0: none)", minimum=0),
-    Key("compression", "table", None, "compressed uploads to the parameter server (paper 000): "
-        "`{ scheme, budget, entry_bits, alpha, a_max, error_feedback }` (see "
-        "[Particles](particles.md)); variant paper with architecture server"),
+    Key("compression", "table", None, "compressed updates (paper 000, see [Particles]"
+        "(particles.md)): with the server `{ scheme, budget, entry_bits, alpha, a_max, "
+        "error_feedback }` (both variants); on the walk `{ entry_bits, a_max }`, the token "
+        "quantized whole (paper variant)"),
+    Key("downlink_compression", "table", None, "the server's download quantized whole: "
+        "`{ entry_bits, a_max }` (paper variant with the server); absent: uncompressed"),
     Key("forget_tempering", "number", 1.0, "β of Forget-SVGD: the node's log-likelihoods weighted by −β/α (paper "
         "variant; the paper's 1 over-forgets)", minimum=0, exclusive_minimum=True),
 )  # fmt: skip
@@ -79,6 +82,7 @@ class ParticleSettings:
     kde_floor: float = PAPER_KDE_FLOOR
     forget_tempering: float = 1.0
     compression: Any = None  # CompressionSettings (protocols.compressed) or None
+    downlink_compression: Any = None  # QuantizedState (protocols.compressed) or None
 
     @property
     def rule(self) -> Any:
@@ -208,16 +212,31 @@ class DSVGD(_ParticleKind):
                     )
         if values["local_iterations"] is None:
             values["local_iterations"] = 1 if values["variant"] == "sound" else 200
+        architecture = str(table.get("architecture", "walk"))
         if values["compression"] is not None:
             from gossipsim.protocols.compressed import read_compression
 
-            if values["variant"] != "paper" or table.get("architecture", "walk") != "server":
+            if values["variant"] == "sound" and architecture != "server":
                 raise ConfigError(
                     "protocol.compression",
-                    'is implemented for variant = "paper" with architecture = "server" so far '
-                    "(the sound variant's and the walk's compression are to come)",
+                    'on the walk quantizes the token of variant = "paper" only (the sound '
+                    "variant's token also carries the scores' aggregate and AdaGrad's history, "
+                    'whose ranges are not the particles\'); use architecture = "server"',
                 )
-            values["compression"] = read_compression(values["compression"], values["particles"])
+            values["compression"] = read_compression(
+                values["compression"], values["particles"], architecture
+            )
+        if values["downlink_compression"] is not None:
+            from gossipsim.protocols.compressed import read_downlink
+
+            if values["variant"] != "paper" or architecture != "server":
+                raise ConfigError(
+                    "protocol.downlink_compression",
+                    'applies to variant = "paper" with architecture = "server" (the sound '
+                    "variant's download also carries the scores' aggregate, whose range is not "
+                    "the particles'; on the walk use compression)",
+                )
+            values["downlink_compression"] = read_downlink(values["downlink_compression"])
         return ParticleSettings(**values)
 
     def build(self, request: BuildRequest) -> Protocol:
@@ -243,16 +262,22 @@ class DSVGD(_ParticleKind):
         return SlotWork(gradients=steps, pooled=False, kernel_steps=3.0 * steps + 4.0 * fits)
 
     def unbatched(self, settings: Any) -> str | None:
-        """Compressed uploads (:mod:`~.compressed`) run on the event engine only."""
-        return (
-            None if settings.compression is None else "compressed uploads run on the event engine"
-        )
+        """Compressed updates (:mod:`~.compressed`) run on the event engine only."""
+        if settings.compression is None and settings.downlink_compression is None:
+            return None
+        return "compressed updates run on the event engine"
 
     def message_entries(self, settings: Any, sizes: Any) -> int:
         """N particles; the sound variant's token also carries the aggregate of the nodes' scores
-        and AdaGrad's history (three N × d arrays)."""
+        and AdaGrad's history (three N × d arrays; two with compressed uploads, where each agent
+        keeps its own history: :mod:`~.compressed`)."""
         base = super().message_entries(settings, sizes)
-        if settings.compression is not None:  # the budget must hold one entry (refused here,
-            # where the particles' dimension first meets the settings: at validate)
-            settings.compression.k(int(sizes.particle_entries), int(settings.particles))
+        compression = settings.compression
+        if compression is not None and compression.architecture == "server":
+            # the budget must hold one entry (refused here, where the particles' dimension first
+            # meets the settings: at validate); the sound variant's two arrays share it
+            share = 0.5 if settings.variant == "sound" else 1.0
+            compression.k(int(sizes.particle_entries), int(settings.particles), share)
+            if settings.variant == "sound":
+                return 2 * base
         return 3 * base if settings.variant == "sound" else base
