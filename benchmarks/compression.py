@@ -6,7 +6,13 @@ N_p = 10 particles of d = 79,510 coordinates (the paper's 784-100-10 network), N
 R_u = d. The two give the same decoded ΔΘ, checked; the ratio is the loop's time over the
 vectorised one's (best of ``--repeat``), both measured in this run.
 
-    python benchmarks/compression.py [--repeat 20] [--particles 10] [--d 79510]
+    python benchmarks/compression.py [--repeat 20] [--particles 10] [--d 79510] [--visits 40]
+
+Second, the cost of a compressed visit as a fraction of the uncompressed one: a DSVGD visit with
+the parameter server (``on_token`` of the protocol, compression included) on breast cancer with a
+``bnn`` of 100 hidden units (d = 3,302) and N_p = 10, each variant, R_u = d, shared, against the
+same visits uncompressed, both timed in this run (mean over ``--visits`` visits after 4 warm-up
+visits).
 
 Measured (2026-11-29, 2 cores): shared 1.8 ms against 1.7, α = 1/2 2.6 against 2.6, per particle
 12.3 against 8.7: ratios 1.0x, 1.0x, 0.7x, short of issue 32's 5x for the shared schemes. The
@@ -22,6 +28,8 @@ import time
 import numpy as np
 
 from gossipsim.compression import decode, encode, groups_of, largest_k, magnitude_levels
+from gossipsim.study.sections import parse_scenario
+from gossipsim.world.world import build_protocol, build_world
 
 
 def loop(delta, scheme, k, entry_bits, a_max, rng, alpha):
@@ -60,6 +68,32 @@ def best(fn, repeat: int) -> float:
     return min(times)
 
 
+def visit_seconds(variant: str, compressed: bool, visits: int) -> tuple[float, int]:
+    """Mean seconds of a DSVGD visit with the server (and d)."""
+    protocol_table: dict = {
+        "kind": "dsvgd", "architecture": "server", "variant": variant, "particles": 10,
+    }  # fmt: skip
+    if variant == "paper":
+        protocol_table.update(local_iterations=5, fit_iterations=5)
+    if compressed:
+        protocol_table["compression"] = {"scheme": "shared", "budget": "d", "a_max": "max"}
+    raw = {
+        "scenario": {"name": "bench", "seed": 1, "runs": 1, "iterations": visits + 4},
+        "topology": {"kind": "complete", "nodes": 10},
+        "model": {"kind": "bnn", "hidden": 100},
+        "data": {"dataset": "breast_cancer"},
+        "protocol": protocol_table,
+    }
+    world = build_world(parse_scenario(raw))
+    protocol = build_protocol(world, world.model.fixed_data, np.random.default_rng(3))
+    for slot in range(1, 5):
+        protocol.on_token(slot % 10, slot)
+    start = time.perf_counter()
+    for slot in range(5, visits + 5):
+        protocol.on_token(slot % 10, slot)
+    return (time.perf_counter() - start) / visits, int(protocol.particles.shape[1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -67,6 +101,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--particles", type=int, default=10)
     parser.add_argument("--d", type=int, default=79_510)
+    parser.add_argument("--visits", type=int, default=40)
     args = parser.parse_args()
     particles, d, entry_bits, a_max = args.particles, args.d, 5, 0.05
     delta = np.random.default_rng(0).normal(scale=0.01, size=(particles, d))
@@ -93,6 +128,15 @@ def main() -> None:
         name = scheme if scheme != "alpha-shared" else "alpha-shared (alpha = 1/2)"
         print(
             f"  {name:28s} k = {k:5d}: vectorised {t_vec * 1e3:6.2f} ms, loop {t_loop * 1e3:6.2f} ms, ratio {t_loop / t_vec:4.1f}x"
+        )
+
+    print("A DSVGD visit with the server, bnn (100 hidden units), N_p = 10, R_u = d, shared:")
+    for variant in ("sound", "paper"):
+        plain, d = visit_seconds(variant, False, args.visits)
+        compressed, _ = visit_seconds(variant, True, args.visits)
+        print(
+            f"  {variant:6s} d = {d:,}: uncompressed {plain * 1e3:7.2f} ms, compressed "
+            f"{compressed * 1e3:7.2f} ms, compressed / uncompressed {compressed / plain:5.2f}"
         )
 
 

@@ -156,6 +156,28 @@ def test_the_sound_servers_aggregate_is_the_sum_of_what_it_decoded():
     assert 1 not in protocol.own and protocol.removals() == {1: 10}
 
 
+def test_an_agents_history_grows_only_where_its_upload_reached_the_server():
+    world = build_world(parse_scenario(_sound()))
+    protocol = build_protocol(world, world.model.fixed_data, np.random.default_rng(5))
+    sent = {}
+    upload = protocol.uploader.upload
+
+    def spy(agent, delta):  # the entries each particles' upload sent
+        out = upload(agent, delta)
+        sent[agent] = protocol.uploader.kept.copy()
+        return out
+
+    protocol.uploader.upload = spy
+    protocol.on_token(0, 1)
+    first = protocol.histories[0].copy()
+    assert np.all(first[~sent[(0, "particles")]] == 0) and np.all(first[sent[(0, "particles")]] > 0)
+    protocol.on_token(1, 2)
+    protocol.on_token(0, 3)
+    second, kept = protocol.histories[0], sent[(0, "particles")]
+    assert np.array_equal(second[~kept], first[~kept])
+    assert np.all(second[kept] > first[kept])
+
+
 def test_the_sound_variant_with_a_large_budget_learns_like_the_uncompressed_one():
     """With 40d (k = 31 of 32 coordinates kept per array, 5-bit values) the held-out accuracy
     after 40 slots is within 3 standard errors of a test set of 113 rows of the uncompressed

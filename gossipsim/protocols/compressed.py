@@ -19,8 +19,11 @@ server adds decode(ΔΘ) to θ and decode(Δg_k) to S and keeps each agent's dec
 (the sum of what it decoded from that agent); the agent keeps the same ĝ_k (it knows what it
 sent), so S = Σ_k ĝ_k at both ends, and a removal subtracts the server's ĝ_k exactly (nothing to
 upload for it). The history cannot be kept in step at both ends without being uploaded too (a
-third N_p × d array), so each agent keeps its own cumulative AdaGrad history (its steps shrink as
-1/√(its visits)); a removal restarts every agent's (the target changed). A forgotten agent's
+third N_p × d array), so each agent keeps its own cumulative AdaGrad history, grown only at the
+entries its uploads sent (a coordinate's steps shrink as 1/√(the times it reached the server); a
+history grown everywhere shrank the steps of coordinates sent once in a hundred visits as if they
+had moved at each, and compressed learning all but stopped); a removal restarts every agent's (the
+target changed). A forgotten agent's
 visits step on the others' scores, as without compression, and upload ΔΘ alone (half the budget).
 
 **Downlink.** ``downlink_compression = { entry_bits, a_max }`` (paper variant) quantizes the
@@ -45,6 +48,7 @@ import numpy as np
 
 from gossipsim.compression import (
     SCHEMES,
+    EncodedUpdate,
     decode,
     encode,
     feedback_step,
@@ -242,6 +246,15 @@ def read_downlink(table: Any) -> QuantizedState:
     return QuantizedState(int(values["entry_bits"]), _range(values["a_max"]))
 
 
+def decode_mask(encoded: EncodedUpdate) -> np.ndarray:
+    """The (…, N_p, d) mask of the entries an upload sent (its particles' positions)."""
+    values = encoded.values
+    size = values.shape[-2] // encoded.positions.shape[-2]
+    mask = np.zeros((*values.shape[:-1], encoded.d), dtype=bool)
+    np.put_along_axis(mask, np.repeat(encoded.positions, size, axis=-2), True, axis=-1)
+    return mask
+
+
 class Uploader:
     """One run's compressed uploads: ΔΘ → what the server decodes, with its bits (and the
     residual of error feedback)."""
@@ -262,6 +275,8 @@ class Uploader:
         )
         self.rng = rng
         self.residual: dict[Hashable, np.ndarray] = {}
+        #: the entries the last upload sent (N_p × d, True at each particle's kept positions)
+        self.kept = np.zeros((particles, d), dtype=bool)
 
     def upload(self, agent: Hashable, delta: np.ndarray) -> tuple[np.ndarray, float]:
         """(the decoded ΔΘ the server adds, the upload's bits) of ``agent``'s update ``delta``
@@ -272,7 +287,9 @@ class Uploader:
             a_max = s.a_max
             if a_max is None:  # the kept entries' largest magnitude, sent with the upload
                 a_max = largest_magnitude(sparsify(x, s.scheme, self.k, s.alpha)[0])
-            return decode(encode(x, s.scheme, self.k, s.entry_bits, a_max, self.rng, s.alpha))
+            encoded = encode(x, s.scheme, self.k, s.entry_bits, a_max, self.rng, s.alpha)
+            self.kept = decode_mask(encoded)
+            return decode(encoded)
 
         if not s.error_feedback:
             return compress(delta), self.bits

@@ -137,8 +137,15 @@ class DistributedSVGD(ParticleProtocol):
                 local, mine, self.prior_score, score, s.sound_adagrad, rule=s.rule,
                 bandwidth=s.fixed_bandwidth,
             )  # fmt: skip
-        self.histories[holder] = local.history
         moved, bits = self.uploader.upload((holder, "particles"), local.particles - held.particles)
+        # the agent's history grows where its steps reached the server: at the entries sent
+        before = self.histories.get(holder)
+        grown = local.history
+        if before is not None and grown is not None:
+            grown = np.where(self.uploader.kept, grown, before)
+        elif grown is not None:
+            grown = np.where(self.uploader.kept, grown, 0.0)
+        self.histories[holder] = grown
         aggregate = held.aggregate
         if learns:
             change, score_bits = self.uploader.upload((holder, "scores"), mine - own)
