@@ -150,6 +150,30 @@ def test_fedavg_learns_to_near_the_centralised_maps_accuracy():
     assert res.metrics["nll"].iloc[-1] < res.metrics["nll"].iloc[0] / 2
 
 
+def test_error_feedback_changes_the_weights_not_the_bits():
+    plain = gs.run(BASE, plots=False)
+    raw = copy.deepcopy(BASE)
+    raw["protocol"]["compression"]["error_feedback"] = True
+    fed = gs.run(raw, plots=False)
+    assert fed.metrics["bits"].equals(plain.metrics["bits"])
+    assert not fed.metrics["score_norm"].equals(plain.metrics["score_norm"])
+
+
+def test_a_network_learns_on_the_walk():
+    raw = {
+        "scenario": {"name": "n", "seed": 2, "runs": 1, "iterations": 60},
+        "topology": {"kind": "ring", "nodes": 3},
+        "model": {"kind": "bnn", "hidden": 8},
+        "data": {"dataset": "iris"},
+        "protocol": {"kind": "fedavg", "local_iterations": 5, "learning_rate": 0.05},
+        "metrics": {"record_every": 60},
+    }
+    res = gs.run(raw, plots=False)
+    first, last = res.metrics.iloc[0], res.metrics.iloc[-1]
+    assert last["nll"] < first["nll"] and last["accuracy"] > 0.6  # 3 classes: chance 1/3
+    assert last["score_norm"] < first["score_norm"]
+
+
 @pytest.mark.parametrize(
     ("change", "key", "says"),
     [
