@@ -238,6 +238,11 @@ def _expected_text(entry: dict[str, Any]) -> str:
     expectation at the request's slot and, when some runs ended before serving it, the exact
     counterpart of the restricted mean (runs see latencies up to τ − 1)."""
     exact = entry.get("expected_removal_latency") or {}
+    if exact.get("no_unlearning"):
+        return (
+            " (the protocol has no unlearning of its own: the node's contribution stays; the "
+            "retrain baseline serves the request)"
+        )
     if exact.get("value") is not None:
         text = f"{exact['label']}: {exact['value']:.2f}"
         seen = entry.get("removal_latency") or {}

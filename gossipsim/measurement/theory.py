@@ -105,15 +105,19 @@ def theory_for(world: Any, arrival_slots: Mapping[int, int] | None = None) -> di
             removal_latency_entry(world, r, (arrival_slots or {}).get(r), hitting)
             for r in range(len(world.requests))
         ]
-        pi = scheduler_for(kind).stationary(world.indexed)
-        out["next_visit_latency"] = {  # 1 + Σ_v π(v) H(v, k): ct.next_visit_latency
-            str(labels[node]): 1.0 + float(pi @ h) for node, h in hitting.items()
-        }
-        out["next_visit_latency_assumes"] = (
-            "holder drawn from the stationary distribution of the "
-            f"{kind} scheduler and the node's factor in the state (a request long after the "
-            "start); latency = slots until the node holds the token, the request slot included"
-        )
+        from gossipsim.core.registry import PROTOCOL_KINDS
+
+        protocol = PROTOCOL_KINDS.lookup(sc.protocol.kind, "protocol.kind")
+        if getattr(protocol, "removes_at", "next-visit") != "never":  # else nothing is removed
+            pi = scheduler_for(kind).stationary(world.indexed)
+            out["next_visit_latency"] = {  # 1 + Σ_v π(v) H(v, k): ct.next_visit_latency
+                str(labels[node]): 1.0 + float(pi @ h) for node, h in hitting.items()
+            }
+            out["next_visit_latency_assumes"] = (
+                "holder drawn from the stationary distribution of the "
+                f"{kind} scheduler and the node's factor in the state (a request long after the "
+                "start); latency = slots until the node holds the token, the request slot included"
+            )
     out.update(target_summary(world))
     return out
 
@@ -150,6 +154,16 @@ def removal_latency_entry(
     from gossipsim.core.registry import PROTOCOL_KINDS
 
     protocol = PROTOCOL_KINDS.lookup(world.scenario.protocol.kind, "protocol.kind")
+    if getattr(protocol, "removes_at", "next-visit") == "never":
+        entry.update(
+            method=(
+                f"not computed: {world.scenario.protocol.kind} has no unlearning of its own: the "
+                "node's contribution stays in its state; the request is served by the retrain "
+                "baseline (retrain_latency)"
+            ),
+            no_unlearning=True,
+        )
+        return entry
     if getattr(protocol, "removes_at", "next-visit") == "request":
         entry.update(
             expected=0.0,

@@ -88,7 +88,9 @@ class ProtocolKind(ABC):
     #: what its protocols record (:func:`gossipsim.states.representations.representation`)
     representation_name: ClassVar[str] = "natural-parameters"
     #: when a forgotten node's contribution leaves the state: at its next visit (the token's
-    #: law gives the removal latency's expectation), or at the request itself (removal latency 0)
+    #: law gives the removal latency's expectation), at the request itself (removal latency 0),
+    #: or ``"never"`` (no unlearning of its own, ``fedavg``: requests are served by the retrain
+    #: baseline alone, which scenarios with requests must then keep)
     removes_at: ClassVar[str] = "next-visit"
     #: whether it learns at a centre holding every node's data, with no walk: the one upload of
     #: every node's data is charged in slot 1 and nothing afterwards, no cover time or visits are

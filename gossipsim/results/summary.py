@@ -264,6 +264,8 @@ def request_summaries(
                 "restricted_value": e.get("restricted_expected"),
                 "served_within_run": e.get("served_within_run"),
             }
+            if e.get("no_unlearning"):  # the protocol removes nothing: the retrain serves it
+                entry["expected_removal_latency"]["no_unlearning"] = True
         if str(node) in next_visit:
             entry["next_visit_latency"] = next_visit[str(node)]
         out.append(entry)

@@ -3,11 +3,12 @@
 Each recorded state is judged by its representation's divergence to the target
 (:mod:`gossipsim.states.representations`): natural parameters by KL(q ‖ target), in the column ``kl``
 (``retrain_kl`` for the retrain baseline); particle sets by the kernelized Stein discrepancy, in
-``ksd`` (``retrain_ksd``). A results folder does not record which: it is read from the table
+``ksd`` (``retrain_ksd``); a point estimate (``fedavg``) by the norm of the target's score at it,
+in ``score_norm``. A results folder does not record which: it is read from the table
 itself, so that any metrics table (a folder's, one of an older gossipsim, one a notebook built)
-says what it holds. A variant's divergence is the first divergence column (``kl``, ``ksd``, then
-the divergence of any representation registered in this process) that holds a value in that
-variant's rows. Every variant of a folder usually has the same one; a sweep over ``protocol.kind``
+says what it holds. A variant's divergence is the first divergence column (``kl``, ``ksd``,
+``score_norm``, then the divergence of any representation registered in this process) that holds
+a value in that variant's rows. Every variant of a folder usually has the same one; a sweep over ``protocol.kind``
 that mixes G-FVL and a particle protocol has both columns, each empty in the other's rows.
 """
 
@@ -54,8 +55,18 @@ KSD = Divergence(
     stacked="KSD to the target\n(kernelized Stein\ndiscrepancy)",
     without="KSD to the target without\nthe forgotten nodes",
 )
+#: a point estimate's (``fedavg``, :mod:`gossipsim.states.pointstate`): the norm of the target's
+#: score at the point, 0 at the posterior's mode
+SCORE_NORM = Divergence(
+    column="score_norm",
+    name="score norm",
+    axis="‖∇ log target‖ at the point",
+    title="Norm of the target's score at the point (0 at its mode)",
+    stacked="‖∇ log target‖\nat the point",
+    without="‖∇ log target without\nthe forgotten nodes‖",
+)
 #: gossipsim's divergences by column
-DIVERGENCES: dict[str, Divergence] = {d.column: d for d in (KL, KSD)}
+DIVERGENCES: dict[str, Divergence] = {d.column: d for d in (KL, KSD, SCORE_NORM)}
 
 
 def divergence(column: str) -> Divergence:

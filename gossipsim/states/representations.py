@@ -102,7 +102,10 @@ class NaturalParameters(Representation):
 #: representations by name (``Protocol.representation``)
 REPRESENTATIONS: dict[str, Representation] = {}
 #: gossipsim's representations kept in modules of their own, imported on first use
-BUILTIN_PATHS = {"particles": "gossipsim.states.particlestate:PARTICLE_SETS"}
+BUILTIN_PATHS = {
+    "particles": "gossipsim.states.particlestate:PARTICLE_SETS",
+    "point": "gossipsim.states.pointstate:POINT_ESTIMATES",
+}
 
 
 def register_representation(representation: Representation) -> Representation:

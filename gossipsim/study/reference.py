@@ -2,7 +2,7 @@
 
 Each table sits between ``<!-- keys:NAME -->`` and ``<!-- /keys -->`` in the document; NAME is a
 section of :data:`gossipsim.study.settings.SCHEMA`, ``models`` (every model's own keys), ``gfvl`` (the
-G-FVL protocol's keys), ``regression-data`` (the data keys of the regression models), ``KIND-data``
+G-FVL protocol's keys; ``svgd``, ``dsvgd`` and ``fedavg`` likewise), ``regression-data`` (the data keys of the regression models), ``KIND-data``
 (those of a model kind whose data keys differ, e.g. ``bnn-data``) or ``topology-kinds`` (the
 topology registry's kinds and parameters). ``python -m gossipsim.study.reference docs/scenarios.md``
 rewrites the tables in place; a test checks that the document is up to date.
@@ -52,6 +52,7 @@ def tables() -> dict[str, str]:
     out["gfvl"] = reference_table(gfvl)
     out["svgd"] = reference_table(PROTOCOL_KINDS["svgd"].keys)
     out["dsvgd"] = reference_table(PROTOCOL_KINDS["dsvgd"].keys[len(PROTOCOL_KINDS["svgd"].keys) :])
+    out["fedavg"] = reference_table(PROTOCOL_KINDS["fedavg"].keys)
     out["topology-kinds"] = topology_reference_table()
     return out
 

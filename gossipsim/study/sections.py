@@ -139,6 +139,12 @@ def parse_scenario(
         unlearning.append(
             UnlearningSettings(node=u["node"], at_iteration=u["at_iteration"], at_time=u["at_time"])
         )
+    if unlearning and protocol_cls.removes_at == "never" and not protocol.retrain_baseline:
+        raise ConfigError(
+            "protocol.retrain_baseline",
+            f"{protocol.kind} has no unlearning of its own: its requests are served by retraining "
+            "from scratch; set retrain_baseline = true (or remove the [[unlearning]] requests)",
+        )
     seen: dict[Any, int] = {}
     for i, req in enumerate(unlearning):
         if req.node in seen:

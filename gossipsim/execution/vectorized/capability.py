@@ -35,7 +35,9 @@ def unavailable(world: World) -> str | None:
         return "the graph is drawn per run (topology.draw = per-run)"
     kernel = protocol_kind(sc.protocol.kind).kernel(world.model)
     if kernel not in KERNELS:  # only what declares a kernel this engine has is vectorised
-        return f"protocol {sc.protocol.kind!r} declares no vectorised kernel for model {sc.model.kind!r}"
+        return protocol_kind(sc.protocol.kind).unbatched(sc.protocol.options) or (
+            f"protocol {sc.protocol.kind!r} declares no vectorised kernel for model {sc.model.kind!r}"
+        )
     if kernel == "batched-steps" and world.model.fixed_data is None:
         return "the data are drawn per run (data.draw = per-run): batched steps share one data set"
     scheduler = scheduler_for(sc.scheduler.kind)
