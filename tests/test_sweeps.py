@@ -254,3 +254,31 @@ def test_pool_workers_are_forked_frozen_and_the_caller_is_left_as_it_was(monkeyp
     res = gs.run(raw, workers=2, engine="event", progress=False)
     assert len(res.runs) == 6 and frozen_at_fork == [True]
     assert gc.get_freeze_count() == 0
+
+
+def test_a_dotted_key_swept_into_a_table_a_case_sets():
+    """``protocol.compression.budget`` swept beside cases that each set the whole protocol (a
+    frozen table): each variant gets its own value, no case's table is shared or refused."""
+    raw = {
+        "scenario": {"name": "s", "seed": 1, "runs": 1, "iterations": 5},
+        "topology": {"kind": "complete", "nodes": 4},
+        "model": {"kind": "logistic-regression"},
+        "data": {"dataset": "breast_cancer"},
+        "protocol": {"kind": "dsvgd"},
+        "sweep": {
+            "protocol.compression.budget": ["4d", "8d"],
+            "cases": [
+                {"label": f"N = {n}", "protocol": {
+                    "kind": "dsvgd", "architecture": "server", "particles": n,
+                    "compression": {"a_max": "max"},
+                }}
+                for n in (2, 4)
+            ],
+        },
+    }  # fmt: skip
+    study = gs.parse_study(raw)
+    budgets = [
+        (v.scenario.protocol.options.particles, v.scenario.protocol.options.compression.budget(32))
+        for v in study.variants
+    ]
+    assert sorted(budgets) == [(2, 128.0), (2, 256.0), (4, 128.0), (4, 256.0)]

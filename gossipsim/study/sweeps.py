@@ -205,9 +205,13 @@ def set_dotted(raw: dict[str, Any], dotted: str, value: Any) -> None:
         return
     node = raw
     for part in parts[:-1]:
-        child = node.setdefault(part, {})
+        child = node.get(part, {})
         if not isinstance(child, dict):
             raise ConfigError(f"sweep.{dotted}", f"{part!r} is not a table")
+        # a copy of the table (it may be another variant's, or a frozen case's): set in this
+        # variant only
+        child = dict(child)
+        node[part] = child
         node = child
     node[parts[-1]] = value
 
