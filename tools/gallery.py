@@ -131,6 +131,8 @@ SCENARIOS = [
     Scenario("examples/lazy_walk.toml", "lazy_walk", examples=True),
     Scenario("examples/poisson_regression.toml", "poisson_regression", examples=True),
     Scenario("scenarios/dsvgd_mixture_2d.toml", "dsvgd_mixture_2d"),
+    Scenario("scenarios/compressed_fmnist_schemes.toml", "compressed_fmnist_schemes"),
+    Scenario("scenarios/compressed_fmnist_forget.toml", "compressed_fmnist_forget"),
 ]
 BY_NAME = {s.name: s for s in SCENARIOS}
 
@@ -711,6 +713,59 @@ def logistic_unlearning(load: Load) -> list[str]:
     ]
 
 
+def upload_k(res: Any, variant: str, share: float = 0.5) -> int:
+    """k of a variant's compressed uploads: each of the sound variant's two arrays in ``share`` of
+    the budget, after the 32 bits of its range (a_max = "max")."""
+    compression = scenario_of(res, variant).protocol.options.compression
+    d = fmnist_dimension(res)
+    return compression.k(d, int(setting(res, "protocol.particles", variant)), share)
+
+
+def compressed_schemes(load: Load) -> list[str]:
+    res = load("compressed_fmnist_schemes")
+    plain, per, shared, half, fifth = res.variants
+    end = int(setting(res, "run.iterations", plain))
+    d = fmnist_dimension(res)
+    early = [num(at_slot(res, v, "accuracy", 100)) for v in (shared, half, fifth, per, plain)]
+    late = [num(at_slot(res, v, "accuracy", end)) for v in (shared, half, fifth, per, plain)]
+    ece = [num(at_slot(res, v, "ece", end), 2) for v in (shared, half, fifth, per, plain)]
+    return [
+        f"d = {d}, N_p = {setting(res, 'protocol.particles', plain)}",
+        f"{upload_k(res, shared)} shared coordinates of each array or {upload_k(res, per)} per "
+        f"particle; {runs_of(res)} runs",
+        "at slot 100: shared {}, α = 0.5 {}, α = 0.2 {}, per-particle {} (uncompressed {})".format(
+            *early
+        ),
+        f"at slot {count(end)}: " + "{} / {} / {} / {} ({})".format(*late),
+        "ECE {} / {} / {} / {} ({})".format(*ece),
+        f"{count(at_slot(res, plain, 'time', end))} simulated seconds uncompressed against "
+        f"{count(at_slot(res, shared, 'time', end))} shared",
+    ]
+
+
+def compressed_forget(load: Load) -> list[str]:
+    res = load("compressed_fmnist_forget")
+    wide, narrow = res.variants
+    req = request(res, wide)
+    at = int(req["request_iteration"])
+    end = int(setting(res, "run.iterations", wide))
+    out = [
+        f"N_p = {setting(res, 'protocol.particles', wide)}",
+        f"{upload_k(res, wide)} coordinates of each array at 5d, {upload_k(res, narrow)} at d",
+        f"{runs_of(res)} runs",
+    ]
+    for v, name in ((wide, "5d"), (narrow, "d")):
+        out.append(
+            f"At {name} the forgotten labels fall from "
+            f"{num(at_slot(res, v, 'accuracy_forgotten', at), 2)} (slot {count(at)}) to "
+            f"{num(at_slot(res, v, 'accuracy_forgotten', end), 2)} by slot {count(end)} "
+            f"(retraining {num(at_slot(res, v, 'retrain_accuracy_forgotten', end), 1)}), the "
+            f"remaining ones reach {num(at_slot(res, v, 'accuracy_remaining', end), 2)} "
+            f"(retraining {num(at_slot(res, v, 'retrain_accuracy_remaining', end), 2)})"
+        )
+    return out
+
+
 def fmnist_dimension(res: Any) -> int:
     """The particles' dimension d: the network's weights (gossipsim.models.bnn)."""
     from gossipsim.models.bnn import _layout
@@ -886,6 +941,18 @@ FIGURES = [
         poisson_regression,
     ),
     Figure("dsvgd_mixture_2d_particles.png", "dsvgd_mixture_2d", "particles.png", mixture),
+    Figure(
+        "compressed_fmnist_schemes_evaluation.png",
+        "compressed_fmnist_schemes",
+        "evaluation.png",
+        compressed_schemes,
+    ),
+    Figure(
+        "compressed_fmnist_forget_unlearning_accuracy.png",
+        "compressed_fmnist_forget",
+        "unlearning_accuracy.png",
+        compressed_forget,
+    ),
 ]
 
 #: numbers a caption quotes that no results folder holds: checked to be in the caption only
