@@ -119,6 +119,7 @@ def run_token(
         due = env.peek()  # time of the next event of any other process
         bit_budget = _INF if max_bits is None else max_bits
         time_budget = _INF if max_time is None else max_time
+        budgeted = max_bits is not None or max_time is not None
         next_at = min(by_iteration, default=0)  # next slot with a per-iteration request
         for slot in range(1, iterations + 1):
             if pending or slot == next_at:
@@ -142,8 +143,8 @@ def run_token(
             if stop_when_done and undelivered == 0 and done():
                 state["stopped_early"] = slot < iterations
                 return
-            if total_bits >= bit_budget or t >= time_budget:  # the run's budget is spent
-                return
+            if budgeted and (total_bits >= bit_budget or time_budget <= t < _INF):
+                return  # the run's budget is spent (an infinite clock is refused below)
             j = step(k)
             if message.__class__ is Round:
                 s_next = t
