@@ -213,3 +213,14 @@ def test_the_budget_is_read_from_a_scenario_file(tmp_path: Path) -> None:
     run = gs.load_scenario(path).variants[0].scenario.run
     assert (run.max_bits, run.max_time) == (4096.0, 2.5)
     assert gs.load_scenario(_scenario()).variants[0].scenario.run.max_bits is None
+
+
+def test_compare_x_bits_draws_the_folders_against_bits(
+    folder: Path, tmp_path: Path, capsys
+) -> None:
+    out = tmp_path / "c.png"
+    assert main(["compare", str(folder), "--x", "bits", "--out", str(out)]) == 0
+    assert out.stat().st_size > 0
+    capsys.readouterr()
+    assert main(["compare", str(folder), "--x", "seconds", "--out", str(out)]) == 2
+    assert capsys.readouterr().err.strip().count("\n") == 0

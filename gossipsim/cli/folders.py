@@ -190,7 +190,9 @@ def compare_command(args: argparse.Namespace) -> int:
         studies.append((Path(folder).name, res.metrics, res.requests, res.summary()))
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        plot_comparison(studies, out, statistic=args.statistic)
+        plot_comparison(studies, out, statistic=args.statistic, x=getattr(args, "x", "iteration"))
+    except ConfigError:  # a choice of the command's (--x): exit 2
+        raise
     except Exception as exc:  # one line, never a traceback
         from gossipsim.execution.executors import describe_error
 

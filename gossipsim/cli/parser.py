@@ -265,6 +265,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="figure file (default compare.png; .pdf/.svg by extension)",
     )
     _figure_options(cmp_, formats=False)
+    cmp_.add_argument(
+        "--x",
+        choices=("iteration", "bits", "time"),
+        default="iteration",
+        help="x axis: iteration (default), cumulative bits or simulated time",
+    )
     return parser
 
 
