@@ -224,3 +224,14 @@ def test_compare_x_bits_draws_the_folders_against_bits(
     capsys.readouterr()
     assert main(["compare", str(folder), "--x", "seconds", "--out", str(out)]) == 2
     assert capsys.readouterr().err.strip().count("\n") == 0
+
+
+def test_a_request_is_placed_at_the_bits_sent_by_the_slot_before_it(folder: Path) -> None:
+    runs = _by_run(folder)
+    res = gs.load_results(folder)
+    placed = on_cost_axis(res.metrics, res.requests, list(res.summary()["variants"]), "bits")
+    assert placed.requests is not None
+    for row in placed.requests.itertuples():
+        rows = runs[str(row.variant), int(row.run)]
+        sent = np.cumsum(_slot_bits(str(row.variant), [int(r["holder"]) for r in rows]))
+        assert row.request_bits == sent[int(row.request_iteration) - 2]  # slot r - 1's bits

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -177,26 +176,28 @@ def _placed(requests: pd.DataFrame | None, metrics: pd.DataFrame, x: str) -> pd.
     if requests is None or x != "bits" or "request_iteration" not in requests:
         return requests
     out = requests.copy()
-    placed = np.full(len(out), np.nan)
-    slot = out["request_iteration"].to_numpy(dtype=float, na_value=np.nan) - 1
-    rows_of: dict[tuple[str, int], list[int]] = {}
-    for i, (label, number) in enumerate(
-        zip(out["variant"].astype(str), out["run"].to_numpy(), strict=True)
-    ):
-        rows_of.setdefault((label, int(number)), []).append(i)
-    table = metrics[["variant", "run", "iteration", "bits"]]
-    group: Any
-    for group, rows in table.groupby(
-        [table["variant"].astype(str), "run"], observed=True, sort=False
-    ):
-        variant, run = group
-        slots = rows["iteration"].to_numpy(dtype=float)
-        bits = rows["bits"].to_numpy(dtype=float)
-        order = np.argsort(slots, kind="stable")
-        slots, bits = slots[order], bits[order]
-        for i in rows_of.get((str(variant), int(run)), ()):
-            if np.isfinite(slot[i]):
-                k = int(np.searchsorted(slots, slot[i], side="right")) - 1
-                placed[i] = bits[k] if k >= 0 else 0.0
+    if metrics.empty:
+        out["request_bits"] = np.nan
+        return out
+    labels = pd.Index(pd.unique(metrics["variant"].astype(str)))
+    runs = metrics["run"].to_numpy(dtype=np.int64)
+    slots = metrics["iteration"].to_numpy(dtype=np.int64)
+    width = int(max(runs.max(initial=0), out["run"].max() if len(out) else 0)) + 1
+    depth = int(slots.max(initial=0)) + 2
+    # each row's (variant, run, slot) as one ordered integer, the metrics' rows sorted by it
+    run_key = labels.get_indexer(pd.Index(metrics["variant"].astype(str))) * width + runs
+    order = np.argsort(run_key * depth + slots, kind="stable")
+    keys = (run_key * depth + slots)[order]
+    bits = metrics["bits"].to_numpy(dtype=float)[order]
+    wanted = labels.get_indexer(pd.Index(out["variant"].astype(str))) * width + out["run"].to_numpy(
+        dtype=np.int64
+    )
+    before = out["request_iteration"].to_numpy(dtype=float, na_value=np.nan) - 1
+    arrived = np.isfinite(before) & (wanted >= 0)
+    slot_before = np.where(arrived, before, 0).astype(np.int64)
+    at = np.searchsorted(keys, wanted * depth + slot_before, side="right") - 1
+    same_run = (at >= 0) & (keys[np.clip(at, 0, None)] // depth == wanted)
+    placed = np.where(same_run, bits[np.clip(at, 0, None)], 0.0)  # no slot before it: 0 bits
+    placed = np.where(arrived, placed, np.nan)
     out["request_bits"] = placed
     return out
