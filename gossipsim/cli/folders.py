@@ -29,6 +29,7 @@ def plot_command(args: argparse.Namespace) -> int:
         from gossipsim.figures.standard import (  # matplotlib: imported with the collector paused
             FIGURES,
             plot_results,
+            x_refusal,
         )
         from gossipsim.results.figuretables import load_figure_tables
         from gossipsim.results.folderfiles import check_output_folder
@@ -39,8 +40,12 @@ def plot_command(args: argparse.Namespace) -> int:
                 raise ConfigError(
                     "--figure", f"unknown figure {unknown[0]!r}; allowed: {', '.join(FIGURES)}"
                 )
+        x = getattr(args, "x", "iteration")
+        why = x_refusal(x, args.figure)
+        if why is not None:
+            raise ConfigError("--x", why)
         # a folder this gossipsim wrote: its tables and summary.json, without its study
-        drawn = load_figure_tables(folder, check)
+        drawn = load_figure_tables(folder, check, x=x)
         results = None
         if drawn is None:  # another version's folder, or one without its graphs: the study too
             from gossipsim.results.results import load_results
@@ -61,14 +66,15 @@ def plot_command(args: argparse.Namespace) -> int:
                 paths = plot_results(
                     drawn.metrics, drawn.runs, drawn.requests, drawn.visits, drawn.summary,
                     folder / "plots", fmt=args.format, statistic=args.statistic,
-                    graphs=drawn.graphs, which=args.figure, particles=drawn.particles,
+                    graphs=drawn.graphs, which=args.figure, particles=drawn.particles, x=x,
                 )  # fmt: skip
                 written: dict[str, Any] = {p.stem: p for p in paths}
             else:
                 assert results is not None
                 written = results.plot(
-                    folder / "plots", which=args.figure, fmt=args.format, statistic=args.statistic
-                )
+                    folder / "plots", which=args.figure, fmt=args.format, statistic=args.statistic,
+                    x=x,
+                )  # fmt: skip
     except Exception as exc:  # one line, never a traceback; the tables stay
         from gossipsim.execution.executors import describe_error
 
@@ -83,6 +89,13 @@ def plot_command(args: argparse.Namespace) -> int:
         warn_nonfinite(results.nonfinite_values(), held)
     for path in written.values():
         print(path)
+    if x != "iteration" and not written:
+        what = "sends any bits" if x == "bits" else "takes any simulated time"
+        print(
+            f"gossipsim: note: no figure drawn against {x}: no slot of {folder} {what}, or no "
+            "figure with a slot axis applies",
+            file=sys.stderr,
+        )
     if getattr(args, "own_process", False):
         gc.freeze()  # the process ends: a collection at exit would examine every object for nothing
     return 0
@@ -177,7 +190,9 @@ def compare_command(args: argparse.Namespace) -> int:
         studies.append((Path(folder).name, res.metrics, res.requests, res.summary()))
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        plot_comparison(studies, out, statistic=args.statistic)
+        plot_comparison(studies, out, statistic=args.statistic, x=getattr(args, "x", "iteration"))
+    except ConfigError:  # a choice of the command's (--x): exit 2
+        raise
     except Exception as exc:  # one line, never a traceback
         from gossipsim.execution.executors import describe_error
 

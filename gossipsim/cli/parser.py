@@ -232,6 +232,15 @@ def build_parser() -> argparse.ArgumentParser:
         "kl_vs_time, unlearning_kl, latency, cover_time, kl_vs_local_iterations, evaluation, "
         "unlearning_accuracy, visits (the kl_ figures draw the KSD of particle protocols)",
     )
+    pl.add_argument(
+        "--x",
+        choices=("iteration", "bits", "time"),
+        default="iteration",
+        help="x axis of the figures with a slot axis (kl_vs_iteration, evaluation, unlearning_kl, "
+        "unlearning_accuracy): iteration (default), or cumulative bits or simulated time, written "
+        "as kl_vs_bits, evaluation_vs_bits, ... (kl_vs_iteration against time is kl_vs_time); "
+        "the other figures are not drawn then",
+    )
 
     sub.add_parser(
         "list", help="topologies, models, schedulers and protocols with their parameters"
@@ -256,6 +265,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="figure file (default compare.png; .pdf/.svg by extension)",
     )
     _figure_options(cmp_, formats=False)
+    cmp_.add_argument(
+        "--x",
+        choices=("iteration", "bits", "time"),
+        default="iteration",
+        help="x axis: iteration (default), cumulative bits or simulated time",
+    )
     return parser
 
 

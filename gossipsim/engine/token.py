@@ -71,12 +71,17 @@ def run_token(
     requests: Sequence[Request] = (),
     stop_when_done: bool = False,
     channel_rng: np.random.Generator | None = None,
+    max_bits: float | None = None,
+    max_time: float | None = None,
 ) -> RunRecord:
     """Run one token walk for at most ``iterations`` slots and return its raw record.
 
     ``start`` is the index of the first holder. With ``stop_when_done`` the run ends after the first
-    slot at whose end the protocol is done and no request is still to arrive. ``links`` is the
-    channel (homogeneous links by default); a lossy one draws from ``channel_rng``.
+    slot at whose end the protocol is done and no request is still to arrive. A budget ends it
+    after the first slot whose recorded bits (sent by its end) reach ``max_bits``, or whose end
+    time reaches ``max_time``: a cut like ``iterations`` (the record is the prefix of the run
+    without it; not ``stopped_early``). ``links`` is the channel (homogeneous links by default);
+    a lossy one draws from ``channel_rng``.
     """
     links = links if links is not None else LinkModel()
     if links.lossy and channel_rng is None:
@@ -112,6 +117,9 @@ def run_token(
         s = 0.0  # start time of the current slot
         total_bits = 0.0
         due = env.peek()  # time of the next event of any other process
+        bit_budget = _INF if max_bits is None else max_bits
+        time_budget = _INF if max_time is None else max_time
+        budgeted = max_bits is not None or max_time is not None
         next_at = min(by_iteration, default=0)  # next slot with a per-iteration request
         for slot in range(1, iterations + 1):
             if pending or slot == next_at:
@@ -135,6 +143,8 @@ def run_token(
             if stop_when_done and undelivered == 0 and done():
                 state["stopped_early"] = slot < iterations
                 return
+            if budgeted and (total_bits >= bit_budget or time_budget <= t < _INF):
+                return  # the run's budget is spent (an infinite clock is refused below)
             j = step(k)
             if message.__class__ is Round:
                 s_next = t

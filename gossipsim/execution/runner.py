@@ -81,5 +81,7 @@ def simulate_run(world: World, run: int, seed: int) -> RunOutput:
         links=world.links,
         requests=world.requests,
         stop_when_done=sc.run.stop_when_done,
+        max_bits=sc.run.max_bits,
+        max_time=sc.run.max_time,
     )
     return measure(world, data, record, protocol.stats(), run, seed)

@@ -13,11 +13,19 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure, SubFigure
 
+from gossipsim.errors import ConfigError
 from gossipsim.figures import style as S
 from gossipsim.figures.axes import (
     marks_by_variant,
 )
 from gossipsim.figures.canvas import Where
+from gossipsim.figures.costaxis import (
+    COST_RUNS_END,
+    X_LABELS,
+    on_cost_axis,
+    request_column,
+    spends,
+)
 from gossipsim.figures.divergence_curves import (
     Curve,
     Tolerance,
@@ -50,6 +58,7 @@ def plot_comparison(
     statistic: str = "median",
     ax: Axes | None = None,
     fig: Figure | SubFigure | None = None,
+    x: str = "iteration",
 ) -> Path | Figure:
     """KL (or KSD) vs slot of several results folders in one panel (``gossipsim compare``):
     ``studies`` are (name, metrics, requests, summary) of each folder. The same variant has the
@@ -57,7 +66,11 @@ def plot_comparison(
     line style; a band is faint and outlined in its line's style, so that overlapping bands stay
     told apart. Each folder's tolerance is drawn (one line where they agree), and its requests
     marked. Curves of different divergences (a G-FVL folder, KL, beside a particle one, KSD) are
-    drawn in a panel each, one above the other, on scales of their own."""
+    drawn in a panel each, one above the other, on scales of their own.
+
+    ``x = "bits"`` or ``"time"`` (``gossipsim compare --x``): against cumulative bits or simulated
+    seconds, each curve read on its own grid of that cost (:mod:`gossipsim.figures.costaxis`); a
+    ConfigError naming ``--x`` when no folder's slots cost any."""
     frames, request_frames, labels = [], [], []
     kinds: dict[str, Divergence] = {}
     colours: dict[str, str] = {}
@@ -109,9 +122,19 @@ def plot_comparison(
     ]  # fmt: skip
     metrics = pd.concat(frames, ignore_index=True)
     requests = pd.concat(request_frames, ignore_index=True) if request_frames else None
+    notes: list[str] = []
+    if x != "iteration":
+        if not spends(metrics, x):
+            what = "sends any bits" if x == "bits" else "takes any simulated time"
+            raise ConfigError(
+                "--x", f"no slot of these folders {what}: nothing to draw against {x}"
+            )
+        cost = on_cost_axis(metrics, requests, labels, x)
+        metrics, requests = cost.metrics, cost.requests
+        notes = [COST_RUNS_END] if cost.ended_sooner else []
     curves = []
     for label in labels:
-        grid_, values = band_matrix(metrics, label, kinds[label].column)
+        grid_, values = band_matrix(metrics, label, kinds[label].column, x)
         curves.append(Curve(label, grid_, values))
     fac = Facets([Panel("", labels)], "", {v: v for v in labels}, colours)
     return divergence_figure(
@@ -121,13 +144,19 @@ def plot_comparison(
         statistic=statistic,
         tolerance=excess_tolerance,
         excess=excess,
-        best=best_lines(metrics, labels),
-        marks=marks_by_variant(requests, labels, "request_iteration"),
-        xlabel="iteration (slot)",
-        title=f"{joined_names(kinds)} vs iteration: " + ", ".join(name for name, *_ in studies),
+        best=best_lines(metrics, labels, x=x),
+        marks=marks_by_variant(requests, labels, request_column(x)),
+        xlabel=X_LABELS[x],
+        title=f"{joined_names(kinds)} vs {AGAINST[x]}: " + ", ".join(name for name, *_ in studies),
         ax=ax,
         fig=fig,
         linestyles=linestyles,
         tolerances=lines,
         divergence=kinds,
+        notes=notes,
+        x=x,
     )
+
+
+#: the title's words for each x axis
+AGAINST = {"iteration": "iteration", "bits": "cumulative bits", "time": "simulated time"}

@@ -23,7 +23,6 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure, SubFigure
-from matplotlib.ticker import MaxNLocator
 
 from gossipsim.figures import style as S
 from gossipsim.figures.axes import (
@@ -41,6 +40,14 @@ from gossipsim.figures.axes import (
     wrap,
 )
 from gossipsim.figures.canvas import Where, drawing_area, finish, fit_height
+from gossipsim.figures.costaxis import (
+    COST_RUNS_END,
+    X_LABELS,
+    on_cost_axis,
+    request_column,
+    spends,
+    style_x_axis,
+)
 from gossipsim.figures.layout import (
     Facets,
     Panel,
@@ -69,14 +76,18 @@ class Curve:
 
 
 def best_lines(
-    metrics: pd.DataFrame, variants: Sequence[str], scale: dict[str, float] | None = None
+    metrics: pd.DataFrame,
+    variants: Sequence[str],
+    scale: dict[str, float] | None = None,
+    x: str = "iteration",
 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Each variant's best-in-family KL against the slot (median over runs), where it is known."""
+    """Each variant's best-in-family KL against the slot (or the column ``x`` of a table read on
+    a cost grid) (median over runs), where it is known."""
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     if "best_family_kl" not in metrics.columns:
         return out
     for v in variants:
-        grid_, best = band_matrix(metrics, v, "best_family_kl")
+        grid_, best = band_matrix(metrics, v, "best_family_kl", x)
         line = across_runs(best, "median").center if best.size else np.zeros(0)
         if np.isfinite(line).any():
             out[v] = (grid_ * (scale or {}).get(v, 1.0), line)
@@ -128,6 +139,7 @@ def divergence_figure(
     tolerances: Sequence[Tolerance] | None = None,
     divergence: dict[str, Divergence] | None = None,
     notes: Sequence[str] = (),
+    x: str = "iteration",
 ) -> Path | Figure:
     """Divergence curves (centre line and band per variant) in the panels of ``fac``, on one
     shared scale (x and y); ``linestyles`` (variant -> style) outlines each band in its line's
@@ -135,7 +147,8 @@ def divergence_figure(
     replaces the single ``tolerance`` line. ``divergence`` says what each curve is (variant ->
     divergence; KL where not given): curves of different divergences never share a panel or a
     scale, each panel of ``fac`` is split into one per divergence, its y axis labelled.
-    ``notes`` are said in the legend, each without a mark."""
+    ``notes`` are said in the legend, each without a mark; ``x`` names what the x axis is (its
+    ticks: :func:`~gossipsim.figures.costaxis.style_x_axis`)."""
     by_variant = {c.variant: c for c in curves}
     placed = _divergence_panels(fac, by_variant, divergence or {})
     panels = [p for p, _ in placed]
@@ -225,7 +238,7 @@ def divergence_figure(
                     a.tick_params(labelleft=False)
             if k + cols >= len(panels):
                 lp.bottom.set_xlabel(xlabel)
-            lp.bottom.xaxis.set_major_locator(MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10]))
+            style_x_axis(lp.bottom.xaxis, x, 6)
         for note in notes:
             legend.add(note, line_handle(linestyle="none"))
         heading = area.suptitle(wrap(title, area.bbox.width / area.dpi - 0.2, 9))
@@ -309,13 +322,14 @@ def plot_kl_vs_iteration(
     tolerance: float | None = None,
     title: str = "",
     x_scale: dict[str, float] | None = None,
-    xlabel: str = "iteration (slot)",
+    xlabel: str = "",
     excess: bool = False,
     summary: dict[str, Any] | None = None,
     requests: pd.DataFrame | None = None,
     ax: Axes | None = None,
     fig: Figure | SubFigure | None = None,
-) -> Path | Figure:
+    x: str = "iteration",
+) -> Path | Figure | None:
     """KL(q ‖ target) (or the variant's divergence: the KSD of particle protocols,
     :mod:`gossipsim.states.divergences`) vs slot: ``statistic`` over runs and its band, one line per
     variant, faceted by the second dimension of a sweep (``summary``), request slots
@@ -327,11 +341,22 @@ def plot_kl_vs_iteration(
     Where the target lies outside the family, its best-in-family KL is drawn dashed: once, in black,
     when it is the same for every variant. Variants of different divergences are drawn in
     separate panels.
+
+    ``x = "bits"`` or ``"time"`` draws the same against cumulative bits or simulated seconds, each
+    run read on its variant's grid of that cost (:mod:`gossipsim.figures.costaxis`: the rule);
+    None when no slot costs any.
     """
+    notes: list[str] = []
+    if x != "iteration":
+        if not spends(metrics, x):
+            return None
+        cost = on_cost_axis(metrics, requests, variants, x)
+        metrics, requests = cost.metrics, cost.requests
+        notes = [COST_RUNS_END] if cost.ended_sooner else []
     kinds = divergences(metrics, variants)
     curves = []
     for variant in variants:
-        grid_, values = band_matrix(metrics, variant, kinds[variant].column)
+        grid_, values = band_matrix(metrics, variant, kinds[variant].column, x)
         curves.append(Curve(variant, grid_ * (x_scale or {}).get(variant, 1.0), values))
     return divergence_figure(
         path,
@@ -340,13 +365,15 @@ def plot_kl_vs_iteration(
         statistic=statistic,
         tolerance=tolerance,
         excess=excess,
-        best=best_lines(metrics, variants, x_scale),
-        marks=marks_by_variant(requests, variants, "request_iteration", x_scale),
-        xlabel=xlabel,
+        best=best_lines(metrics, variants, x_scale, x),
+        marks=marks_by_variant(requests, variants, request_column(x), x_scale),
+        xlabel=xlabel or X_LABELS[x],
         title=title or divergence_title(kinds),
         ax=ax,
         fig=fig,
         divergence=kinds,
+        notes=notes,
+        x=x,
     )
 
 
@@ -416,9 +443,7 @@ def plot_kl_vs_time(
 
 
 #: what the time figure says of runs that end before their variant's line does
-RUNS_END = (
-    "a line ends where its variant's last run ends; runs that ended sooner keep their last value"
-)
+RUNS_END = COST_RUNS_END
 
 
 def run_ends(runs: np.ndarray, times: np.ndarray) -> np.ndarray:

@@ -16,7 +16,6 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure, SubFigure
-from matplotlib.ticker import MaxNLocator
 
 from gossipsim.figures import style as S
 from gossipsim.figures.axes import (
@@ -34,6 +33,14 @@ from gossipsim.figures.axes import (
     wrap,
 )
 from gossipsim.figures.canvas import Where, drawing_area, finish, fit_height
+from gossipsim.figures.costaxis import (
+    COST_RUNS_END,
+    X_LABELS,
+    on_cost_axis,
+    request_column,
+    spends,
+    style_x_axis,
+)
 from gossipsim.figures.layout import (
     facets,
 )
@@ -120,6 +127,7 @@ def _reference_steps(
     variant: str,
     column: str,
     reference: dict[str, dict[str, float]] | None,
+    x: str = "iteration",
 ) -> list[tuple[float, float]]:
     """(from slot, value) of the target's own metric: the target of all the data, then after each
     request the target without the nodes forgotten so far (summary.json theory.target)."""
@@ -132,8 +140,9 @@ def _reference_steps(
         return [] if value is None else [(-math.inf, float(value))]
     out = [(-math.inf, float(stages[0]))]
     if requests is not None and not requests.empty and len(stages) > 1:
-        part = requests.loc[requests["variant"] == variant].dropna(subset=["request_iteration"])
-        slots = part.groupby("request")["request_iteration"].median().sort_index().to_numpy()
+        placed_at = request_column(x)
+        part = requests.loc[requests["variant"] == variant].dropna(subset=[placed_at])
+        slots = part.groupby("request")[placed_at].median().sort_index().to_numpy()
         for slot, value in zip(slots, stages[1:], strict=False):
             if value is not None:
                 out.append((float(slot), float(value)))
@@ -153,6 +162,7 @@ def plot_evaluation(
     requests: pd.DataFrame | None = None,
     ax: Axes | None = None,
     fig: Figure | SubFigure | None = None,
+    x: str = "iteration",
 ) -> Path | Figure | None:
     """Held-out metrics (accuracy, NLL, ECE, particle spread, MMD², ...: ``columns``, by default
     every one the table holds, :func:`evaluation_columns`) and the divergence to the target (KL,
@@ -163,10 +173,21 @@ def plot_evaluation(
     (``retrain_accuracy``, ``retrain_ksd``, ``retrain_mmd_unlearned``, ...), the retrain
     baseline's centre line; request slots marked. A metric whose values are all positive and
     span two decades or more (:func:`_log_rows`) is drawn on a log axis; every axis holds
-    everything drawn on it (the divergence's log axis from its smallest to its largest value)."""
+    everything drawn on it (the divergence's log axis from its smallest to its largest value).
+
+    ``x = "bits"`` or ``"time"``: against cumulative bits or simulated seconds
+    (:mod:`gossipsim.figures.costaxis`: the rule; a target's own value changes at the median cost
+    at which a request arrived); None when no slot costs any."""
     columns = [c for c in columns if c in metrics.columns]
     if not columns:
         return None
+    notes: list[str] = []
+    if x != "iteration":
+        if not spends(metrics, x):
+            return None
+        cost = on_cost_axis(metrics, requests, variants, x)
+        metrics, requests = cost.metrics, cost.requests
+        notes = [COST_RUNS_END] if cost.ended_sooner else []
     fac = facets(summary, variants)
     panels = [p for p in fac.panels if p.variants]
     kinds = divergences(metrics, fac.variants)
@@ -201,7 +222,7 @@ def plot_evaluation(
         for c, panel in enumerate(panels):
             top: Axes | None = None
             marks = merge_marks(
-                marks_by_variant(requests, panel.variants, "request_iteration"), panel.variants
+                marks_by_variant(requests, panel.variants, request_column(x)), panel.variants
             )
             for r, column in enumerate(names):
                 lp = LogPanel() if column in rows_of else None
@@ -209,7 +230,7 @@ def plot_evaluation(
                 for v in panel.variants:
                     if lp is not None and kinds[v].column != column:
                         continue  # another divergence's row
-                    grid_, values = band_matrix(metrics.dropna(subset=[column]), v, column)
+                    grid_, values = band_matrix(metrics.dropna(subset=[column]), v, column, x)
                     if lp is not None:
                         counts.append(values.shape[0])
                     if not grid_.size:
@@ -230,7 +251,7 @@ def plot_evaluation(
                         )
                         lp.line(grid_, band.center, color=colour, label=label)
                         retrain = _retrain_center(metrics, v, rows_of[column].retrain_column,
-                                                  statistic)  # fmt: skip
+                                                  statistic, x)  # fmt: skip
                         if retrain is not None:
                             lp.line(*retrain, color=colour, label=RETRAIN_BESIDE, gid="retrain",
                                     **RETRAIN_STYLE)  # fmt: skip
@@ -241,9 +262,9 @@ def plot_evaluation(
                                     label=label)  # fmt: skip
                     pax.plot(grid_, band.center, color=colour, label=label)
                     if column in retrained:
-                        _retrain_line(pax, metrics, v, column, statistic, colour, roles)
+                        _retrain_line(pax, metrics, v, column, statistic, colour, roles, x)
                     steps = (
-                        _reference_steps(summary, requests, v, column, reference)
+                        _reference_steps(summary, requests, v, column, reference, x)
                         if v in own
                         else []
                     )
@@ -280,10 +301,12 @@ def plot_evaluation(
                 add_request_entries(legend, marks)
                 if r == 0 and panel.title:
                     pax.set_title(wrap(panel.title, panel_width - 0.3, 8))
-            bottom.set_xlabel("iteration (slot)")
-            bottom.xaxis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]))
+            bottom.set_xlabel(X_LABELS[x])
+            style_x_axis(bottom.xaxis, x, 5)
         for label, handle in roles.entries.items():
             legend.add(label, handle)
+        for note in notes:
+            legend.add(note, line_handle(linestyle="none"))
         head = f"{fac.line_title}: " if fac.line_title else ""
         default = f"Held-out metrics and {joined_names(kinds)} to the target"
         heading = area.suptitle(wrap(title or default, width, 9))
@@ -300,13 +323,13 @@ RETRAIN_STYLE: dict[str, Any] = {"linestyle": S.RETRAIN["linestyle"], "linewidth
 
 
 def _retrain_center(
-    metrics: pd.DataFrame, variant: str, name: str, statistic: str
+    metrics: pd.DataFrame, variant: str, name: str, statistic: str, x: str = "iteration"
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """The slots and centre line over runs of the retrain baseline's column ``name`` (from the
     first request on), None where the variant has no value of it."""
     if name not in metrics.columns:
         return None
-    grid_, values = band_matrix(metrics.dropna(subset=[name]), variant, name)
+    grid_, values = band_matrix(metrics.dropna(subset=[name]), variant, name, x)
     if not grid_.size:
         return None
     return grid_, across_runs(values, statistic).center
@@ -320,10 +343,11 @@ def _retrain_line(
     statistic: str,
     colour: str,
     legend: Legend,
+    x: str = "iteration",
 ) -> None:
     """The retrain baseline's ``retrain_`` copy of ``column`` (from the first request on): its
     centre line, dashed in the variant's colour (its band would hide the protocol's)."""
-    found = _retrain_center(metrics, variant, f"retrain_{column}", statistic)
+    found = _retrain_center(metrics, variant, f"retrain_{column}", statistic, x)
     if found is None:
         return
     ax.plot(*found, color=colour, label=RETRAIN_BESIDE, gid="retrain", **RETRAIN_STYLE)

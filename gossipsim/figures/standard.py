@@ -36,6 +36,14 @@ module of its family:
   share of token visits from the walk's stationary share, sized by degree, requested nodes ringed
   (:mod:`gossipsim.figures.visits`).
 
+Against cost (``x``: ``gossipsim plot --x bits|time``, ``Results.plot(x=...)``): the figures
+with a slot axis (``kl_vs_iteration``, ``evaluation``, ``unlearning_kl``, ``unlearning_accuracy``)
+drawn against cumulative bits or simulated seconds instead, written as ``kl_vs_bits``,
+``evaluation_vs_bits``, ... beside the slot figures (``kl_vs_iteration`` against time is
+``kl_vs_time``); the rule that puts runs of different costs on one axis is
+:mod:`gossipsim.figures.costaxis`'s. The other figures have no slot axis and are not drawn
+against a cost (:func:`x_refusal`).
+
 Not one of them: ``compare.png`` of ``gossipsim compare``
 (:func:`~gossipsim.figures.compare.plot_comparison`), the KL curves of several results folders in
 one panel.
@@ -63,6 +71,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from gossipsim.figures.canvas import Figures
+from gossipsim.figures.costaxis import SLOT_FIGURES, X_AXES, figure_name
 from gossipsim.figures.cover_time import plot_cover_time
 from gossipsim.figures.divergence_curves import (
     plot_kl_vs_iteration,
@@ -80,7 +89,10 @@ from gossipsim.figures.visits import plot_visits
 from gossipsim.states.divergences import divergences, joined_names
 from gossipsim.states.divergences import title as divergence_title
 
-__all__ = ["FIGURES", "FORMATS", "STATISTICS", "FigureSource", "draw_figures", "plot_results"]
+__all__ = [
+    "FIGURES", "FORMATS", "STATISTICS", "X_AXES", "FigureSource", "draw_figures", "plot_results",
+    "x_refusal",
+]  # fmt: skip
 
 FORMATS = ("png", "pdf", "svg")
 #: the standard figures, by the name of their file (what Results.plot(which=...) picks from)
@@ -88,6 +100,23 @@ FIGURES = (
     "kl_vs_iteration", "kl_vs_time", "unlearning_kl", "latency", "cover_time",
     "kl_vs_local_iterations", "evaluation", "unlearning_accuracy", "particles", "visits",
 )  # fmt: skip
+
+
+def x_refusal(x: str, which: Sequence[str] | None) -> str | None:
+    """Why figures ``which`` (None: all that apply) cannot be drawn against ``x`` (None: they
+    can): ``x`` is not one of :data:`X_AXES`, or names a cost and one of ``which`` has no slot
+    axis."""
+    if x not in X_AXES:
+        return f"must be one of {', '.join(X_AXES)} (got {x!r})"
+    if x == "iteration" or which is None:
+        return None
+    other = [name for name in which if name not in SLOT_FIGURES]
+    if other:
+        return (
+            f"figure {other[0]!r} has no slot axis to draw against {x}; the figures that take "
+            f"--x bits or time: {', '.join(SLOT_FIGURES)}"
+        )
+    return None
 
 
 class FigureSource(Protocol):
@@ -126,13 +155,16 @@ def plot_results(
     graphs: dict[str, nx.Graph] | None = None,
     which: Sequence[str] | None = None,
     particles: pd.DataFrame | None = None,
+    x: str = "iteration",
 ) -> list[Path]:
     """Write every standard figure that applies (or those of ``which``, names from
-    :data:`FIGURES`) to ``out_dir``; returns the files written."""
+    :data:`FIGURES`) to ``out_dir``; returns the files written. ``x = "bits"`` or ``"time"``:
+    the figures with a slot axis against that cost instead, as :func:`figure_name` names them
+    (the others are not drawn)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    jobs = _figure_jobs(metrics, runs, requests, visits, summary, statistic, graphs, particles)
+    jobs = _figure_jobs(metrics, runs, requests, visits, summary, statistic, graphs, particles, x)
     written = [
-        job(out_dir / f"{name}.{fmt}")
+        job(out_dir / f"{figure_name(name, x)}.{fmt}")
         for name, job in jobs.items()
         if which is None or name in which
     ]
@@ -146,23 +178,26 @@ def draw_figures(
     which: Sequence[str] | None = None,
     fmt: str = "png",
     statistic: str = "median",
+    x: str = "iteration",
 ) -> dict[str, Path] | dict[str, Figure]:
     """The standard figures of ``results`` (:meth:`gossipsim.results.results.Results.plot`): written to
     ``out_dir`` (name -> file), or, without a folder, returned as :class:`Figures` (matplotlib
-    Figures by name, made without pyplot, which a notebook shows)."""
+    Figures by name, made without pyplot, which a notebook shows); against ``x`` as
+    :func:`plot_results` draws them (named as their files are)."""
     summary = results.figure_summary()  # without estimating what summary.json holds
     args = (results.metrics, results.runs, results.requests, results.visits, summary)
     if out_dir is not None:
         written = plot_results(*args, out_dir, fmt=fmt, statistic=statistic,
                                graphs=results.graphs, which=which,
-                               particles=results.particles)  # fmt: skip
+                               particles=results.particles, x=x)  # fmt: skip
         return {p.stem: p for p in written}
     figures = Figures()
-    for name, job in _figure_jobs(*args, statistic, results.graphs, results.particles).items():
+    jobs = _figure_jobs(*args, statistic, results.graphs, results.particles, x)
+    for name, job in jobs.items():
         if which is None or name in which:
             drawn = job(None)
             if isinstance(drawn, Figure):
-                figures[name] = drawn
+                figures[figure_name(name, x)] = drawn
     return figures
 
 
@@ -175,9 +210,10 @@ def _figure_jobs(
     statistic: str,
     graphs: dict[str, nx.Graph] | None,
     particles: pd.DataFrame | None = None,
+    x: str = "iteration",
 ) -> dict[str, Callable[[Path | None], Path | Figure | None]]:
     """Each standard figure that may apply, by name: a function drawing it to a path (or, given
-    None, returning its Figure)."""
+    None, returning its Figure); with ``x`` a cost, those with a slot axis drawn against it."""
     variants = list(summary.get("variants", {})) or list(
         dict.fromkeys(metrics["variant"].astype(str))
     )
@@ -233,6 +269,8 @@ def _figure_jobs(
         )
     if visits is not None and graphs:
         jobs["visits"] = lambda path: plot_visits(visits, graphs, path, summary, requests)
+    if x != "iteration":
+        return _cost_jobs(jobs, metrics, requests, summary, statistic, x)
     return jobs
 
 
@@ -242,3 +280,54 @@ def _local_iterations(summary: dict[str, Any]) -> dict[str, float]:
         value = entry.get("resolved", {}).get("protocol", {}).get("local_iterations", 1)
         out[label] = float(value or 1)
     return out
+
+
+def _cost_jobs(
+    slot_jobs: dict[str, Callable[[Path | None], Path | Figure | None]],
+    metrics: pd.DataFrame,
+    requests: pd.DataFrame,
+    summary: dict[str, Any],
+    statistic: str,
+    x: str,
+) -> dict[str, Callable[[Path | None], Path | Figure | None]]:
+    """The figures of :data:`~gossipsim.figures.costaxis.SLOT_FIGURES` that may apply, drawn against
+    the cost ``x`` (``kl_vs_iteration`` against time is the ``kl_vs_time`` figure); ``slot_jobs``
+    are the figures against the slot that apply."""
+    variants = list(summary.get("variants", {})) or list(
+        dict.fromkeys(metrics["variant"].astype(str))
+    )
+    tolerance = summary_tolerance(summary)
+    excess = summary_excess(summary)
+    name = summary.get("name", "")
+    kinds = divergences(metrics, variants)
+    heading = divergence_title(kinds)
+    common: dict[str, Any] = {"statistic": statistic, "tolerance": tolerance, "excess": excess}
+    jobs: dict[str, Callable[[Path | None], Path | Figure | None]] = {}
+    if x == "time":
+        jobs["kl_vs_iteration"] = slot_jobs["kl_vs_time"]
+    else:
+        jobs["kl_vs_iteration"] = lambda path: plot_kl_vs_iteration(
+            metrics, variants, path, **common, x=x,
+            title=f"{name}: {heading} against cumulative bits", summary=summary,
+            requests=requests,
+        )  # fmt: skip
+    jobs["unlearning_kl"] = lambda path: plot_unlearning_kl(
+        metrics, requests, variants, path, **common, summary=summary, x=x
+    )
+    if "evaluation" in slot_jobs:
+        evaluation = evaluation_columns(metrics)
+        reference = {
+            label: entry.get("theory", {}).get("target", {}).get("all", {})
+            for label, entry in summary.get("variants", {}).items()
+        }
+        against = "cumulative bits" if x == "bits" else "simulated time"
+        jobs["evaluation"] = lambda path: plot_evaluation(
+            metrics, variants, evaluation, path, statistic=statistic, reference=reference,
+            title=f"{name}: held-out metrics and {joined_names(kinds)} to the target against "
+            f"{against}", summary=summary, requests=requests, x=x,
+        )  # fmt: skip
+    if "unlearning_accuracy" in slot_jobs:
+        jobs["unlearning_accuracy"] = lambda path: plot_unlearning_accuracy(
+            metrics, requests, variants, path, statistic=statistic, summary=summary, x=x
+        )
+    return jobs

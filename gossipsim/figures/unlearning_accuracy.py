@@ -15,7 +15,6 @@ import matplotlib as mpl
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure, SubFigure
-from matplotlib.ticker import MaxNLocator
 
 from gossipsim.figures import style as S
 from gossipsim.figures.axes import (
@@ -24,11 +23,20 @@ from gossipsim.figures.axes import (
     add_request_entries,
     band_handle,
     draw_request_marks,
+    line_handle,
     request_marks,
     runs_text,
     wrap,
 )
 from gossipsim.figures.canvas import Where, drawing_area, finish, fit_height
+from gossipsim.figures.costaxis import (
+    COST_RUNS_END,
+    X_LABELS,
+    on_cost_axis,
+    request_column,
+    spends,
+    style_x_axis,
+)
 from gossipsim.figures.layout import (
     Cells,
     facets,
@@ -68,6 +76,7 @@ def plot_unlearning_accuracy(
     summary: dict[str, Any] | None = None,
     ax: Axes | None = None,
     fig: Figure | SubFigure | None = None,
+    x: str = "iteration",
 ) -> Path | Figure | None:
     """Accuracy on the held-out examples whose labels only the forgotten nodes hold
     (``accuracy_forgotten``, top) and on the rest (``accuracy_remaining``, below) vs slot: the
@@ -78,12 +87,22 @@ def plot_unlearning_accuracy(
     holding the two panels; the panels of a row share their scales. Where no held-out label is
     held only by forgotten nodes (``accuracy_forgotten`` empty: every label remains), the one
     panel of each variant is its accuracy and the title says why. None without either column or
-    without a request that arrived."""
+    without a request that arrived. ``x = "bits"`` or ``"time"``: against cumulative bits or
+    simulated seconds (:mod:`gossipsim.figures.costaxis`: the rule; None when no slot costs
+    any)."""
     present = [c for c, _ in ACCURACY_SPLIT if c in metrics.columns]
     if not present or requests is None or requests.empty:
         return None
     if "request_iteration" not in requests or requests["request_iteration"].isna().all():
         return None
+    notes: list[str] = []
+    if x != "iteration":
+        if not spends(metrics, x):
+            return None
+        cost = on_cost_axis(metrics, requests, variants, x)
+        metrics = cost.metrics
+        requests = requests if cost.requests is None else cost.requests
+        notes = [COST_RUNS_END] if cost.ended_sooner else []
     held = metrics.groupby("variant", observed=True, sort=False)[present].count()
     have = {str(v): {c for c, n in zip(present, row, strict=True) if n > 0}
             for v, row in zip(held.index, held.to_numpy(), strict=True)}  # fmt: skip
@@ -132,7 +151,7 @@ def plot_unlearning_accuracy(
                 ):
                     if name not in metrics.columns:
                         continue
-                    grid_, values = band_matrix(metrics.dropna(subset=[name]), variant, name)
+                    grid_, values = band_matrix(metrics.dropna(subset=[name]), variant, name, x)
                     if not grid_.size:
                         continue
                     if name == column and k == 0:
@@ -150,7 +169,7 @@ def plot_unlearning_accuracy(
                     pax.tick_params(labelleft=False)
                 if k < n - 1:
                     pax.tick_params(labelbottom=False)
-            marks = request_marks(arrived, [variant])
+            marks = request_marks(arrived, [variant], request_column(x))
             names.append(draw_request_marks(axes, axes[0], marks))
             add_request_entries(legend, marks)
             placed[r, c] = axes[0]
@@ -158,8 +177,8 @@ def plot_unlearning_accuracy(
                 axes[0].set_title(wrap(variant, panel_width - 0.3, 8))
             bottom = axes[-1]
             if not any(cells.where[v] == (r + 1, c) for v in drawn):
-                bottom.set_xlabel("iteration (slot)")
-            bottom.xaxis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]))
+                bottom.set_xlabel(X_LABELS[x])
+            style_x_axis(bottom.xaxis, x, 5)
         label_cells(placed, cells, panel_width, cell_in - 0.5)
         what = (
             "Accuracy on the forgotten and the remaining labels"
@@ -168,6 +187,8 @@ def plot_unlearning_accuracy(
         )
         heading = area.suptitle(wrap(f"{what}: unlearning vs retraining from scratch",
                                      area.bbox.width / area.dpi - 0.2, 9))  # fmt: skip
+        for note in notes:
+            legend.add(note, line_handle(linestyle="none"))
         key = legend.place(area, ncols=2 if width <= S.COLUMN_WIDTH_IN else 4,
                            title=f"{description} ({runs_text(runs)})")  # fmt: skip
         fit_height(area, ax is None and fig is None, cell_in * cells.rows, heading, key)

@@ -14,7 +14,6 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure, SubFigure
-from matplotlib.ticker import MaxNLocator
 
 from gossipsim.figures import style as S
 from gossipsim.figures.axes import (
@@ -30,6 +29,14 @@ from gossipsim.figures.axes import (
     wrap,
 )
 from gossipsim.figures.canvas import Where, drawing_area, finish, fit_height
+from gossipsim.figures.costaxis import (
+    COST_RUNS_END,
+    X_LABELS,
+    on_cost_axis,
+    request_column,
+    spends,
+    style_x_axis,
+)
 from gossipsim.figures.divergence_curves import Tolerance, best_lines, common_scales, tolerance_line
 from gossipsim.figures.layout import (
     facets,
@@ -59,6 +66,7 @@ def plot_unlearning_kl(
     summary: dict[str, Any] | None = None,
     ax: Axes | None = None,
     fig: Figure | SubFigure | None = None,
+    x: str = "iteration",
 ) -> Path | Figure | None:
     """One panel per variant, from its first request: KL of unlearning (blue, solid) and of
     retraining from scratch on the same walk (vermillion, dashed), each with its band; the
@@ -67,33 +75,47 @@ def plot_unlearning_kl(
     columns: the others); the panels share their scales. A panel whose retrain baseline recorded
     no KL says so. Each variant's own divergence is drawn (KL, or the KSD of particle
     protocols: :mod:`gossipsim.states.divergences`); panels of different divergences have scales of
-    their own."""
+    their own.
+
+    ``x = "bits"`` or ``"time"``: against cumulative bits or simulated seconds, from the earliest
+    cost at which the first request arrived in any run (:mod:`gossipsim.figures.costaxis`: the
+    rule); None when no slot costs any."""
     if requests.empty or "request_iteration" not in requests:
         return None
     if requests["request_iteration"].isna().all():  # no request arrived within any run
         return None
+    notes: list[str] = []
+    if x != "iteration":
+        if not spends(metrics, x):
+            return None
+        cost = on_cost_axis(metrics, requests, variants, x)
+        metrics = cost.metrics
+        requests = requests if cost.requests is None else cost.requests
+        notes = [COST_RUNS_END] if cost.ended_sooner else []
     arrived = requests.dropna(subset=["request_iteration"])
     drawn = [v for v in variants if (arrived["variant"] == v).any()]
     if not drawn:
         return None
+    placed_at = request_column(x)
     cells = variant_cells(facets(summary, variants), drawn)
     kinds = divergences(metrics, drawn)
     width = figure_width(cells.cols)
     legend = Legend()
     runs: list[int] = []
     description = ""
-    firsts = {
-        v: int(arrived.loc[arrived["variant"] == v, "request_iteration"].min()) for v in drawn
-    }
+    # where each variant's panel starts: the slot before its first request, or the cost at which
+    # its first request arrived earliest
+    firsts = {v: arrived.loc[arrived["variant"] == v, placed_at].min() for v in drawn}
+    starts = {v: int(f) - 1 if x == "iteration" else float(f) for v, f in firsts.items()}
     with mpl.rc_context(S.RC):
         area = drawing_area(width, 0.9 + S.PANEL_HEIGHT_IN * cells.rows, ax=ax, fig=fig)
         specs = area.add_gridspec(cells.rows, cells.cols)
         recorded: dict[str, tuple[LogPanel, bool]] = {}
         for variant in drawn:
             kind = kinds[variant]
-            grid_, main = band_matrix(metrics, variant, kind.column)
-            keep = grid_ >= firsts[variant] - 1
-            x = grid_[keep]
+            grid_, main = band_matrix(metrics, variant, kind.column, x)
+            keep = grid_ >= starts[variant]
+            xs = grid_[keep]
             runs.append(main.shape[0])
             lp = LogPanel()
             missing_retrain = True
@@ -103,7 +125,9 @@ def plot_unlearning_kl(
             ):
                 if column not in metrics.columns:
                     continue
-                values = main if column == kind.column else band_matrix(metrics, variant, column)[1]
+                values = (
+                    main if column == kind.column else band_matrix(metrics, variant, column, x)[1]
+                )
                 values = values[:, keep]
                 if not np.isfinite(values).any():
                     continue
@@ -111,18 +135,18 @@ def plot_unlearning_kl(
                 band = across_runs(values, statistic)
                 description = band.description
                 label = name
-                lp.band(x, band.lo, band.hi, color=role["color"], alpha=S.BAND_ALPHA,
+                lp.band(xs, band.lo, band.hi, color=role["color"], alpha=S.BAND_ALPHA,
                         linewidth=0, label=label)  # fmt: skip
-                lp.line(x, band.center, label=label, **role)
+                lp.line(xs, band.center, label=label, **role)
                 legend.add(label, band_handle(role["color"], linestyle=role["linestyle"]))
-            best = best_lines(metrics, [variant]).get(variant)
+            best = best_lines(metrics, [variant], x=x).get(variant)
             if best is not None:
                 by = best[1][keep]
-                lp.line(x, by, label="best in family", **S.BEST)
+                lp.line(xs, by, label="best in family", **S.BEST)
                 legend.add("best in family", line_handle(**S.BEST))
                 if excess and tolerance:
                     name = f"best in family + tolerance {tolerance:g}"
-                    lp.line(x, by + tolerance, label=name, **S.BEST_PLUS_TOLERANCE)
+                    lp.line(xs, by + tolerance, label=name, **S.BEST_PLUS_TOLERANCE)
                     legend.add(name, line_handle(**S.BEST_PLUS_TOLERANCE))
             if tolerance and not excess:
                 tol = Tolerance(tolerance, f"tolerance {tolerance:g}", S.TOLERANCE)
@@ -147,7 +171,7 @@ def plot_unlearning_kl(
             first = first or lp
             firsts_of.setdefault(kind.column, lp)
             placed[r, c] = top_ax
-            variant_marks = request_marks(arrived, [variant])
+            variant_marks = request_marks(arrived, [variant], placed_at)
             names.append(draw_request_marks(lp.axes, top_ax, variant_marks))
             add_request_entries(legend, variant_marks)
             if missing_retrain:
@@ -168,10 +192,12 @@ def plot_unlearning_kl(
                     a.tick_params(labelleft=False)
             below = any(cells.where[v] == (r + 1, c) for v in drawn)
             if not below:
-                lp.bottom.set_xlabel("iteration (slot)")
-            lp.bottom.xaxis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]))
+                lp.bottom.set_xlabel(X_LABELS[x])
+            style_x_axis(lp.bottom.xaxis, x, 5)
         label_cells(placed, cells, panel_width, S.PANEL_HEIGHT_IN - 0.4)
         heading = area.suptitle("Unlearning vs retraining from scratch (same walk)")
+        for note in notes:
+            legend.add(note, line_handle(linestyle="none"))
         key = legend.place(area, ncols=2 if width <= S.COLUMN_WIDTH_IN else 4,
                            title=f"{description} ({runs_text(runs)})")  # fmt: skip
         fit_height(area, ax is None and fig is None, S.PANEL_HEIGHT_IN * cells.rows, heading, key)

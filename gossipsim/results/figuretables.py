@@ -28,7 +28,8 @@ from gossipsim.results.tidy import flat_values
 if TYPE_CHECKING:
     import networkx as nx
 
-#: metrics.csv's columns that no figure draws (``gossipsim plot`` does not read them)
+#: metrics.csv's columns that no figure draws (``gossipsim plot`` does not read them; ``bits``
+#: only with ``--x bits``)
 UNDRAWN_COLUMNS = {"metrics": ("holder", "bits")}
 
 
@@ -48,7 +49,7 @@ class FigureTables:
 
 
 def load_figure_tables(
-    out_dir: str | os.PathLike[str], check: TableCheck | None = None
+    out_dir: str | os.PathLike[str], check: TableCheck | None = None, *, x: str = "iteration"
 ) -> FigureTables | None:
     """What the figures of a results folder draw, read without rebuilding its study (which imports
     the scenario's model, family and SciPy: about 0.15-0.3 s of ``gossipsim plot``): the
@@ -58,11 +59,14 @@ def load_figure_tables(
     folder (another version's, one without a record or without its graphs): then
     :func:`gossipsim.results.results.load_results`. The tables are checked as it checks them (``check``:
     the verification of the folder's files, started early: :func:`gossipsim.results.manifest.start_check`),
-    and a damaged folder is the same one-line ConfigError."""
-    return read_folder(checked_path(out_dir, "DIR"), lambda d: _load_figure_tables(d, check))
+    and a damaged folder is the same one-line ConfigError. ``x``: the x axis of the figures
+    (``bits`` reads the metrics' bits column too)."""
+    return read_folder(checked_path(out_dir, "DIR"), lambda d: _load_figure_tables(d, check, x))
 
 
-def _load_figure_tables(d: Path, check: TableCheck | None = None) -> FigureTables | None:
+def _load_figure_tables(
+    d: Path, check: TableCheck | None = None, x: str = "iteration"
+) -> FigureTables | None:
     summary = read_summary(d)
     entries = summary.get("variants")
     if (
@@ -78,7 +82,7 @@ def _load_figure_tables(d: Path, check: TableCheck | None = None) -> FigureTable
         return None
     labels = list(entries)
     swept = {key for entry in entries.values() for key in flat_values(entry["values"])}
-    unread = {stem: swept | set(UNDRAWN_COLUMNS.get(stem, ())) for stem in TABLES}
+    unread = {stem: swept | set(UNDRAWN_COLUMNS.get(stem, ())) - {x} for stem in TABLES}
     tables = read_tables(d, summary, labels, [{}] * len(labels), unread=unread, check=check)
     restore_node_labels(tables, graphs.values())
     figures = {

@@ -257,13 +257,27 @@ class Results:
         which: Sequence[str] | None = None,
         fmt: str = "png",
         statistic: str = "median",
+        x: str = "iteration",
     ) -> dict[str, Path] | dict[str, Figure]:
         """Draw the standard figures (those ``gossipsim plot DIR`` draws; ``which`` picks one or
         some by name, e.g. ``"visits"`` or ``["kl_vs_iteration", "visits"]``). With ``out_dir`` they are written there as
         ``<name>.<fmt>`` and their paths returned; without, the matplotlib Figures are returned
         (shown by a notebook), by name. A figure that does not apply (no requests, no graph) is
-        left out."""
-        from gossipsim.figures.standard import FIGURES, FORMATS, STATISTICS, draw_figures
+        left out.
+
+        ``x = "bits"`` or ``"time"`` (``gossipsim plot --x``) draws the figures with a slot axis
+        (``kl_vs_iteration``, ``evaluation``, ``unlearning_kl``, ``unlearning_accuracy``)
+        against cumulative bits or simulated seconds instead, named ``kl_vs_bits``,
+        ``evaluation_vs_bits``, ... (``kl_vs_iteration`` against time is ``kl_vs_time``); the
+        rule for runs of different costs: :mod:`gossipsim.figures.costaxis`. ``which`` naming
+        another figure with such an ``x`` is refused."""
+        from gossipsim.figures.standard import (
+            FIGURES,
+            FORMATS,
+            STATISTICS,
+            draw_figures,
+            x_refusal,
+        )
 
         if isinstance(which, str):  # one figure by name
             which = [which]
@@ -279,9 +293,12 @@ class Results:
             raise ConfigError(
                 "statistic", f"must be one of {', '.join(STATISTICS)} (got {statistic!r})"
             )
+        why = x_refusal(x, which)
+        if why is not None:
+            raise ConfigError("x", why)
         return draw_figures(
             self, None if out_dir is None else Path(out_dir), which=which, fmt=fmt,
-            statistic=statistic,
+            statistic=statistic, x=x,
         )  # fmt: skip
 
     def write_plots(

@@ -62,6 +62,8 @@ def parse_scenario(
         runs=s["runs"],
         iterations=s["iterations"],
         stop_when_done=s["stop_when_done"],
+        max_bits=s["max_bits"],
+        max_time=s["max_time"],
         description=s["description"],
     )
 

@@ -38,6 +38,12 @@ SCENARIO_KEYS = (
     Key("stop_when_done", "boolean", False, "end a run after the first slot at whose end the "
         "protocol has nothing left to do (converged, every request served) and no request is still "
         "to arrive; tables then stop there, and plots carry each run's final state forward"),
+    Key("max_bits", "number", None, "end a run after the first slot by whose end it has sent at "
+        "least this many payload bits (its `bits`), for comparisons at equal cost; `iterations` "
+        "stays the cap (event engine: `auto` says why)", minimum=0, exclusive_minimum=True),
+    Key("max_time", "number", None, "end a run after the first slot that ends at or after this "
+        "simulated time (s, its `time`); `iterations` stays the cap (event engine: `auto` says "
+        "why)", minimum=0, exclusive_minimum=True),
     Key("description", "string", "", "free text"),
 )  # fmt: skip
 
@@ -210,6 +216,8 @@ class RunSettings:
     runs: int = default("scenario", "runs")
     iterations: int = default("scenario", "iterations")
     stop_when_done: bool = default("scenario", "stop_when_done")
+    max_bits: float | None = default("scenario", "max_bits")
+    max_time: float | None = default("scenario", "max_time")
     description: str = default("scenario", "description")
 
 
