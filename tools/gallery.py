@@ -132,6 +132,8 @@ SCENARIOS = [
     Scenario("examples/poisson_regression.toml", "poisson_regression", examples=True),
     Scenario("scenarios/dsvgd_mixture_2d.toml", "dsvgd_mixture_2d"),
     Scenario("scenarios/compressed_fmnist_schemes.toml", "compressed_fmnist_schemes"),
+    Scenario("scenarios/compressed_fmnist_equal_time.toml", "compressed_fmnist_equal_time"),
+    Scenario("scenarios/compressed_fmnist_tradeoff.toml", "compressed_fmnist_tradeoff"),
     Scenario("scenarios/compressed_fmnist_forget.toml", "compressed_fmnist_forget"),
 ]
 BY_NAME = {s.name: s for s in SCENARIOS}
@@ -743,6 +745,51 @@ def compressed_schemes(load: Load) -> list[str]:
     ]
 
 
+def compressed_equal_time(load: Load) -> list[str]:
+    res = load("compressed_fmnist_equal_time")
+    plain, per, shared, half, fifth = res.variants
+    budget = setting(res, "run.max_time", plain)
+    last = res.metrics.groupby("variant", observed=True)["iteration"].max()
+    out = [
+        f"uplink {num(setting(res, 'links.uplink_rate_bps') / 1e3)} kbit/s",
+        f"{num(budget)} simulated seconds",
+        f"uncompressed ends after {count(last[plain])} slots at accuracy "
+        f"{num(at_slot(res, plain, 'accuracy', int(last[plain])))}",
+    ]
+    for v, label in (
+        (shared, "shared"),
+        (half, "α = 0.5"),
+        (fifth, "α = 0.2"),
+        (per, "per-particle"),
+    ):
+        end = int(
+            res.metrics.loc[res.metrics["variant"] == v].groupby("run")["iteration"].max().min()
+        )
+        out.append(f"{label} {num(at_slot(res, v, 'accuracy', end))}")
+    return out
+
+
+def compressed_tradeoff(load: Load) -> list[str]:
+    res = load("compressed_fmnist_tradeoff")
+    end = int(res.metrics["iteration"].max())
+
+    def acc(v: str, name: str = "accuracy") -> str:
+        return num(at_slot(res, v, name, end), 3 if name == "accuracy" else 2)
+
+    budgets = ("0.5d", "d", "5d", "10d")
+    cases = ("DSVGD, N_p = 2", "DSVGD, N_p = 5", "DSVGD, N_p = 10", "FedAvg")
+    out = [f"after {count(end)} slots", f"{runs_of(res)} runs each"]
+    for case in cases:
+        out.append(
+            f"{case}: "
+            + " / ".join(acc(f"{case}, {b}") for b in budgets)
+            + " (ECE "
+            + " / ".join(acc(f"{case}, {b}", "ece") for b in budgets)
+            + ")"
+        )
+    return out
+
+
 def compressed_forget(load: Load) -> list[str]:
     res = load("compressed_fmnist_forget")
     wide, narrow = res.variants
@@ -869,6 +916,9 @@ class Figure:
     name: str
     source: str
     numbers: Callable[[Load], list[str]]
+    #: the figure's x axis: a cost (``bits``, ``time``) is drawn by ``gossipsim plot --x`` after
+    #: the run
+    x: str = "iteration"
 
 
 FIGURES = [
@@ -946,6 +996,19 @@ FIGURES = [
         "compressed_fmnist_schemes",
         "evaluation.png",
         compressed_schemes,
+    ),
+    Figure(
+        "compressed_fmnist_equal_time_evaluation_vs_time.png",
+        "compressed_fmnist_equal_time",
+        "evaluation_vs_time.png",
+        compressed_equal_time,
+        x="time",
+    ),
+    Figure(
+        "compressed_fmnist_tradeoff_accuracy_vs_ece.png",
+        "compressed_fmnist_tradeoff",
+        "accuracy_vs_ece.png",
+        compressed_tradeoff,
     ),
     Figure(
         "compressed_fmnist_forget_unlearning_accuracy.png",
@@ -1066,6 +1129,13 @@ def run_scenario(scenario: Scenario, out: Path) -> None:
     subprocess.run(command, env=env, cwd=ROOT, check=True)
 
 
+def plot_against(out: Path, x: str) -> None:
+    """Draw a results folder's slot figures against the cost ``x`` (``gossipsim plot --x``)."""
+    command = [sys.executable, "-m", "gossipsim", "plot", str(out), "--x", x]
+    print("$", " ".join(command[2:]), flush=True)
+    subprocess.run(command, cwd=ROOT, check=True)
+
+
 def selected(only: Sequence[str]) -> list[Figure]:
     if not only:
         return list(FIGURES)
@@ -1122,11 +1192,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "run":
         for name in dict.fromkeys(f.name for f in figures):
             out = folders.path(name)
-            sources = [f.source for f in FIGURES if f.name == name]
+            sources = [f.source for f in FIGURES if f.name == name and f.x == "iteration"]
             if args.rerun or not complete(out, sources):
                 run_scenario(BY_NAME[name], out)
             else:
                 print(f"{name}: reusing {out}")
+            for x in dict.fromkeys(f.x for f in FIGURES if f.name == name and f.x != "iteration"):
+                plot_against(out, x)
         for fig in figures:
             source = folders.path(fig.name) / "plots" / fig.source
             target = PLOTS / fig.image

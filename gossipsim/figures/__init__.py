@@ -47,6 +47,7 @@ if TYPE_CHECKING:
         plot_results,
     )
     from gossipsim.figures.style import COLUMN_WIDTH_IN
+    from gossipsim.figures.tradeoff import plot_accuracy_vs_ece
     from gossipsim.figures.unlearning_accuracy import plot_unlearning_accuracy
     from gossipsim.figures.unlearning_kl import plot_unlearning_kl
     from gossipsim.figures.visits import MAX_NODES_DRAWN, plot_visits
@@ -65,6 +66,7 @@ _LAZY = {
     "plot_comparison": "compare",
     "plot_cover_time": "cover_time",
     "plot_evaluation": "evaluation",
+    "plot_accuracy_vs_ece": "tradeoff",
     "plot_kl_vs_iteration": "divergence_curves",
     "plot_kl_vs_time": "divergence_curves",
     "plot_latency": "latency",
@@ -96,6 +98,7 @@ __all__ = [
     "plot_unlearning_accuracy",
     "plot_unlearning_kl",
     "plot_visits",
+    "plot_accuracy_vs_ece",
 ]
 
 

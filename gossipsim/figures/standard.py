@@ -34,7 +34,11 @@ module of its family:
   (summary.json ``theory.target_density``; :mod:`gossipsim.figures.particles`);
 - ``visits``: the graph of each variant that walks, each node coloured by the deviation of its
   share of token visits from the walk's stationary share, sized by degree, requested nodes ringed
-  (:mod:`gossipsim.figures.visits`).
+  (:mod:`gossipsim.figures.visits`);
+- ``accuracy_vs_ece``: each variant's held-out accuracy against its ECE at the last slot, the
+  runs' medians with percentile bars, a colour per value of the sweep's first dimension and a
+  marker per value of its second (paper 000's Fig. 4; two or more variants with both metrics;
+  :mod:`gossipsim.figures.tradeoff`).
 
 Against cost (``x``: ``gossipsim plot --x bits|time``, ``Results.plot(x=...)``): the figures
 with a slot axis (``kl_vs_iteration``, ``evaluation``, ``unlearning_kl``, ``unlearning_accuracy``)
@@ -83,6 +87,8 @@ from gossipsim.figures.evaluation import evaluation_columns, plot_evaluation
 from gossipsim.figures.latency import plot_latency
 from gossipsim.figures.particles import plot_particles
 from gossipsim.figures.stats import STATISTICS
+from gossipsim.figures.tradeoff import applies as tradeoff_applies
+from gossipsim.figures.tradeoff import plot_accuracy_vs_ece
 from gossipsim.figures.unlearning_accuracy import ACCURACY_SPLIT, plot_unlearning_accuracy
 from gossipsim.figures.unlearning_kl import plot_unlearning_kl
 from gossipsim.figures.visits import plot_visits
@@ -99,6 +105,7 @@ FORMATS = ("png", "pdf", "svg")
 FIGURES = (
     "kl_vs_iteration", "kl_vs_time", "unlearning_kl", "latency", "cover_time",
     "kl_vs_local_iterations", "evaluation", "unlearning_accuracy", "particles", "visits",
+    "accuracy_vs_ece",
 )  # fmt: skip
 
 
@@ -269,6 +276,11 @@ def _figure_jobs(
         )
     if visits is not None and graphs:
         jobs["visits"] = lambda path: plot_visits(visits, graphs, path, summary, requests)
+    if tradeoff_applies(metrics, variants):
+        jobs["accuracy_vs_ece"] = lambda path: plot_accuracy_vs_ece(
+            metrics, variants, path, summary=summary,
+            title=f"{name}: held-out accuracy against calibration error",
+        )  # fmt: skip
     if x != "iteration":
         return _cost_jobs(jobs, metrics, requests, summary, statistic, x)
     return jobs
