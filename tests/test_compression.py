@@ -11,9 +11,11 @@ import numpy as np
 import pytest
 
 from gossipsim.compression import (
+    encode,
     groups_of,
     largest_k,
     magnitude_levels,
+    patterns,
     position_bits,
     quantize,
     quantize_with,
@@ -238,3 +240,18 @@ def test_error_feedback_loses_nothing_for_good():
         true_total += delta
     np.testing.assert_allclose(sent_total + residual, true_total, rtol=0, atol=1e-12)
     assert np.abs(sent_total).max() > 0  # something was sent
+
+
+def test_a_range_not_fixed_is_the_kept_entries_largest_magnitude_as_a_float32():
+    from gossipsim.compression.encoding import kept_range
+
+    delta = np.random.default_rng(4).normal(size=(4, 50)) * 0.37
+    sent = encode(delta, "shared", 6, 5, None, np.random.default_rng(1))
+    mask = patterns(delta, "shared", 6)[0]
+    top = float(np.abs(delta[:, mask]).max())
+    a_max = kept_range(delta[:, mask])
+    assert a_max >= top and np.float32(a_max) == a_max and a_max - top < 1e-6 * top
+    same = encode(delta, "shared", 6, 5, a_max, np.random.default_rng(1))
+    assert np.array_equal(sent.values, same.values)
+    assert np.abs(sent.values).max() <= a_max
+    assert kept_range(np.zeros((2, 3))) == 1.0

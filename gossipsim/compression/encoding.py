@@ -40,13 +40,14 @@ def encode(
     scheme: str,
     k: int,
     entry_bits: int,
-    a_max: float,
+    a_max: float | None,
     rng: np.random.Generator | Sequence[np.random.Generator],
     alpha: float = 1.0,
 ) -> EncodedUpdate:
     """ΔΘ (…, N_p, d) sparsified to k entries a pattern (:func:`~.sparsify.sparsify`'s patterns)
     and its kept entries quantized (:func:`~.quantize.quantize`, one generator or one per entry of
-    the batch axis)."""
+    the batch axis). ``a_max`` None: the range is the kept entries' largest magnitude
+    (:func:`kept_range`; one update, no batch axis), which the sender then sends."""
     delta = np.asarray(delta, dtype=float)
     d = delta.shape[-1]
     mask = patterns(delta, scheme, k, alpha)  # (…, groups, d)
@@ -54,9 +55,22 @@ def encode(
     positions = np.nonzero(mask)[-1].reshape(*mask.shape[:-1], k)  # increasing in each pattern
     per_particle = np.repeat(positions, size, axis=-2)  # (…, N_p, k)
     kept = np.take_along_axis(delta, per_particle, axis=-1)
+    if a_max is None:
+        a_max = kept_range(kept)
     return EncodedUpdate(
         scheme, d, alpha, entry_bits, positions, quantize(kept, entry_bits, a_max, rng)
     )
+
+
+def kept_range(kept: np.ndarray) -> float:
+    """The range sent with an upload whose range is not fixed: the largest magnitude of its kept
+    entries rounded up to a float32 (so that no entry is clipped by the rounding); 1 when every
+    entry is 0 (nothing to scale)."""
+    top = float(np.max(np.abs(kept))) if kept.size else 0.0
+    if top == 0.0:
+        return 1.0
+    single = np.float32(top)
+    return float(single if float(single) >= top else np.nextafter(single, np.float32(np.inf)))
 
 
 def decode(encoded: EncodedUpdate) -> np.ndarray:

@@ -55,9 +55,9 @@ from gossipsim.compression import (
     groups_of,
     largest_k,
     quantize,
-    sparsify,
     upload_bits,
 )
+from gossipsim.compression.encoding import kept_range
 from gossipsim.core.schema import Key, read_keys
 from gossipsim.errors import ConfigError
 
@@ -224,14 +224,8 @@ class QuantizedState:
         return quantize(x, self.entry_bits, a_max, rng), bits
 
 
-def largest_magnitude(x: np.ndarray) -> float:
-    """The range sent for ``a_max = "max"``: the largest |x| rounded up to a float32 (so that no
-    entry is clipped by the rounding); 1 when every entry is 0 (nothing to scale)."""
-    top = float(np.max(np.abs(x))) if x.size else 0.0
-    if top == 0.0:
-        return 1.0
-    single = np.float32(top)
-    return float(single if float(single) >= top else np.nextafter(single, np.float32(np.inf)))
+#: the range sent for ``a_max = "max"``: the largest |x| rounded up to a float32
+largest_magnitude = kept_range
 
 
 def read_downlink(table: Any) -> QuantizedState:
@@ -284,10 +278,8 @@ class Uploader:
         s = self.settings
 
         def compress(x: np.ndarray) -> np.ndarray:
-            a_max = s.a_max
-            if a_max is None:  # the kept entries' largest magnitude, sent with the upload
-                a_max = largest_magnitude(sparsify(x, s.scheme, self.k, s.alpha)[0])
-            encoded = encode(x, s.scheme, self.k, s.entry_bits, a_max, self.rng, s.alpha)
+            # a_max None: the kept entries' largest magnitude, sent with the upload
+            encoded = encode(x, s.scheme, self.k, s.entry_bits, s.a_max, self.rng, s.alpha)
             self.kept = decode_mask(encoded)
             return decode(encoded)
 
