@@ -162,8 +162,8 @@ def test_an_agents_history_grows_only_where_its_upload_reached_the_server():
     sent = {}
     upload = protocol.uploader.upload
 
-    def spy(agent, delta):  # the entries each particles' upload sent
-        out = upload(agent, delta)
+    def spy(agent, delta, *feedback):  # the entries each particles' upload sent
+        out = upload(agent, delta, *feedback)
         sent[agent] = protocol.uploader.kept.copy()
         return out
 
@@ -176,6 +176,19 @@ def test_an_agents_history_grows_only_where_its_upload_reached_the_server():
     second, kept = protocol.histories[0], sent[(0, "particles")]
     assert np.array_equal(second[~kept], first[~kept])
     assert np.all(second[kept] > first[kept])
+
+
+def test_the_sound_variants_score_upload_carries_no_residual_with_error_feedback():
+    """Δg_k is a difference to the server's ĝ_k: error feedback keeps a residual for the
+    particles' update only (a residual on the scores counted what was left out twice)."""
+    world = build_world(parse_scenario(_sound(error_feedback=True)))
+    protocol = build_protocol(world, world.model.fixed_data, np.random.default_rng(5))
+    for slot in range(1, 9):
+        protocol.on_token((slot - 1) % 4, slot)
+        assert np.allclose(protocol.state.aggregate, sum(protocol.own.values()), atol=1e-9)
+    kinds = {key[1] for key in protocol.uploader.residual}
+    assert kinds == {"particles"}
+    assert any(np.any(r != 0) for r in protocol.uploader.residual.values())
 
 
 def test_the_sound_variant_with_a_large_budget_learns_like_the_uncompressed_one():

@@ -52,11 +52,19 @@ def dimensions(
     if isinstance(cases, list) and cases:
         shown: dict[str, str] = {}
         for v in variants:
+            # the most specific case the variant's values match: a case whose keys are a subset
+            # of another's (a baseline protocol beside the same protocol compressed) matches
+            # that other case's variants too
+            best = -1
             for case in cases:
                 keys = {k: c for k, c in case.items() if k != "label"}
-                if keys and all(values[v].get(k) == c for k, c in keys.items()):
+                if (
+                    len(keys) > best
+                    and keys
+                    and all(values[v].get(k) == c for k, c in keys.items())
+                ):
                     shown[v] = str(case.get("label") or variant_label(keys, ""))
-                    break
+                    best = len(keys)
         if len(shown) == len(variants):
             out.append((CASES, shown))
     for key in summary.get("sweep", {}) or {}:

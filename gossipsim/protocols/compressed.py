@@ -25,6 +25,9 @@ history grown everywhere shrank the steps of coordinates sent once in a hundred 
 had moved at each, and compressed learning all but stopped); a removal restarts every agent's (the
 target changed). A forgotten agent's
 visits step on the others' scores, as without compression, and upload ΔΘ alone (half the budget).
+Error feedback applies to ΔΘ only: Δg_k is the difference between the agent's score and the ĝ_k
+the server holds, so what one upload leaves out is in the next one already (a residual added on
+top counted it twice, and the particles spread without bound).
 
 **Downlink.** ``downlink_compression = { entry_bits, a_max }`` (paper variant) quantizes the
 download whole (:func:`gossipsim.compression.quantize`, N_b bits an entry): the agent starts its
@@ -272,9 +275,13 @@ class Uploader:
         #: the entries the last upload sent (N_p × d, True at each particle's kept positions)
         self.kept = np.zeros((particles, d), dtype=bool)
 
-    def upload(self, agent: Hashable, delta: np.ndarray) -> tuple[np.ndarray, float]:
+    def upload(
+        self, agent: Hashable, delta: np.ndarray, feedback: bool = True
+    ) -> tuple[np.ndarray, float]:
         """(the decoded ΔΘ the server adds, the upload's bits) of ``agent``'s update ``delta``
-        (``agent`` names whose error-feedback residual it is: a node, or a node and an array)."""
+        (``agent`` names whose error-feedback residual it is: a node, or a node and an array;
+        ``feedback`` False: no residual even with error feedback on, for an update that is a
+        difference to what the server holds and so carries what was not sent by itself)."""
         s = self.settings
 
         def compress(x: np.ndarray) -> np.ndarray:
@@ -283,7 +290,7 @@ class Uploader:
             self.kept = decode_mask(encoded)
             return decode(encoded)
 
-        if not s.error_feedback:
+        if not (s.error_feedback and feedback):
             return compress(delta), self.bits
         sent, self.residual[agent] = feedback_step(
             delta, self.residual.get(agent, np.zeros_like(delta)), compress

@@ -148,7 +148,8 @@ class DistributedSVGD(ParticleProtocol):
         self.histories[holder] = grown
         aggregate = held.aggregate
         if learns:
-            change, score_bits = self.uploader.upload((holder, "scores"), mine - own)
+            # no error feedback: the difference to ĝ_k carries what earlier uploads left out
+            change, score_bits = self.uploader.upload((holder, "scores"), mine - own, False)
             bits += score_bits
             self.own[holder] = own + change
             aggregate = aggregate + change
