@@ -20,6 +20,7 @@ from gossipsim.compression import (
     quantize,
     quantize_with,
     sparsify,
+    top_k_mask,
     upload_bits,
 )
 
@@ -255,3 +256,13 @@ def test_a_range_not_fixed_is_the_kept_entries_largest_magnitude_as_a_float32():
     assert np.array_equal(sent.values, same.values)
     assert np.abs(sent.values).max() <= a_max
     assert kept_range(np.zeros((2, 3))) == 1.0
+
+
+@pytest.mark.parametrize("k", [1, 3, 7, 12])
+def test_top_k_positions_are_the_masks_coordinates_with_and_without_ties(k):
+    from gossipsim.compression.sparsify import top_k_positions
+
+    rng = np.random.default_rng(k)
+    for scores in (rng.normal(size=(3, 2, 13)), rng.integers(0, 4, size=(3, 2, 13)).astype(float)):
+        expected = np.nonzero(top_k_mask(scores, k))[-1].reshape(3, 2, k)
+        assert np.array_equal(top_k_positions(scores, k), expected)

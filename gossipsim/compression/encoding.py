@@ -13,7 +13,7 @@ import numpy as np
 
 from gossipsim.compression.bits import upload_bits
 from gossipsim.compression.quantize import quantize
-from gossipsim.compression.sparsify import patterns
+from gossipsim.compression.sparsify import pattern_positions
 
 
 @dataclass(frozen=True)
@@ -50,9 +50,8 @@ def encode(
     (:func:`kept_range`; one update, no batch axis), which the sender then sends."""
     delta = np.asarray(delta, dtype=float)
     d = delta.shape[-1]
-    mask = patterns(delta, scheme, k, alpha)  # (…, groups, d)
-    size = delta.shape[-2] // mask.shape[-2]
-    positions = np.nonzero(mask)[-1].reshape(*mask.shape[:-1], k)  # increasing in each pattern
+    positions = pattern_positions(delta, scheme, k, alpha)  # (…, groups, k), increasing
+    size = delta.shape[-2] // positions.shape[-2]
     per_particle = np.repeat(positions, size, axis=-2)  # (…, N_p, k)
     kept = np.take_along_axis(delta, per_particle, axis=-1)
     if a_max is None:

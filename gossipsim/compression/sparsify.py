@@ -36,10 +36,26 @@ def top_k_mask(scores: np.ndarray, k: int) -> np.ndarray:
     return above | (equal & (np.cumsum(equal, axis=-1) <= wanted))
 
 
-def patterns(delta: np.ndarray, scheme: str, k: int, alpha: float = 1.0) -> np.ndarray:
-    """The sparsity patterns of ``delta`` (…, N_p, d): a mask (…, groups, d) of the k coordinates
-    each pattern keeps, a group being one particle (per-particle), all of them (shared) or 1/α
-    contiguous blocks (α-shared); particle n uses pattern n // (N_p / groups)."""
+def top_k_positions(scores: np.ndarray, k: int) -> np.ndarray:
+    """The coordinates of :func:`top_k_mask` in increasing order, (…, k): found by one
+    ``argpartition`` where no tie straddles the k-th largest value (the usual case: the kept set is
+    then the same whatever order the partition leaves), by the mask otherwise."""
+    d = scores.shape[-1]
+    if not 0 <= k <= d:
+        raise ValueError(f"k must be within 0..d = 0..{d} (got {k})")
+    if 0 < k < d:
+        chosen = np.argpartition(scores, d - k, axis=-1)[..., d - k :]
+        values = np.take_along_axis(scores, chosen, axis=-1)
+        kth = values.min(axis=-1, keepdims=True)
+        if np.array_equal((scores == kth).sum(axis=-1), (values == kth).sum(axis=-1)):
+            chosen.sort(axis=-1)
+            return chosen
+    mask = top_k_mask(scores, k)
+    return np.nonzero(mask)[-1].reshape(*scores.shape[:-1], k)
+
+
+def _pattern_scores(delta: np.ndarray, scheme: str, alpha: float) -> np.ndarray:
+    """What each pattern ranks: |Δθ| of its particle, or summed over its group (…, groups, d)."""
     delta = np.asarray(delta, dtype=float)
     if delta.ndim < 2:
         raise ValueError(f"delta must be (..., particles, d) (got shape {delta.shape})")
@@ -47,7 +63,19 @@ def patterns(delta: np.ndarray, scheme: str, k: int, alpha: float = 1.0) -> np.n
     groups = groups_of(scheme, particles, alpha)
     size = particles // groups
     grouped = np.abs(delta).reshape(*delta.shape[:-2], groups, size, d)
-    return top_k_mask(grouped[..., 0, :] if size == 1 else grouped.sum(axis=-2), k)
+    return grouped[..., 0, :] if size == 1 else grouped.sum(axis=-2)
+
+
+def patterns(delta: np.ndarray, scheme: str, k: int, alpha: float = 1.0) -> np.ndarray:
+    """The sparsity patterns of ``delta`` (…, N_p, d): a mask (…, groups, d) of the k coordinates
+    each pattern keeps, a group being one particle (per-particle), all of them (shared) or 1/α
+    contiguous blocks (α-shared); particle n uses pattern n // (N_p / groups)."""
+    return top_k_mask(_pattern_scores(delta, scheme, alpha), k)
+
+
+def pattern_positions(delta: np.ndarray, scheme: str, k: int, alpha: float = 1.0) -> np.ndarray:
+    """The coordinates each pattern of :func:`patterns` keeps, increasing: (…, groups, k)."""
+    return top_k_positions(_pattern_scores(delta, scheme, alpha), k)
 
 
 def sparsify(
