@@ -197,5 +197,9 @@ def test_a_timed_request_after_the_slowest_horizon_is_refused(tmp_path, capsys):
     err = validate_error(raw, tmp_path, capsys)
     assert "unlearning[0].at_time: is 321 s, after the longest a run can last (320 s" in err, err
     assert "the slowest node's compute.seconds_per_iteration" in err, err
-    raw["unlearning"] = [{"node": 1, "at_time": 319.0}]
-    assert gs.run(raw, runs=2, plots=False).requests["served"].all()
+    raw["unlearning"] = [{"node": 1, "at_time": 3.0}]
+    res = gs.run(raw, runs=2, plots=False)
+    assert res.requests["served"].all()
+    # the slot a time falls in depends on the walk: no exact expectation from the request's slot
+    (entry,) = res.theory["t"]["removal_latency"]
+    assert entry["at_slot"] is None and "compute at their own speeds" in entry["method"]
