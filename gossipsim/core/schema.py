@@ -49,6 +49,8 @@ class Key:
     reason: str = ""  # why the range is what it is (added to range errors)
     #: kind numbers: only a list (of lists) of numbers, never one number (e.g. one entry per node)
     list_only: bool = False
+    #: kind numbers: one number, or a flat list of numbers with one per node (no lists of lists)
+    per_node: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -85,7 +87,9 @@ class Key:
             )
         listed = {
             "integers": ", or a list of them (one per node)",
-            "numbers": ", or a list (of lists) of them",
+            "numbers": ", or a list of them (one per node)"
+            if self.per_node
+            else ", or a list (of lists) of them",
         }.get(self.kind, "")
         return what + (" " + " and ".join(bounds) if bounds else "") + listed + extra
 
@@ -116,7 +120,11 @@ class Key:
         if self.kind == "numbers" and isinstance(value, list | tuple):
             if not value:
                 raise ConfigError(where, f"must be {self.allowed()} (got an empty list)")
-            entry = replace(self, list_only=False)  # an entry may be a number
+            entry = (  # an entry may be a number (of a per-node list: only a number)
+                replace(self, kind="number", per_node=False)
+                if self.per_node
+                else replace(self, list_only=False)
+            )
             return tuple(entry.check(v, f"{where}[{i}]") for i, v in enumerate(value))
         if self.list_only:
             raise ConfigError(where, f"must be {self.allowed()} (got {value!r})")

@@ -12,7 +12,9 @@ server, where no token moves); ``bits`` at slot i is h_i times the message's bit
 bits of a round (the server's download and upload). A centralised run has one round, in slot 1
 (every node's upload of its data): its time and bits are added from slot 1 on. Stepped walks add these costs up slot by slot in
 the event engine's order (:func:`stepped_clock`), so their times are the event engine's bit for
-bit.
+bit. When nodes compute at their own speeds (``[compute] seconds_per_iteration`` per node), c is
+the holder's own and the (i − 1)·c above is the sum of the earlier holders' times: stepped walks
+only (the stays' products assume one c).
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ import numpy as np
 @dataclass(frozen=True)
 class SlotCosts:
     """What every slot of a run costs, in the order the event engine pays it: the holder's
-    computation (``compute_seconds``); then the slot's round with the parameter server, if there is
+    computation (``compute_seconds``: one number, or one per node index, the holder's entry);
+    then the slot's round with the parameter server, if there is
     one (``round_seconds`` for its transfers, ``round_bits`` each transfer's bits in order), which
     the slot's end waits for; then, when the next holder is another node, the token's hop
     (``hop_seconds``, ``hop_bits``) before the next slot starts. The walk has hops and no rounds,
@@ -37,7 +40,7 @@ class SlotCosts:
     run's upload of every node's data (:mod:`gossipsim.protocols.centre`), which has no other
     round."""
 
-    compute_seconds: float
+    compute_seconds: float | tuple[float, ...]
     hop_seconds: float = 0.0
     hop_bits: float = 0.0
     round_seconds: float = 0.0
@@ -51,8 +54,16 @@ class SlotCosts:
             raise ValueError("a first round is the run's only round: no round in every slot too")
 
     @property
+    def per_node(self) -> bool:
+        """Whether nodes compute at their own speeds (``compute_seconds`` one per node)."""
+        return isinstance(self.compute_seconds, tuple)
+
+    @property
     def slot_seconds(self) -> float:
-        """A slot's own time, its hop left out: the computation and the round."""
+        """A slot's own time, its hop left out: the computation and the round (the same at every
+        holder: not for compute times per node)."""
+        if isinstance(self.compute_seconds, tuple):
+            raise ValueError("a slot's time depends on its holder: compute times are per node")
         return self.compute_seconds + self.round_seconds
 
 
@@ -61,17 +72,22 @@ def stepped_clock(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """End and start time of each slot and the payload bits sent by each slot's end (runs × slots:
     the holders of every slot of every run), with the event engine's arithmetic: times are running
-    sums of the costs in the order they are paid (computation, round, hop if the token moves; a
-    cost of zero is left out, adding it changes no bit), bits whole numbers summed exactly."""
+    sums of the costs in the order they are paid (computation, the holder's own when compute times
+    are per node; round; hop if the token moves; a cost of zero is left out, adding it changes no
+    bit), bits whole numbers summed exactly."""
     batch, columns = holders.shape
     moved = holders[:, 1:] != holders[:, :-1]
     rounds = costs.round_seconds or costs.first_round_seconds
-    parts = [costs.compute_seconds] + ([costs.round_seconds] if rounds else [])
+    parts = [0.0] + ([costs.round_seconds] if rounds else [])  # the computation: below
     hop = costs.hop_seconds != 0.0
     width = len(parts) + hop  # increments per slot
     increments = np.empty((batch, columns * width))
     for p, value in enumerate(parts):
         increments[:, p::width] = value
+    compute = costs.compute_seconds
+    increments[:, 0::width] = (
+        np.asarray(compute, dtype=np.float64)[holders] if isinstance(compute, tuple) else compute
+    )
     if costs.first_round_seconds and columns:  # slot 1's round, after its computation
         increments[:, 1] = costs.first_round_seconds
     if hop:  # the hop after each slot (none after the last)

@@ -3,7 +3,7 @@
 Slot ``i`` (``i = 1, 2, ...``) is the holder's local computation followed, if the token moves, by the
 hop to the next holder::
 
-    slot i starts at s_i;  computation ends at t_i = s_i + compute_seconds
+    slot i starts at s_i;  computation ends at t_i = s_i + compute_seconds   (or compute_seconds[k])
     next holder j = walker.next(k);  s_{i+1} = t_i + (links.delay(k, j, bits) if j != k else 0)
 
 ``t_i`` is the slot's recorded time (the moment q^{(i)} exists) and ``bits`` the payload bits sent
@@ -66,7 +66,7 @@ def run_token(
     protocol: Protocol,
     start: int,
     iterations: int,
-    compute_seconds: float = 0.0,
+    compute_seconds: float | Sequence[float] = 0.0,
     links: Channel | None = None,
     requests: Sequence[Request] = (),
     stop_when_done: bool = False,
@@ -81,7 +81,9 @@ def run_token(
     after the first slot whose recorded bits (sent by its end) reach ``max_bits``, or whose end
     time reaches ``max_time``: a cut like ``iterations`` (the record is the prefix of the run
     without it; not ``stopped_early``). ``links`` is the channel (homogeneous links by default);
-    a lossy one draws from ``channel_rng``.
+    a lossy one draws from ``channel_rng``. ``compute_seconds`` is each slot's computation: one
+    number, or one per node index (the holder k's, ``compute_seconds[k]``; with a server, the
+    scheduled agent's).
     """
     links = links if links is not None else LinkModel()
     if links.lossy and channel_rng is None:
@@ -102,6 +104,11 @@ def run_token(
         else:
             env.process(_timed_request(env, r, float(req.at_time or 0.0), pending))
     state = {"stopped_early": False}
+    per_node: list[float] | None = None  # compute times per node index, or one for all
+    if isinstance(compute_seconds, int | float):
+        compute = compute_seconds
+    else:
+        compute, per_node = 0.0, [float(c) for c in compute_seconds]
 
     def token() -> Generator[simpy.Event, None, None]:
         on_token = protocol.on_token
@@ -133,7 +140,7 @@ def run_token(
                 undelivered -= len(pending)
                 pending.clear()
             message = on_token(k, slot)
-            t = s + compute_seconds
+            t = s + (compute if per_node is None else per_node[k])
             if message.__class__ is Round:  # a server round: no token moves
                 t, total_bits = _round(links, protocol, message, k, slot, t, total_bits,
                                        channel_rng, events)  # fmt: skip

@@ -77,7 +77,7 @@ def simulate_run(world: World, run: int, seed: int) -> RunOutput:
         protocol=protocol,
         start=start,
         iterations=sc.run.iterations,
-        compute_seconds=sc.compute_seconds,
+        compute_seconds=world.compute_seconds,
         links=world.links,
         requests=world.requests,
         stop_when_done=sc.run.stop_when_done,

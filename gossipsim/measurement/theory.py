@@ -125,13 +125,14 @@ def theory_for(world: Any, arrival_slots: Mapping[int, int] | None = None) -> di
 def request_slot(world: Any, request: int, observed: int | None) -> int | None:
     """The slot before which request ``request`` arrives in every run: its ``at_iteration``, or
     for a request at a time the slot it arrived before in every run (``observed``) when the slots'
-    start times cannot depend on the walk (links that take no time: every slot lasts
-    ``compute.seconds_per_iteration``); None otherwise."""
+    start times cannot depend on the walk (links that take no time and one compute time for
+    every node: every slot lasts ``compute.seconds_per_iteration``); None otherwise."""
     req = world.requests[request]
     if req.at_iteration is not None:
         return int(req.at_iteration)
     free_hops = world.links.takes_no_time  # the walk's hops, or the server's transfers
-    return int(observed) if observed is not None and free_hops else None
+    alike = not isinstance(world.compute_seconds, tuple)  # else slot lengths follow the holders
+    return int(observed) if observed is not None and free_hops and alike else None
 
 
 def removal_latency_entry(
@@ -146,8 +147,8 @@ def removal_latency_entry(
     if slot is None:
         entry["method"] = (
             "not computed: the request arrives at a time and the slot it arrives before depends "
-            "on the walk (links take time per hop); next_visit_latency is the value from a "
-            "stationary holder"
+            "on the walk (links take time per hop, or nodes compute at their own speeds); "
+            "next_visit_latency is the value from a stationary holder"
         )
         return entry
     entry["at_slot"] = slot

@@ -11,7 +11,8 @@ other :class:`~gossipsim.network.channels.Channel` subclasses.
 
 A run's simulated time is at most ``iterations × (seconds_per_iteration + bits / rate_bps +
 latency_s)`` on the walk, ``iterations × (seconds_per_iteration + bits / downlink_rate_bps +
-downlink_latency_s + bits / uplink_rate_bps + uplink_latency_s)`` with the server;
+downlink_latency_s + bits / uplink_rate_bps + uplink_latency_s)`` with the server (the slowest
+node's ``seconds_per_iteration`` when nodes compute at their own speeds);
 :func:`check_horizon` refuses settings for which that bound exceeds :data:`MAX_SIMULATED_SECONDS`,
 so the clock never overflows to infinity (where the engine could not tell one event time from the
 next).
@@ -20,6 +21,7 @@ next).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from gossipsim.errors import ConfigError
@@ -105,12 +107,21 @@ class ServerLinks(Channel):
 
 
 def check_horizon(
-    iterations: int, compute_seconds: float, links: LinkModel | ServerLinks, bits: float
+    iterations: int,
+    compute_seconds: float | Sequence[float],
+    links: LinkModel | ServerLinks,
+    bits: float,
+    compute_key: str = "compute.seconds_per_iteration",
 ) -> float:
     """The bound ``iterations × (compute + the transmissions of a slot)`` of a run's simulated
     time, or a :class:`ConfigError` naming the setting that makes it exceed
     :data:`MAX_SIMULATED_SECONDS`. A slot's transmissions: one hop, ``bits / rate + latency``, on
-    the walk; a download and an upload of ``bits`` each with the server."""
+    the walk; a download and an upload of ``bits`` each with the server. Compute times per node
+    (a sequence, one per node) bound it by the slowest node's; ``compute_key`` names the setting
+    they come from."""
+    per_node = not isinstance(compute_seconds, int | float)
+    compute = float(max(compute_seconds)) if per_node else float(compute_seconds)  # type: ignore[arg-type]
+    slowest = "the slowest node's " if per_node else ""
     if isinstance(links, ServerLinks):
         down_rate, down_latency, up_rate, up_latency = links.keys
         named = [
@@ -126,8 +137,7 @@ def check_horizon(
         formula = "bits / rate_bps + latency_s"
     # (key, seconds per slot, what it is)
     parts = [
-        ("compute.seconds_per_iteration", float(compute_seconds),
-         f"{compute_seconds:g} s of compute per slot"),
+        (compute_key, compute, f"{slowest}{compute:g} s of compute per slot"),
     ]  # fmt: skip
     for rate, latency, link, per in named:
         parts.append((rate, float(bits) / link.rate_bps,  # inf when the rate is too small

@@ -41,7 +41,7 @@ NumPy 2, NetworkX 3:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -316,12 +316,19 @@ def graph_key(scenario: Scenario) -> str:
     return "topology.rows" if "rows" in topo.params else "topology.kind"
 
 
-def check_time(scenario: Scenario, sizes: ModelSizes) -> None:
+def check_time(
+    scenario: Scenario, sizes: ModelSizes, node_seconds: Sequence[float] | None = None
+) -> None:
     """Refuse compute and link times whose sum over the run overflows the simulated clock
-    (:func:`gossipsim.network.links.check_horizon`, with the model's real message size)."""
+    (:func:`gossipsim.network.links.check_horizon`, with the model's real message size and the
+    slowest node's compute time). Compute times read from a node attribute are checked once
+    read (``node_seconds``, one per node), not before."""
     links = scenario.links.channel(scenario.protocol.architecture)
     bits = scenario.protocol.message_bits(sizes)
-    check_horizon(scenario.run.iterations, scenario.compute_seconds, links, bits)
+    if scenario.compute_attribute is None:
+        check_horizon(scenario.run.iterations, scenario.compute_seconds, links, bits)
+    elif node_seconds is not None:
+        check_horizon(scenario.run.iterations, node_seconds, links, bits, "compute.node_attribute")
 
 
 def check_world(scenario: Scenario, sizes: ModelSizes, graph: IndexedGraph) -> None:

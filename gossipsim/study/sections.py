@@ -24,7 +24,6 @@ from gossipsim.study.settings import (
     LinkSettings,
     MetricsSettings,
     ModelSettings,
-    ModelSpec,
     ProtocolSettings,
     RunSettings,
     Scenario,
@@ -119,7 +118,14 @@ def parse_scenario(
     scheduler = SchedulerSettings(
         kind=check_scheduler(sc["kind"], "scheduler.kind"), start=sc["start"], stays=sc["stays"]
     )
-    compute = read_keys(SCHEMA["compute"], _table(raw, "compute"), "compute")
+    compute_table = _table(raw, "compute")
+    compute = read_keys(SCHEMA["compute"], compute_table, "compute")
+    if compute["node_attribute"] is not None and "seconds_per_iteration" in compute_table:
+        raise ConfigError(
+            "compute.node_attribute",
+            "give one of seconds_per_iteration (a number, or one per node) and node_attribute "
+            "(each node's own, from the graph)",
+        )
     ln = read_keys(SCHEMA["links"], _table(raw, "links"), "links")
     links = LinkSettings(**ln)
 
@@ -173,9 +179,7 @@ def parse_scenario(
         particles=me["particles"],
         particle_runs=me["particle_runs"],
     )
-    _check_requests_can_arrive(unlearning, run, compute["seconds_per_iteration"], links, protocol,
-                               model_cls, ModelSpec(model, data, base_dir, protocol=protocol))  # fmt: skip
-    return Scenario(
+    scenario = Scenario(
         run=run,
         topology=topology,
         model=model,
@@ -187,7 +191,11 @@ def parse_scenario(
         unlearning=tuple(unlearning),
         metrics=metrics,
         base_dir=base_dir,
+        compute_attribute=compute["node_attribute"],
     )
+    # a node attribute's times are known once the graph is built (then checked again)
+    check_requests_can_arrive(scenario, scenario.slowest_compute, model_cls)
+    return scenario
 
 
 def _topology(t_raw: dict[str, Any], graph: Any) -> TopologySettings:
@@ -241,21 +249,18 @@ def _topology(t_raw: dict[str, Any], graph: Any) -> TopologySettings:
     )
 
 
-def _check_requests_can_arrive(
-    requests: list[UnlearningSettings],
-    run: RunSettings,
-    compute_seconds: float,
-    links: LinkSettings,
-    protocol: ProtocolSettings,
-    model_cls: Any,
-    spec: ModelSpec,
+def check_requests_can_arrive(
+    scenario: Scenario, compute_seconds: float | None, model_cls: Any
 ) -> None:
     """Refuse a request that no run can ever receive: one for a slot after the run's last, or for a
     time after the longest a run can last, iterations × (compute + message bits / rate + latency),
     every slot moving the token (with the server: a download and an upload in every slot; a
-    request arrives before the first slot starting at or after it)."""
+    request arrives before the first slot starting at or after it). ``compute_seconds`` is the
+    longest computation of a slot (the slowest node's; None: not known yet, times not checked)."""
+    run, links, protocol = scenario.run, scenario.links, scenario.protocol
+    spec = scenario.model_spec
     horizon: float | None = None
-    for i, req in enumerate(requests):
+    for i, req in enumerate(scenario.unlearning):
         where = f"unlearning[{i}]"
         if req.at_iteration is not None and req.at_iteration > run.iterations:
             raise ConfigError(
@@ -263,25 +268,36 @@ def _check_requests_can_arrive(
                 f"is {req.at_iteration}, after the run's last slot (scenario.iterations = "
                 f"{run.iterations}): the request could never arrive",
             )
-        if req.at_time is None:
+        if req.at_time is None or compute_seconds is None:
             continue
+        compute_key = (
+            "compute.node_attribute"
+            if scenario.compute_attribute is not None
+            else "compute.seconds_per_iteration"
+        )
         if horizon is None:
             try:
                 bits = protocol.message_bits(model_cls.sizes(spec, 0))
             except ConfigError:
                 return  # settings the build refuses in its own words
             link = links.channel(protocol.architecture)
-            horizon = check_horizon(run.iterations, compute_seconds, link, bits)
+            horizon = check_horizon(run.iterations, compute_seconds, link, bits, compute_key)
         if req.at_time > horizon:
             transmissions = (
                 "a download and an upload of the message over the server's links"
                 if protocol.architecture == "server"
                 else "message bits / links.rate_bps + links.latency_s"
             )
+            slowest = (
+                "the slowest node's "
+                if scenario.compute_attribute is not None
+                or isinstance(scenario.compute_seconds, tuple)
+                else ""
+            )
             raise ConfigError(
                 f"{where}.at_time",
                 f"is {req.at_time:g} s, after the longest a run can last ({horizon:g} s: "
-                f"scenario.iterations × (compute.seconds_per_iteration + {transmissions})): the "
+                f"scenario.iterations × ({slowest}{compute_key} + {transmissions})): the "
                 "request could never arrive",
             )
 

@@ -115,8 +115,12 @@ SCHEDULER_KEYS = (
 )  # fmt: skip
 
 COMPUTE_KEYS = (
-    Key("seconds_per_iteration", "number", 0.0, "simulated compute time of one slot (s)",
-        minimum=0),
+    Key("seconds_per_iteration", "numbers", 0.0, "simulated compute time of one slot (s): one "
+        "number for every node, or a list with one per node in graph order (the slot's holder's; "
+        "with the server, the scheduled agent's)", minimum=0, per_node=True),
+    Key("node_attribute", "string", None, "instead: the name of a numeric node attribute of the "
+        "graph (a GraphML file's or a NetworkX graph's) holding each node's compute time of a "
+        "slot (s)"),
 )  # fmt: skip
 
 LINKS_KEYS = (
@@ -396,11 +400,25 @@ class Scenario:
     data: DataSettings = field(default_factory=DataSettings)
     protocol: ProtocolSettings = field(default_factory=ProtocolSettings)
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
-    compute_seconds: float = default("compute", "seconds_per_iteration")
+    #: ``[compute] seconds_per_iteration``: one number, or one per node in graph order
+    compute_seconds: float | tuple[float, ...] = default("compute", "seconds_per_iteration")
     links: LinkSettings = field(default_factory=LinkSettings)
     unlearning: tuple[UnlearningSettings, ...] = ()
     metrics: MetricsSettings = field(default_factory=MetricsSettings)
     base_dir: str = "."
+    #: ``[compute] node_attribute``: the node attribute holding each node's compute time (None:
+    #: ``compute_seconds``); read when the world is built
+    compute_attribute: str | None = None
+
+    @property
+    def slowest_compute(self) -> float | None:
+        """The longest computation of a slot at any node, for bounds on a run's time: the one
+        number, or the largest of a per-node list; None when the times are a node attribute
+        (known once the graph is built: :func:`gossipsim.world.world.node_compute_seconds`)."""
+        if self.compute_attribute is not None:
+            return None
+        compute = self.compute_seconds
+        return max(compute) if isinstance(compute, tuple) else compute
 
     @property
     def model_spec(self) -> ModelSpec:

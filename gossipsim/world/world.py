@@ -38,6 +38,7 @@ from gossipsim.protocols.server import ServerRounds, server_round
 from gossipsim.scheduling import IndexedGraph, stationary_distribution
 from gossipsim.states.representations import Representation, Target, representation
 from gossipsim.study import budget
+from gossipsim.study.sections import check_requests_can_arrive
 from gossipsim.topology import build_indexed
 
 if TYPE_CHECKING:
@@ -68,6 +69,9 @@ class World:
     built_graph: nx.Graph | None = None  # the NetworkX graph, when the topology built one
     #: bits of one message (the protocol kind's entries for this model: ProtocolSettings.message_bits)
     message_bits: float = 0.0
+    #: the compute time of a slot: one number for every holder, or one per node index
+    #: (:func:`node_compute_seconds`)
+    compute_seconds: float | tuple[float, ...] = 0.0
 
     @property
     def graph(self) -> nx.Graph:
@@ -135,6 +139,7 @@ def build_world(
     (``world.model.known_targets()``: a pool worker or a Dask task given them by the process that
     checked the sweep); those are not searched for again."""
     indexed, graph = _build_graph(scenario, graph_seed(scenario))
+    compute = node_compute_seconds(scenario, indexed, graph)
     requests = []
     for i, req in enumerate(scenario.unlearning):
         node = indexed.index(req.node, f"unlearning[{i}].node")
@@ -161,13 +166,67 @@ def build_world(
         start=start,
         links=scenario.links.channel(_links_of(scenario)),
         message_bits=scenario.protocol.message_bits(type(model).sizes(spec, indexed.size)),
+        compute_seconds=compute,
     )
+    if scenario.compute_attribute is not None:  # bounds on a run's time, now that they are known
+        assert isinstance(compute, tuple)
+        budget.check_time(scenario, type(model).sizes(spec, indexed.size), compute)
+        check_requests_can_arrive(scenario, max(compute), type(model))
     if targets:
         model.adopt_targets(targets)
     states = representation_of(scenario)
     for forgotten in target_stages(world):  # a target that cannot be found fails here, in one line
         states.target(model, model.fixed_data, forgotten)
     return world
+
+
+def node_compute_seconds(
+    scenario: Scenario, indexed: IndexedGraph, graph: nx.Graph | None
+) -> float | tuple[float, ...]:
+    """Each slot's compute time: ``[compute] seconds_per_iteration`` when it is one number, else
+    one time per node index (the graph's node order, as ``indexed.labels``): the list given, or
+    each node's ``[compute] node_attribute`` read from ``graph`` (a finite number >= 0 at every
+    node). A slot at holder k (with the server: the scheduled agent k) computes for entry k. A
+    centralised protocol computes at the centre, so it takes one number only."""
+    compute = scenario.compute_seconds
+    name = scenario.compute_attribute
+    if name is None and not isinstance(compute, tuple):
+        return float(compute)
+    key = "compute.seconds_per_iteration" if name is None else "compute.node_attribute"
+    if protocol_kind(scenario.protocol.kind).centralised:
+        raise ConfigError(
+            key,
+            f"protocol {scenario.protocol.kind!r} computes at the centre, not at the nodes: give "
+            "seconds_per_iteration as one number",
+        )
+    if name is None:
+        assert isinstance(compute, tuple)
+        if len(compute) != indexed.size:
+            raise ConfigError(
+                key,
+                f"a per-node list needs one value per node ({indexed.size}, in graph order), got "
+                f"{len(compute)}",
+            )
+        return tuple(float(c) for c in compute)
+    times = []
+    for label in indexed.labels:
+        attributes = graph.nodes[label] if graph is not None else {}
+        if name not in attributes:
+            raise ConfigError(
+                key, f"node {label!r} has no attribute {name!r} (every node needs it, a number)"
+            )
+        value = attributes[name]
+        if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+            raise ConfigError(
+                key, f"node {label!r}'s {name!r} is {value!r}, not a number (seconds >= 0)"
+            )
+        value = float(value)
+        if not (0.0 <= value < np.inf):
+            raise ConfigError(
+                key, f"node {label!r}'s {name!r} is {value:g}: must be a finite number >= 0"
+            )
+        times.append(value)
+    return tuple(times)
 
 
 def _links_of(scenario: Scenario) -> str:
@@ -278,7 +337,7 @@ def slot_costs(world: World, bits: float | None = None) -> SlotCosts:
     upload of every node's data (:func:`centre_upload`, the runs' data drawn once). The
     vectorised engine's clocks read it (:func:`~gossipsim.engine.slottables.stepped_clock`)."""
     bits = world.message_bits if bits is None else float(bits)
-    compute = world.scenario.compute_seconds
+    compute = world.compute_seconds
     links = world.links
     if protocol_kind(world.scenario.protocol.kind).centralised:
         upload = centre_upload(world, world.model.fixed_data).transfers

@@ -68,6 +68,11 @@ def drawn_unavailable(world: World) -> str | None:
         return "metrics.latency_window is not 1 (latencies are then not first passages)"
     if sc.metrics.tolerance is None:
         return 'metrics.tolerance = "relative" (each run is judged after it ends)'
+    if isinstance(world.compute_seconds, tuple):
+        return (
+            "nodes compute at their own speeds ([compute] per node): drawn stays time every slot "
+            "alike"
+        )
     return None
 
 
