@@ -19,6 +19,8 @@ TOPOLOGY_TAG = 0x746F706F  # "topo"
 WALK, START, PROTOCOL, DATA = range(4)  # the run's independent random streams
 #: the run's graph, with ``[topology] draw = "per-run"`` (drawn only then: no other stream changes)
 TOPOLOGY = 4
+#: a lossy channel's draws (which attempts are lost), with ``[links] loss`` > 0 (drawn only then)
+CHANNEL = 5
 
 
 def run_stream(seed: int, stream: int) -> np.random.SeedSequence:

@@ -37,6 +37,8 @@ from gossipsim.topology.registry import validate as validate_topology
 
 #: the topology kind of a NetworkX graph given from Python
 GRAPH_KIND = "networkx"
+#: topology kinds whose edges may carry link attributes (``rate_bps``, ``loss``, ...)
+EDGE_ATTRIBUTE_KINDS = (GRAPH_KIND, "graphml")
 
 
 def parse_scenario(
@@ -122,6 +124,8 @@ def parse_scenario(
     compute = read_keys(SCHEMA["compute"], _table(raw, "compute"), "compute")
     ln = read_keys(SCHEMA["links"], _table(raw, "links"), "links")
     links = LinkSettings(**ln)
+    # a centralised kind's upload goes over the server's links, whatever the architecture
+    links.check("server" if getattr(protocol_cls, "centralised", False) else pr["architecture"])
 
     requests = raw.get("unlearning", [])
     if isinstance(requests, dict):
@@ -173,8 +177,15 @@ def parse_scenario(
         particles=me["particles"],
         particle_runs=me["particle_runs"],
     )
-    _check_requests_can_arrive(unlearning, run, compute["seconds_per_iteration"], links, protocol,
-                               model_cls, ModelSpec(model, data, base_dir, protocol=protocol))  # fmt: skip
+    if topology.kind in EDGE_ATTRIBUTE_KINDS and protocol.architecture == "walk":
+        # an edge may set slower links than [links]: how long a run can last is known once the
+        # graph is read (the world checks its time horizon then)
+        unlearning_checked = [u for u in unlearning if u.at_time is None]
+    else:
+        unlearning_checked = unlearning
+    _check_requests_can_arrive(unlearning_checked, run, compute["seconds_per_iteration"], links,
+                               protocol, model_cls,
+                               ModelSpec(model, data, base_dir, protocol=protocol))  # fmt: skip
     return Scenario(
         run=run,
         topology=topology,

@@ -24,7 +24,9 @@ from gossipsim.engine.slottables import SlotCosts, round_seconds
 from gossipsim.errors import ConfigError
 from gossipsim.families import ExponentialFamily
 from gossipsim.models import Model, model_class
-from gossipsim.network.links import LinkModel, ServerLinks
+from gossipsim.network.arq import EdgeLinks
+from gossipsim.network.channels import Channel
+from gossipsim.network.links import check_horizon
 from gossipsim.network.messages import Message, Round
 from gossipsim.protocols import (
     BuildRequest,
@@ -38,6 +40,7 @@ from gossipsim.protocols.server import ServerRounds, server_round
 from gossipsim.scheduling import IndexedGraph, stationary_distribution
 from gossipsim.states.representations import Representation, Target, representation
 from gossipsim.study import budget
+from gossipsim.study.sections import EDGE_ATTRIBUTE_KINDS
 from gossipsim.topology import build_indexed
 
 if TYPE_CHECKING:
@@ -64,7 +67,7 @@ class World:
     model: Model
     requests: tuple[Request, ...]
     start: int | None
-    links: LinkModel | ServerLinks
+    links: Channel
     built_graph: nx.Graph | None = None  # the NetworkX graph, when the topology built one
     #: bits of one message (the protocol kind's entries for this model: ProtocolSettings.message_bits)
     message_bits: float = 0.0
@@ -159,15 +162,51 @@ def build_world(
         model=model,
         requests=tuple(requests),
         start=start,
-        links=scenario.links.channel(_links_of(scenario)),
+        links=_channel(scenario, indexed, graph),
         message_bits=scenario.protocol.message_bits(type(model).sizes(spec, indexed.size)),
     )
+    _check_time(world)
     if targets:
         model.adopt_targets(targets)
     states = representation_of(scenario)
     for forgotten in target_stages(world):  # a target that cannot be found fails here, in one line
         states.target(model, model.fixed_data, forgotten)
     return world
+
+
+def _channel(scenario: Scenario, indexed: IndexedGraph, graph: nx.Graph | None) -> Channel:
+    """The runs' channel: ``[links]``, and on the walk the link attributes of the graph's edges
+    (a graph file's or a NetworkX graph's; the indexed graph keeps none)."""
+    architecture = _links_of(scenario)
+    if architecture != "walk" or graph is None:
+        return scenario.links.channel(architecture)
+    index_of = indexed.index_of
+    edges = (
+        (index_of[u], index_of[v], (u, v), attributes)
+        for u, v, attributes in graph.edges(data=True)
+        if attributes
+    )
+    return scenario.links.channel(architecture, edges)
+
+
+def _check_time(world: World) -> None:
+    """Refuse per-edge links whose longest hop overflows the simulated clock, and a request at a
+    time after the longest a run can last where the scenario's check could not know it (edges
+    that may set their own links: :data:`~gossipsim.study.sections.EDGE_ATTRIBUTE_KINDS`)."""
+    sc = world.scenario
+    timed = [(i, r) for i, r in enumerate(world.requests) if r.at_time is not None]
+    edge_kind = sc.topology.kind in EDGE_ATTRIBUTE_KINDS and _links_of(sc) == "walk"
+    if not isinstance(world.links, EdgeLinks) and not (timed and edge_kind):
+        return
+    horizon = check_horizon(sc.run.iterations, sc.compute_seconds, world.links, world.message_bits)
+    for i, req in timed if edge_kind else ():
+        if req.at_time is not None and req.at_time > horizon:
+            raise ConfigError(
+                f"unlearning[{i}].at_time",
+                f"is {req.at_time:g} s, after the longest a run can last ({horizon:g} s: "
+                "scenario.iterations × (compute.seconds_per_iteration + the longest hop of any "
+                "edge's links)): the request could never arrive",
+            )
 
 
 def _links_of(scenario: Scenario) -> str:
