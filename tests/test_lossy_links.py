@@ -237,3 +237,37 @@ def test_per_edge_links_given_from_python_are_checked():
         ConfigError, match=r"topology edge \(1, 2\) attribute loss: must be a number"
     ):
         gs.run(base_scenario(topology={"graph": graph}), plots=False)
+
+
+def test_rates_drawn_per_edge_give_each_edge_its_own_fixed_rate():
+    raw = base_scenario(links={"rate_bps": {"lognormal": [7.0, 1.0]}, "latency_s": 0.01})
+    raw["scenario"].update(runs=3, iterations=300)
+    res = gs.run(raw, plots=False)
+    assert "per-edge links" in res.engines["t"]
+    hops = _hops(res)
+    assert (hops["sender"] != hops["receiver"]).all()
+    edge = np.minimum(hops["sender"], hops["receiver"]) * 10 + np.maximum(
+        hops["sender"], hops["receiver"]
+    )
+    per_edge = hops["dt"].groupby(edge)
+    np.testing.assert_allclose(per_edge.max(), per_edge.min(), rtol=1e-9)  # one delay per edge
+    assert per_edge.ngroups > 30 and per_edge.min().nunique() == per_edge.ngroups
+    rates = PAYLOAD / (per_edge.min() - 0.01)
+    assert 0.1 < np.log(rates).std() < 3 and 4 < np.log(rates).mean() < 10  # lognormal(7, 1)
+    again = gs.run(raw, plots=False)
+    pd.testing.assert_frame_equal(res.metrics, again.metrics)
+    other = gs.run({**raw, "scenario": {**raw["scenario"], "seed": 8}}, plots=False)
+    assert not np.allclose(_hops(other)["dt"].to_numpy()[:50], hops["dt"].to_numpy()[:50])
+
+
+@pytest.mark.parametrize(
+    ("links", "protocol", "shown"),
+    [
+        ({"rate_bps": {"normal": [0, 1]}}, {}, "links.rate_bps: cannot be drawn from 'normal'"),
+        ({"latency_s": {"lognormal": [0, -1]}}, {}, "links.latency_s: { lognormal = [mu, sd] }"),
+        ({"rate_bps": {"gamma": [2, 1]}}, {"architecture": "server"}, "links.rate_bps: is drawn"),
+    ],
+)
+def test_bad_drawn_links_are_one_line(tmp_path, capsys, links, protocol, shown):
+    err = validate_error(base_scenario(links=links, protocol=protocol), tmp_path, capsys)
+    assert shown in err, err

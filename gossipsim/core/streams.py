@@ -14,6 +14,9 @@ import numpy.typing as npt
 
 DATA_TAG = 0x64617461  # "data"
 TOPOLOGY_TAG = 0x746F706F  # "topo"
+LINKS_TAG = (
+    0x6C696E6B  # "link": link values drawn per edge (``[links] rate_bps = { lognormal = ... }``)
+)
 
 
 WALK, START, PROTOCOL, DATA = range(4)  # the run's independent random streams

@@ -14,10 +14,12 @@ from typing import Any
 from gossipsim.core.registry import MODEL_KINDS, PROTOCOL_KINDS
 from gossipsim.core.schema import read_keys
 from gossipsim.errors import ConfigError
+from gossipsim.families.drawn import is_drawn, parse_drawn
 from gossipsim.network.links import check_horizon
 from gossipsim.scheduling import check_scheduler
 from gossipsim.study.settings import (
     ABSOLUTE_TOLERANCE,
+    DRAWN_LINK_KEYS,
     SCHEMA,
     STOCHASTIC_LATENCY_WINDOW,
     DataSettings,
@@ -122,8 +124,14 @@ def parse_scenario(
         kind=check_scheduler(sc["kind"], "scheduler.kind"), start=sc["start"], stays=sc["stays"]
     )
     compute = read_keys(SCHEMA["compute"], _table(raw, "compute"), "compute")
-    ln = read_keys(SCHEMA["links"], _table(raw, "links"), "links")
-    links = LinkSettings(**ln)
+    ln_raw = _table(raw, "links")
+    drawn = {  # link values drawn per edge: { lognormal = [mu, sd] }, ...
+        name: parse_drawn(ln_raw.pop(name), "positive", f"links.{name}")
+        for name in DRAWN_LINK_KEYS
+        if is_drawn(ln_raw.get(name))
+    }
+    ln = read_keys(SCHEMA["links"], ln_raw, "links")
+    links = LinkSettings(**ln, drawn=drawn)
     # a centralised kind's upload goes over the server's links, whatever the architecture
     links.check("server" if getattr(protocol_cls, "centralised", False) else pr["architecture"])
 
@@ -177,7 +185,7 @@ def parse_scenario(
         particles=me["particles"],
         particle_runs=me["particle_runs"],
     )
-    if topology.kind in EDGE_ATTRIBUTE_KINDS and protocol.architecture == "walk":
+    if (topology.kind in EDGE_ATTRIBUTE_KINDS or links.drawn) and protocol.architecture == "walk":
         # an edge may set slower links than [links]: how long a run can last is known once the
         # graph is read (the world checks its time horizon then)
         unlearning_checked = [u for u in unlearning if u.at_time is None]

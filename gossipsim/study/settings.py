@@ -26,6 +26,7 @@ from gossipsim.core.frozen import FrozenDict, freeze
 from gossipsim.core.registry import import_object
 from gossipsim.core.schema import Key
 from gossipsim.errors import ConfigError
+from gossipsim.families.drawn import Drawn
 from gossipsim.network.arq import DEFAULT_MAX_RETRIES, Link, edge_channel
 from gossipsim.network.channels import Channel
 from gossipsim.network.links import LinkModel, ServerLinks
@@ -125,9 +126,12 @@ COMPUTE_KEYS = (
 )  # fmt: skip
 
 LINKS_KEYS = (
-    Key("rate_bps", "number", math.inf, "link rate in bit/s (inf: no limit)", minimum=0,
-        exclusive_minimum=True, finite=False),
-    Key("latency_s", "number", 0.0, "one-way link latency (s)", minimum=0),
+    Key("rate_bps", "number", math.inf, "link rate in bit/s (inf: no limit), or drawn per edge "
+        "(`{ lognormal = [mu, sd] }`, `gamma`, `uniform`; "
+        "[Lossy and per-edge links](#lossy-and-per-edge-links)); an edge attribute `rate_bps` "
+        "overrides it", minimum=0, exclusive_minimum=True, finite=False),
+    Key("latency_s", "number", 0.0, "one-way link latency (s), or drawn per edge as `rate_bps`; "
+        "an edge attribute `latency_s` overrides it", minimum=0),
     Key("loss", "number", 0.0, "probability that one attempt of a hop is lost; lost attempts are "
         "sent again (stop-and-wait ARQ, [Lossy and per-edge links](#lossy-and-per-edge-links)); "
         "the walk only; > 0: event engine", minimum=0, maximum=1, exclusive_maximum=True),
@@ -312,6 +316,8 @@ class SchedulerSettings:
 
 #: the ``[links]`` keys an edge of the graph may set as an attribute of the same name
 EDGE_LINK_KEYS = ("rate_bps", "latency_s", "loss", "timeout_s", "max_retries")
+#: the ``[links]`` keys that may be drawn per edge from a distribution (``{ lognormal = [mu, sd] }``)
+DRAWN_LINK_KEYS = ("rate_bps", "latency_s")
 #: why ``links.loss`` is refused with the server's links
 SERVER_LOSS = (
     "applies to the walk so far: the server architecture's lost transfers come with issue 33's "
@@ -334,12 +340,24 @@ class LinkSettings:
     downlink_latency_s: float | None = None
     uplink_rate_bps: float | None = None
     uplink_latency_s: float | None = None
+    #: values drawn per edge (by key: :data:`DRAWN_LINK_KEYS`), the walk's only
+    drawn: Mapping[str, Drawn] = field(default_factory=FrozenDict)
+
+    def __post_init__(self) -> None:
+        _freeze_fields(self, "drawn")
 
     def check(self, architecture: str) -> None:
-        """Refuse what no run of ``architecture``'s links can do: loss on the server's links, loss
-        without a timeout."""
+        """Refuse what no run of ``architecture``'s links can do: loss or values drawn per edge on
+        the server's links, loss without a timeout."""
         if self.loss > 0 and architecture == "server":
             raise ConfigError("links.loss", SERVER_LOSS)
+        if self.drawn and architecture == "server":
+            name = next(iter(self.drawn))
+            raise ConfigError(
+                f"links.{name}",
+                "is drawn per edge of the graph, which the server's links are not: give a number "
+                "(or downlink_* and uplink_* keys)",
+            )
         if self.loss > 0 and self.timeout_s is None:
             raise ConfigError(
                 "links.timeout_s",
@@ -351,6 +369,7 @@ class LinkSettings:
         self,
         architecture: str = "walk",
         edges: Iterable[tuple[int, int, tuple[Any, Any], Mapping[str, Any]]] | None = None,
+        rng: np.random.Generator | None = None,
     ) -> Channel:
         """The run's channel: for the walk, homogeneous links (:class:`LinkModel`, the fast path's)
         unless ``loss`` > 0 or an edge sets its own values (then :class:`~gossipsim.network.arq.EdgeLinks`
@@ -358,9 +377,11 @@ class LinkSettings:
         ``(index u, index v, (label u, label v), attributes)``, whose attributes named like the
         keys (:data:`EDGE_LINK_KEYS`) override them for that edge. For the server, its downlinks
         and uplinks (each value not given taken from ``rate_bps`` / ``latency_s``); edge
-        attributes do not apply (no hop uses a graph edge)."""
+        attributes do not apply (no hop uses a graph edge). With values drawn per edge
+        (:attr:`drawn`) ``edges`` must list every edge, in a fixed order, and ``rng`` draws each
+        edge's values in that order (before its attributes override them)."""
         if architecture != "server":
-            own, names = self._edge_links(edges) if edges is not None else ({}, {})
+            own, names = self._edge_links(edges, rng) if edges is not None else ({}, {})
             if self.loss == 0 and not own:
                 return LinkModel(self.rate_bps, self.latency_s)
             self.check(architecture)
@@ -387,7 +408,9 @@ class LinkSettings:
         return Link(self.rate_bps, self.latency_s, self.loss, timeout, self.max_retries)
 
     def _edge_links(
-        self, edges: Iterable[tuple[int, int, tuple[Any, Any], Mapping[str, Any]]]
+        self,
+        edges: Iterable[tuple[int, int, tuple[Any, Any], Mapping[str, Any]]],
+        rng: np.random.Generator | None = None,
     ) -> tuple[dict[tuple[int, int], Link], dict[tuple[int, int], str]]:
         """Each edge that sets a link attribute: its :class:`~gossipsim.network.arq.Link` (the
         keys' values where it sets none) in both directions, and its name for errors."""
@@ -396,13 +419,16 @@ class LinkSettings:
         names: dict[tuple[int, int], str] = {}
         for u, v, (a, b), attributes in edges:
             given = [name for name in EDGE_LINK_KEYS if name in attributes]
-            if not given:
+            if not given and not self.drawn:
                 continue
             where = f"topology edge ({a!r}, {b!r}) attribute "
             values: dict[str, Any] = {
                 "rate_bps": self.rate_bps, "latency_s": self.latency_s, "loss": self.loss,
                 "timeout_s": self.timeout_s, "max_retries": self.max_retries,
             }  # fmt: skip
+            for name, drawn in self.drawn.items():  # every edge draws, attribute or not
+                assert rng is not None
+                values[name] = drawn.draw(rng)
             for name in given:
                 value = attributes[name]
                 if isinstance(value, np.generic):  # a NumPy number given from Python
@@ -430,6 +456,8 @@ class LinkSettings:
             if value is None:
                 value = getattr(self, name.split("_", 1)[1])
             out[name] = jsonable_float(value)
+        for name, drawn in self.drawn.items():
+            out[name] = drawn.describe()
         out["loss"] = self.loss
         out["timeout_s"] = self.timeout_s
         out["max_retries"] = self.max_retries

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import networkx as nx
 import numpy as np
 
-from gossipsim.core.streams import DATA_TAG, TOPOLOGY, TOPOLOGY_TAG, run_stream
+from gossipsim.core.streams import DATA_TAG, LINKS_TAG, TOPOLOGY, TOPOLOGY_TAG, run_stream
 from gossipsim.engine.records import Request
 from gossipsim.engine.slottables import SlotCosts, round_seconds
 from gossipsim.errors import ConfigError
@@ -124,7 +124,10 @@ def world_for_run(world: World, seed: int) -> World:
     indexed, graph = _build_graph(world.scenario, run_stream(seed, TOPOLOGY))
     if tuple(indexed.labels) != tuple(world.indexed.labels):  # pragma: no cover - random kinds
         raise ConfigError("topology.draw", "a graph drawn per run changed the node labels")
-    return dataclasses.replace(world, indexed=indexed, built_graph=graph)
+    links = world.links
+    if world.scenario.links.drawn:  # the run's own edges draw their links
+        links = _channel(world.scenario, indexed, graph)
+    return dataclasses.replace(world, indexed=indexed, built_graph=graph, links=links)
 
 
 def build_world(
@@ -178,15 +181,28 @@ def _channel(scenario: Scenario, indexed: IndexedGraph, graph: nx.Graph | None) 
     """The runs' channel: ``[links]``, and on the walk the link attributes of the graph's edges
     (a graph file's or a NetworkX graph's; the indexed graph keeps none)."""
     architecture = _links_of(scenario)
-    if architecture != "walk" or graph is None:
-        return scenario.links.channel(architecture)
+    links = scenario.links
+    if architecture != "walk":
+        return links.channel(architecture)
+    if links.drawn:  # every edge draws its values, in the indexed graph's edge order
+        rng = np.random.default_rng(np.random.SeedSequence([scenario.run.seed, LINKS_TAG]))
+        labels = indexed.labels
+        adjacency = graph.adj if graph is not None else None
+        every = (
+            (u, v, (labels[u], labels[v]),
+             adjacency[labels[u]][labels[v]] if adjacency is not None else {})
+            for u, v in zip(*(e.tolist() for e in indexed.edges()), strict=True)
+        )  # fmt: skip
+        return links.channel(architecture, every, rng)
+    if graph is None:
+        return links.channel(architecture)
     index_of = indexed.index_of
     edges = (
         (index_of[u], index_of[v], (u, v), attributes)
         for u, v, attributes in graph.edges(data=True)
         if attributes
     )
-    return scenario.links.channel(architecture, edges)
+    return links.channel(architecture, edges)
 
 
 def _check_time(world: World) -> None:
@@ -195,7 +211,9 @@ def _check_time(world: World) -> None:
     that may set their own links: :data:`~gossipsim.study.sections.EDGE_ATTRIBUTE_KINDS`)."""
     sc = world.scenario
     timed = [(i, r) for i, r in enumerate(world.requests) if r.at_time is not None]
-    edge_kind = sc.topology.kind in EDGE_ATTRIBUTE_KINDS and _links_of(sc) == "walk"
+    edge_kind = (sc.topology.kind in EDGE_ATTRIBUTE_KINDS or bool(sc.links.drawn)) and (
+        _links_of(sc) == "walk"
+    )
     if not isinstance(world.links, EdgeLinks) and not (timed and edge_kind):
         return
     horizon = check_horizon(sc.run.iterations, sc.compute_seconds, world.links, world.message_bits)
