@@ -14,7 +14,6 @@ from typing import Any
 from gossipsim.core.registry import MODEL_KINDS, PROTOCOL_KINDS
 from gossipsim.core.schema import read_keys
 from gossipsim.errors import ConfigError
-from gossipsim.families.drawn import is_drawn, parse_drawn
 from gossipsim.network.links import check_horizon
 from gossipsim.scheduling import check_scheduler
 from gossipsim.study.settings import (
@@ -125,11 +124,12 @@ def parse_scenario(
     )
     compute = read_keys(SCHEMA["compute"], _table(raw, "compute"), "compute")
     ln_raw = _table(raw, "links")
-    drawn = {  # link values drawn per edge: { lognormal = [mu, sd] }, ...
-        name: parse_drawn(ln_raw.pop(name), "positive", f"links.{name}")
-        for name in DRAWN_LINK_KEYS
-        if is_drawn(ln_raw.get(name))
-    }
+    drawn = {}  # link values drawn per edge: { lognormal = [mu, sd] }, ...
+    for name in DRAWN_LINK_KEYS:
+        if isinstance(ln_raw.get(name), Mapping):
+            from gossipsim.families.drawn import parse_drawn  # here: only a drawn value needs it
+
+            drawn[name] = parse_drawn(ln_raw.pop(name), "positive", f"links.{name}")
     ln = read_keys(SCHEMA["links"], ln_raw, "links")
     links = LinkSettings(**ln, drawn=drawn)
     # a centralised kind's upload goes over the server's links, whatever the architecture

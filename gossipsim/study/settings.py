@@ -18,7 +18,7 @@ import json
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, is_dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,10 +26,12 @@ from gossipsim.core.frozen import FrozenDict, freeze
 from gossipsim.core.registry import import_object
 from gossipsim.core.schema import Key
 from gossipsim.errors import ConfigError
-from gossipsim.families.drawn import Drawn
 from gossipsim.network.arq import DEFAULT_MAX_RETRIES, Link, edge_channel
 from gossipsim.network.channels import Channel
 from gossipsim.network.links import LinkModel, ServerLinks
+
+if TYPE_CHECKING:  # the families (and SciPy) stay unimported by commands that only read settings
+    from gossipsim.families.drawn import Drawn
 
 _LIMITS = "see [Limits](#limits-memory-and-simulated-time)"
 
