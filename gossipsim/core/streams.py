@@ -14,11 +14,16 @@ import numpy.typing as npt
 
 DATA_TAG = 0x64617461  # "data"
 TOPOLOGY_TAG = 0x746F706F  # "topo"
+LINKS_TAG = (
+    0x6C696E6B  # "link": link values drawn per edge (``[links] rate_bps = { lognormal = ... }``)
+)
 
 
 WALK, START, PROTOCOL, DATA = range(4)  # the run's independent random streams
 #: the run's graph, with ``[topology] draw = "per-run"`` (drawn only then: no other stream changes)
 TOPOLOGY = 4
+#: a lossy channel's draws (which attempts are lost), with ``[links] loss`` > 0 (drawn only then)
+CHANNEL = 5
 
 
 def run_stream(seed: int, stream: int) -> np.random.SeedSequence:

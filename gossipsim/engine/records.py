@@ -54,8 +54,9 @@ class Event:
 
 @dataclass
 class RunRecord:
-    """Raw record of one run: one entry per slot, plus request arrivals, the protocol's traces and
-    its removal slots (:meth:`~gossipsim.protocols.base.Protocol.removals`)."""
+    """Raw record of one run: one entry per slot, plus request arrivals, the protocol's traces,
+    its removal slots (:meth:`~gossipsim.protocols.base.Protocol.removals`), the events other than
+    a plain hop and the retransmissions of a lossy channel."""
 
     holders: np.ndarray
     end_times: np.ndarray
@@ -67,6 +68,8 @@ class RunRecord:
     removals: dict[int, int] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)
     representation: str = "natural-parameters"  # what the traces' states are
+    #: failed attempts that a lossy channel sent again (ARQ), over the run
+    retransmissions: int = 0
 
     @property
     def slots(self) -> int:

@@ -7,7 +7,8 @@ hop to the next holder::
     next holder j = walker.next(k);  s_{i+1} = t_i + (links.delay(k, j, bits) if j != k else 0)
 
 ``t_i`` is the slot's recorded time (the moment q^{(i)} exists) and ``bits`` the payload bits sent
-in hops before it. Unlearning requests are SimPy events: a request at a simulated time is a process
+in hops before it (on a lossy channel every attempt's: :attr:`Delivery.bits
+<gossipsim.network.channels.Delivery.bits>`; no hop follows the last slot). Unlearning requests are SimPy events: a request at a simulated time is a process
 that fires at that time; a request at an iteration is delivered when that slot starts. A request is
 handed to the protocol before the computation of the first slot that starts at or after its arrival.
 
@@ -103,7 +104,7 @@ def run_token(
             by_iteration.setdefault(req.at_iteration, []).append(r)
         else:
             env.process(_timed_request(env, r, float(req.at_time or 0.0), pending))
-    state = {"stopped_early": False}
+    state = {"stopped_early": False, "retransmissions": 0}
     per_node: list[float] | None = None  # compute times per node index, or one for all
     if isinstance(compute_seconds, int | float):
         compute = compute_seconds
@@ -152,14 +153,18 @@ def run_token(
                 return
             if budgeted and (total_bits >= bit_budget or time_budget <= t < _INF):
                 return  # the run's budget is spent (an infinite clock is refused below)
+            if slot == iterations:
+                return  # no hop after the last slot: its losses and attempts would be in no table
             j = step(k)
             if message.__class__ is Round:
                 s_next = t
             elif j != k:
                 bits = message.bits
-                total_bits += bits
                 if lossy:
                     delivery = links.transmit(k, j, message, channel_rng)  # type: ignore[arg-type]
+                    # every attempt's bits (an ARQ channel's retransmissions included)
+                    total_bits += bits if delivery.bits is None else delivery.bits
+                    state["retransmissions"] += delivery.attempts - 1
                     s_next = t + delivery.delay
                     if delivery.lost:
                         recovery = protocol.on_loss(k, j, slot, message)  # type: ignore[arg-type]
@@ -172,6 +177,7 @@ def run_token(
                         if j != k:
                             events.append(Event(slot, s_next, "regenerated", k, j))
                 else:
+                    total_bits += bits
                     s_next = t + delay(k, j, bits)
             else:
                 s_next = t
@@ -202,11 +208,12 @@ def run_token(
         bits=np.frombuffer(bits_sent, dtype=np.float64).copy(),
         arrivals=arrivals,
         traces=protocol.traces(),
-        stopped_early=state["stopped_early"],
+        stopped_early=bool(state["stopped_early"]),
         requests=tuple(requests),
         removals=protocol.removals(),
         events=events,
         representation=protocol.representation,
+        retransmissions=int(state["retransmissions"]),
     )
 
 
@@ -228,10 +235,11 @@ def _round(
             outcome = links.transmit(transfer.sender, transfer.receiver, transfer.message, rng)  # type: ignore[arg-type]
             delays.append(outcome.delay)
             delivered.append(not outcome.lost)
+            total_bits += transfer.message.bits if outcome.bits is None else outcome.bits
         else:
             delays.append(links.delay(transfer.sender, transfer.receiver, transfer.message.bits))
             delivered.append(True)
-        total_bits += transfer.message.bits
+            total_bits += transfer.message.bits
     spent = round_seconds(delays, round_.sequential)
     protocol.on_round(slot, delivered)
     if delivered:  # a round without transfers (a centralised protocol's slot) is no event

@@ -4,7 +4,8 @@ Randomness (all explicit, no global state):
 
 - run ``r`` of a study uses the integer ``seed`` of row ``r`` of ``runs.csv``, derived from the
   scenario seed by ``SeedSequence(scenario_seed, spawn_key=(r,))``; from it come independent streams
-  for the walk, the start node, the protocol and (with ``draw = "per-run"``) the data
+  for the walk, the start node, the protocol, (with ``draw = "per-run"``) the data and (with lossy
+  links) the channel
   (:mod:`gossipsim.core.streams`). The same run index therefore has the same walk in every variant of a
   sweep on the same graph (common random numbers), and the same numbers whatever the number of
   workers;
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gossipsim.core.streams import DATA, PROTOCOL, START, WALK, run_seed, run_stream
+from gossipsim.core.streams import CHANNEL, DATA, PROTOCOL, START, WALK, run_seed, run_stream
 from gossipsim.engine.token import run_token
 from gossipsim.measurement.measure import measure
 from gossipsim.measurement.outputs import BatchOutput, RunOutput
@@ -72,6 +73,8 @@ def simulate_run(world: World, run: int, seed: int) -> RunOutput:
         world.indexed, sc.scheduler.kind, np.random.default_rng(walk_ss), protocol.node_view()
     )
     start = start_node(world, np.random.default_rng(start_ss))
+    # a lossy channel draws from a stream of its own (no other stream's numbers change)
+    channel_rng = np.random.default_rng(run_stream(seed, CHANNEL)) if world.links.lossy else None
     record = run_token(
         walker=walker,
         protocol=protocol,
@@ -83,5 +86,6 @@ def simulate_run(world: World, run: int, seed: int) -> RunOutput:
         stop_when_done=sc.run.stop_when_done,
         max_bits=sc.run.max_bits,
         max_time=sc.run.max_time,
+        channel_rng=channel_rng,
     )
     return measure(world, data, record, protocol.stats(), run, seed)

@@ -204,6 +204,9 @@ def measure(
         "domain_recoveries": stats.get("domain_recoveries", np.nan),
         "nonfinite_kl_slots": main.nonfinite_slots(n),
     }
+    if world.links.lossy:  # only then: tables of lossless links keep their columns
+        run_row["retransmissions"] = record.retransmissions
+        run_row["lost_messages"] = sum(1 for e in record.events if e.kind == "lost")
     # every other counter the protocol reports becomes a column of runs.csv (Protocol.stats)
     run_row.update({key: value for key, value in stats.items() if key not in run_row})
     visits = np.bincount(record.holders, minlength=world.nodes)

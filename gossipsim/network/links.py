@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from gossipsim.errors import ConfigError
+from gossipsim.network.arq import EdgeLinks
 from gossipsim.network.channels import Channel
 from gossipsim.network.messages import SERVER
 
@@ -109,19 +110,26 @@ class ServerLinks(Channel):
 def check_horizon(
     iterations: int,
     compute_seconds: float | Sequence[float],
-    links: LinkModel | ServerLinks,
+    links: Channel,
     bits: float,
     compute_key: str = "compute.seconds_per_iteration",
 ) -> float:
     """The bound ``iterations × (compute + the transmissions of a slot)`` of a run's simulated
     time, or a :class:`ConfigError` naming the setting that makes it exceed
     :data:`MAX_SIMULATED_SECONDS`. A slot's transmissions: one hop, ``bits / rate + latency``, on
-    the walk; a download and an upload of ``bits`` each with the server. Compute times per node
-    (a sequence, one per node) bound it by the slowest node's; ``compute_key`` names the setting
-    they come from."""
+    the walk; a download and an upload of ``bits`` each with the server; with lossy or per-edge
+    links (:mod:`gossipsim.network.arq`) the longest hop over any link, ``bits / rate + latency +
+    (max_retries + 1) × timeout`` where it loses messages. Compute times per node (a sequence, one
+    per node) bound it by the slowest node's; ``compute_key`` names the setting they come from."""
     per_node = not isinstance(compute_seconds, int | float)
     compute = float(max(compute_seconds)) if per_node else float(compute_seconds)  # type: ignore[arg-type]
     slowest = "the slowest node's " if per_node else ""
+    # (key, seconds per slot, what it is)
+    parts = [
+        (compute_key, compute, f"{slowest}{compute:g} s of compute per slot"),
+    ]  # fmt: skip
+    if isinstance(links, EdgeLinks):
+        return _bound(iterations, parts + _edge_parts(links, bits), _EDGE_FORMULA)
     if isinstance(links, ServerLinks):
         down_rate, down_latency, up_rate, up_latency = links.keys
         named = [
@@ -132,17 +140,42 @@ def check_horizon(
             "bits / downlink_rate_bps + downlink_latency_s + bits / uplink_rate_bps + "
             "uplink_latency_s"
         )
-    else:
+    elif isinstance(links, LinkModel):
         named = [("links.rate_bps", "links.latency_s", links, "hop")]
         formula = "bits / rate_bps + latency_s"
-    # (key, seconds per slot, what it is)
-    parts = [
-        (compute_key, compute, f"{slowest}{compute:g} s of compute per slot"),
-    ]  # fmt: skip
+    else:
+        raise TypeError(f"no time horizon is known for the channel {type(links).__name__}")
     for rate, latency, link, per in named:
         parts.append((rate, float(bits) / link.rate_bps,  # inf when the rate is too small
                       f"{bits:g}-bit messages at {link.rate_bps:g} bit/s"))  # fmt: skip
         parts.append((latency, float(link.latency_s), f"{link.latency_s:g} s of latency per {per}"))
+    return _bound(iterations, parts, formula)
+
+
+_EDGE_FORMULA = "bits / rate_bps + latency_s + (max_retries + 1) × timeout_s of the slowest link"
+
+
+def _edge_parts(links: EdgeLinks, bits: float) -> list[tuple[str, float, str]]:
+    """The parts of the longest hop over lossy or per-edge links: those of the link whose worst
+    hop is longest, named by the key or the edge that sets them."""
+    worst, where = links.default, "links."
+    longest = worst.worst_seconds(float(bits))
+    for edge, link in links.edges.items():
+        seconds = link.worst_seconds(float(bits))
+        if not seconds <= longest:  # also NaN, inf
+            worst, where, longest = link, links.names.get(edge, f"edge {edge} "), seconds
+    parts = [
+        (f"{where}rate_bps", float(bits) / worst.rate_bps,
+         f"{bits:g}-bit messages at {worst.rate_bps:g} bit/s"),
+        (f"{where}latency_s", float(worst.latency_s), f"{worst.latency_s:g} s of latency per hop"),
+    ]  # fmt: skip
+    if worst.loss > 0:
+        parts.append((f"{where}timeout_s", (worst.max_retries + 1) * worst.timeout_s,
+                      f"{worst.max_retries + 1} timeouts of {worst.timeout_s:g} s per hop"))  # fmt: skip
+    return parts
+
+
+def _bound(iterations: int, parts: list[tuple[str, float, str]], formula: str) -> float:
     seconds = [p[1] for p in parts]
     per_slot = math.fsum(seconds) if all(map(math.isfinite, seconds)) else math.inf
     bound = iterations * per_slot

@@ -18,6 +18,7 @@ from gossipsim.network.links import check_horizon
 from gossipsim.scheduling import check_scheduler
 from gossipsim.study.settings import (
     ABSOLUTE_TOLERANCE,
+    DRAWN_LINK_KEYS,
     SCHEMA,
     STOCHASTIC_LATENCY_WINDOW,
     DataSettings,
@@ -36,6 +37,8 @@ from gossipsim.topology.registry import validate as validate_topology
 
 #: the topology kind of a NetworkX graph given from Python
 GRAPH_KIND = "networkx"
+#: topology kinds whose edges may carry link attributes (``rate_bps``, ``loss``, ...)
+EDGE_ATTRIBUTE_KINDS = (GRAPH_KIND, "graphml")
 
 
 def parse_scenario(
@@ -126,8 +129,17 @@ def parse_scenario(
             "give one of seconds_per_iteration (a number, or one per node) and node_attribute "
             "(each node's own, from the graph)",
         )
-    ln = read_keys(SCHEMA["links"], _table(raw, "links"), "links")
-    links = LinkSettings(**ln)
+    ln_raw = _table(raw, "links")
+    drawn = {}  # link values drawn per edge: { lognormal = [mu, sd] }, ...
+    for name in DRAWN_LINK_KEYS:
+        if isinstance(ln_raw.get(name), Mapping):
+            from gossipsim.families.drawn import parse_drawn  # here: only a drawn value needs it
+
+            drawn[name] = parse_drawn(ln_raw.pop(name), "positive", f"links.{name}")
+    ln = read_keys(SCHEMA["links"], ln_raw, "links")
+    links = LinkSettings(**ln, drawn=drawn)
+    # a centralised kind's upload goes over the server's links, whatever the architecture
+    links.check("server" if getattr(protocol_cls, "centralised", False) else pr["architecture"])
 
     requests = raw.get("unlearning", [])
     if isinstance(requests, dict):
@@ -193,8 +205,12 @@ def parse_scenario(
         base_dir=base_dir,
         compute_attribute=compute["node_attribute"],
     )
-    # a node attribute's times are known once the graph is built (then checked again)
-    check_requests_can_arrive(scenario, scenario.slowest_compute, model_cls)
+    # a node attribute's times, and links an edge may set slower than [links], are known once the
+    # graph is built (the world checks the time horizon then): request times wait for it
+    edge_links = (topology.kind in EDGE_ATTRIBUTE_KINDS or bool(links.drawn)) and (
+        protocol.architecture == "walk"
+    )
+    check_requests_can_arrive(scenario, None if edge_links else scenario.slowest_compute, model_cls)
     return scenario
 
 

@@ -16,14 +16,22 @@ import dataclasses
 import hashlib
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, is_dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from gossipsim.core.frozen import FrozenDict, freeze
 from gossipsim.core.registry import import_object
 from gossipsim.core.schema import Key
+from gossipsim.errors import ConfigError
+from gossipsim.network.arq import DEFAULT_MAX_RETRIES, Link, edge_channel
+from gossipsim.network.channels import Channel
 from gossipsim.network.links import LinkModel, ServerLinks
+
+if TYPE_CHECKING:  # the families (and SciPy) stay unimported by commands that only read settings
+    from gossipsim.families.drawn import Drawn
 
 _LIMITS = "see [Limits](#limits-memory-and-simulated-time)"
 
@@ -124,9 +132,19 @@ COMPUTE_KEYS = (
 )  # fmt: skip
 
 LINKS_KEYS = (
-    Key("rate_bps", "number", math.inf, "link rate in bit/s (inf: no limit)", minimum=0,
-        exclusive_minimum=True, finite=False),
-    Key("latency_s", "number", 0.0, "one-way link latency (s)", minimum=0),
+    Key("rate_bps", "number", math.inf, "link rate in bit/s (inf: no limit), or drawn per edge "
+        "(`{ lognormal = [mu, sd] }`, `gamma`, `uniform`; "
+        "[Lossy and per-edge links](#lossy-and-per-edge-links)); an edge attribute `rate_bps` "
+        "overrides it", minimum=0, exclusive_minimum=True, finite=False),
+    Key("latency_s", "number", 0.0, "one-way link latency (s), or drawn per edge as `rate_bps`; "
+        "an edge attribute `latency_s` overrides it", minimum=0),
+    Key("loss", "number", 0.0, "probability that one attempt of a hop is lost; lost attempts are "
+        "sent again (stop-and-wait ARQ, [Lossy and per-edge links](#lossy-and-per-edge-links)); "
+        "the walk only; > 0: event engine", minimum=0, maximum=1, exclusive_maximum=True),
+    Key("timeout_s", "number", None, "seconds from the start of a lost attempt until it is sent "
+        "again (required when `loss` > 0)", minimum=0, exclusive_minimum=True),
+    Key("max_retries", "integer", DEFAULT_MAX_RETRIES, "retries of a lost message before it is "
+        "lost for good (the sender keeps the token)", minimum=0),
     Key("downlink_rate_bps", "number", None, "server architecture: rate of each server → agent "
         "link in bit/s (inf: no limit)", minimum=0, exclusive_minimum=True, finite=False,
         default_text="`rate_bps`"),
@@ -302,23 +320,79 @@ class SchedulerSettings:
     stays: str = default("scheduler", "stays")
 
 
+#: the ``[links]`` keys an edge of the graph may set as an attribute of the same name
+EDGE_LINK_KEYS = ("rate_bps", "latency_s", "loss", "timeout_s", "max_retries")
+#: the ``[links]`` keys that may be drawn per edge from a distribution (``{ lognormal = [mu, sd] }``)
+DRAWN_LINK_KEYS = ("rate_bps", "latency_s")
+#: why ``links.loss`` is refused with the server's links
+SERVER_LOSS = (
+    "applies to the walk so far: the server architecture's lost transfers come with issue 33's "
+    'failures (set loss = 0, or architecture = "walk")'
+)
+
+
 @dataclass(frozen=True)
 class LinkSettings:
-    """``[links]``: the walk's links (``rate_bps``, ``latency_s``) and the server's downlinks and
-    uplinks (None: the walk's value)."""
+    """``[links]``: the walk's links (``rate_bps``, ``latency_s``, ``loss`` with ARQ's
+    ``timeout_s`` and ``max_retries``) and the server's downlinks and uplinks (None: the walk's
+    value)."""
 
     rate_bps: float = default("links", "rate_bps")
     latency_s: float = default("links", "latency_s")
+    loss: float = default("links", "loss")
+    timeout_s: float | None = default("links", "timeout_s")
+    max_retries: int = default("links", "max_retries")
     downlink_rate_bps: float | None = None
     downlink_latency_s: float | None = None
     uplink_rate_bps: float | None = None
     uplink_latency_s: float | None = None
+    #: values drawn per edge (by key: :data:`DRAWN_LINK_KEYS`), the walk's only
+    drawn: Mapping[str, Drawn] = field(default_factory=FrozenDict)
 
-    def channel(self, architecture: str = "walk") -> LinkModel | ServerLinks:
-        """The run's channel: homogeneous links for the walk, the server's downlinks and uplinks
-        (each value not given taken from ``rate_bps`` / ``latency_s``) for the server."""
+    def __post_init__(self) -> None:
+        _freeze_fields(self, "drawn")
+
+    def check(self, architecture: str) -> None:
+        """Refuse what no run of ``architecture``'s links can do: loss or values drawn per edge on
+        the server's links, loss without a timeout."""
+        if self.loss > 0 and architecture == "server":
+            raise ConfigError("links.loss", SERVER_LOSS)
+        if self.drawn and architecture == "server":
+            name = next(iter(self.drawn))
+            raise ConfigError(
+                f"links.{name}",
+                "is drawn per edge of the graph, which the server's links are not: give a number "
+                "(or downlink_* and uplink_* keys)",
+            )
+        if self.loss > 0 and self.timeout_s is None:
+            raise ConfigError(
+                "links.timeout_s",
+                f"is required with links.loss = {self.loss:g}: the seconds from the start of a "
+                "lost attempt until it is sent again (a number > 0)",
+            )
+
+    def channel(
+        self,
+        architecture: str = "walk",
+        edges: Iterable[tuple[int, int, tuple[Any, Any], Mapping[str, Any]]] | None = None,
+        rng: np.random.Generator | None = None,
+    ) -> Channel:
+        """The run's channel: for the walk, homogeneous links (:class:`LinkModel`, the fast path's)
+        unless ``loss`` > 0 or an edge sets its own values (then :class:`~gossipsim.network.arq.EdgeLinks`
+        or :class:`~gossipsim.network.arq.LossyLinks`); ``edges``: the graph's edges as
+        ``(index u, index v, (label u, label v), attributes)``, whose attributes named like the
+        keys (:data:`EDGE_LINK_KEYS`) override them for that edge. For the server, its downlinks
+        and uplinks (each value not given taken from ``rate_bps`` / ``latency_s``); edge
+        attributes do not apply (no hop uses a graph edge). With values drawn per edge
+        (:attr:`drawn`) ``edges`` must list every edge, in a fixed order, and ``rng`` draws each
+        edge's values in that order (before its attributes override them)."""
         if architecture != "server":
-            return LinkModel(self.rate_bps, self.latency_s)
+            own, names = self._edge_links(edges, rng) if edges is not None else ({}, {})
+            if self.loss == 0 and not own:
+                return LinkModel(self.rate_bps, self.latency_s)
+            self.check(architecture)
+            return edge_channel(self._link(), own, names)
+        self.check(architecture)
         values, keys = [], []
         for name, fallback in (
             ("downlink_rate_bps", "rate_bps"),
@@ -326,24 +400,73 @@ class LinkSettings:
             ("uplink_rate_bps", "rate_bps"),
             ("uplink_latency_s", "latency_s"),
         ):
-            own = getattr(self, name)
-            values.append(own if own is not None else getattr(self, fallback))
-            keys.append(f"links.{name if own is not None else fallback}")
+            own_value = getattr(self, name)
+            values.append(own_value if own_value is not None else getattr(self, fallback))
+            keys.append(f"links.{name if own_value is not None else fallback}")
         down_rate, down_latency, up_rate, up_latency = values
         named = (keys[0], keys[1], keys[2], keys[3])
         return ServerLinks(
             LinkModel(down_rate, down_latency), LinkModel(up_rate, up_latency), named
         )
 
+    def _link(self) -> Link:
+        timeout = self.timeout_s if self.timeout_s is not None else math.inf
+        return Link(self.rate_bps, self.latency_s, self.loss, timeout, self.max_retries)
+
+    def _edge_links(
+        self,
+        edges: Iterable[tuple[int, int, tuple[Any, Any], Mapping[str, Any]]],
+        rng: np.random.Generator | None = None,
+    ) -> tuple[dict[tuple[int, int], Link], dict[tuple[int, int], str]]:
+        """Each edge that sets a link attribute: its :class:`~gossipsim.network.arq.Link` (the
+        keys' values where it sets none) in both directions, and its name for errors."""
+        keys = {k.name: k for k in LINKS_KEYS if k.name in EDGE_LINK_KEYS}
+        own: dict[tuple[int, int], Link] = {}
+        names: dict[tuple[int, int], str] = {}
+        for u, v, (a, b), attributes in edges:
+            given = [name for name in EDGE_LINK_KEYS if name in attributes]
+            if not given and not self.drawn:
+                continue
+            where = f"topology edge ({a!r}, {b!r}) attribute "
+            values: dict[str, Any] = {
+                "rate_bps": self.rate_bps, "latency_s": self.latency_s, "loss": self.loss,
+                "timeout_s": self.timeout_s, "max_retries": self.max_retries,
+            }  # fmt: skip
+            for name, drawn in self.drawn.items():  # every edge draws, attribute or not
+                assert rng is not None
+                values[name] = drawn.draw(rng)
+            for name in given:
+                value = attributes[name]
+                if isinstance(value, np.generic):  # a NumPy number given from Python
+                    value = value.item()
+                values[name] = keys[name].check(value, where + name)
+            if values["loss"] > 0 and values["timeout_s"] is None:
+                raise ConfigError(
+                    where + "timeout_s",
+                    f"is required where loss = {values['loss']:g} (give the edge a timeout_s "
+                    "attribute, or set links.timeout_s)",
+                )
+            if values["timeout_s"] is None:
+                values["timeout_s"] = math.inf
+            link = Link(**values)
+            own[u, v] = own[v, u] = link
+            names[u, v] = names[v, u] = where
+        return own, names
+
     def resolved(self) -> dict[str, Any]:
         """Every value, the server's filled in from the walk's (plain data for summary.json)."""
-        out = {}
+        out: dict[str, Any] = {}
         for name in ("rate_bps", "latency_s", "downlink_rate_bps", "downlink_latency_s",
                      "uplink_rate_bps", "uplink_latency_s"):  # fmt: skip
             value = getattr(self, name)
             if value is None:
                 value = getattr(self, name.split("_", 1)[1])
             out[name] = jsonable_float(value)
+        for name, drawn in self.drawn.items():
+            out[name] = drawn.describe()
+        out["loss"] = self.loss
+        out["timeout_s"] = self.timeout_s
+        out["max_retries"] = self.max_retries
         return out
 
 

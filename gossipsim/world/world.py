@@ -18,13 +18,15 @@ from typing import TYPE_CHECKING, Any
 import networkx as nx
 import numpy as np
 
-from gossipsim.core.streams import DATA_TAG, TOPOLOGY, TOPOLOGY_TAG, run_stream
+from gossipsim.core.streams import DATA_TAG, LINKS_TAG, TOPOLOGY, TOPOLOGY_TAG, run_stream
 from gossipsim.engine.records import Request
 from gossipsim.engine.slottables import SlotCosts, round_seconds
 from gossipsim.errors import ConfigError
 from gossipsim.families import ExponentialFamily
 from gossipsim.models import Model, model_class
-from gossipsim.network.links import LinkModel, ServerLinks
+from gossipsim.network.arq import EdgeLinks
+from gossipsim.network.channels import Channel
+from gossipsim.network.links import check_horizon
 from gossipsim.network.messages import Message, Round
 from gossipsim.protocols import (
     BuildRequest,
@@ -38,7 +40,7 @@ from gossipsim.protocols.server import ServerRounds, server_round
 from gossipsim.scheduling import IndexedGraph, stationary_distribution
 from gossipsim.states.representations import Representation, Target, representation
 from gossipsim.study import budget
-from gossipsim.study.sections import check_requests_can_arrive
+from gossipsim.study.sections import EDGE_ATTRIBUTE_KINDS, check_requests_can_arrive
 from gossipsim.topology import build_indexed
 
 if TYPE_CHECKING:
@@ -65,7 +67,7 @@ class World:
     model: Model
     requests: tuple[Request, ...]
     start: int | None
-    links: LinkModel | ServerLinks
+    links: Channel
     built_graph: nx.Graph | None = None  # the NetworkX graph, when the topology built one
     #: bits of one message (the protocol kind's entries for this model: ProtocolSettings.message_bits)
     message_bits: float = 0.0
@@ -125,7 +127,10 @@ def world_for_run(world: World, seed: int) -> World:
     indexed, graph = _build_graph(world.scenario, run_stream(seed, TOPOLOGY))
     if tuple(indexed.labels) != tuple(world.indexed.labels):  # pragma: no cover - random kinds
         raise ConfigError("topology.draw", "a graph drawn per run changed the node labels")
-    return dataclasses.replace(world, indexed=indexed, built_graph=graph)
+    links = world.links
+    if world.scenario.links.drawn:  # the run's own edges draw their links
+        links = _channel(world.scenario, indexed, graph)
+    return dataclasses.replace(world, indexed=indexed, built_graph=graph, links=links)
 
 
 def build_world(
@@ -164,14 +169,16 @@ def build_world(
         model=model,
         requests=tuple(requests),
         start=start,
-        links=scenario.links.channel(_links_of(scenario)),
+        links=_channel(scenario, indexed, graph),
         message_bits=scenario.protocol.message_bits(type(model).sizes(spec, indexed.size)),
         compute_seconds=compute,
     )
     if scenario.compute_attribute is not None:  # bounds on a run's time, now that they are known
         assert isinstance(compute, tuple)
         budget.check_time(scenario, type(model).sizes(spec, indexed.size), compute)
-        check_requests_can_arrive(scenario, max(compute), type(model))
+        if not _edge_kind(scenario):  # edges' links: _check_time judges the requests' times
+            check_requests_can_arrive(scenario, max(compute), type(model))
+    _check_time(world)
     if targets:
         model.adopt_targets(targets)
     states = representation_of(scenario)
@@ -227,6 +234,64 @@ def node_compute_seconds(
             )
         times.append(value)
     return tuple(times)
+
+
+def _channel(scenario: Scenario, indexed: IndexedGraph, graph: nx.Graph | None) -> Channel:
+    """The runs' channel: ``[links]``, and on the walk the link attributes of the graph's edges
+    (a graph file's or a NetworkX graph's; the indexed graph keeps none)."""
+    architecture = _links_of(scenario)
+    links = scenario.links
+    if architecture != "walk":
+        return links.channel(architecture)
+    if links.drawn:  # every edge draws its values, in the indexed graph's edge order
+        rng = np.random.default_rng(np.random.SeedSequence([scenario.run.seed, LINKS_TAG]))
+        labels = indexed.labels
+        adjacency = graph.adj if graph is not None else None
+        every = (
+            (u, v, (labels[u], labels[v]),
+             adjacency[labels[u]][labels[v]] if adjacency is not None else {})
+            for u, v in zip(*(e.tolist() for e in indexed.edges()), strict=True)
+        )  # fmt: skip
+        return links.channel(architecture, every, rng)
+    if graph is None:
+        return links.channel(architecture)
+    index_of = indexed.index_of
+    edges = (
+        (index_of[u], index_of[v], (u, v), attributes)
+        for u, v, attributes in graph.edges(data=True)
+        if attributes
+    )
+    return links.channel(architecture, edges)
+
+
+def _check_time(world: World) -> None:
+    """Refuse per-edge links whose longest hop overflows the simulated clock, and a request at a
+    time after the longest a run can last where the scenario's check could not know it (edges
+    that may set their own links: :data:`~gossipsim.study.sections.EDGE_ATTRIBUTE_KINDS`)."""
+    sc = world.scenario
+    timed = [(i, r) for i, r in enumerate(world.requests) if r.at_time is not None]
+    edge_kind = _edge_kind(sc)
+    if not isinstance(world.links, EdgeLinks) and not (timed and edge_kind):
+        return
+    horizon = check_horizon(
+        sc.run.iterations, world.compute_seconds, world.links, world.message_bits
+    )
+    for i, req in timed if edge_kind else ():
+        if req.at_time is not None and req.at_time > horizon:
+            raise ConfigError(
+                f"unlearning[{i}].at_time",
+                f"is {req.at_time:g} s, after the longest a run can last ({horizon:g} s: "
+                "scenario.iterations × (compute.seconds_per_iteration + the longest hop of any "
+                "edge's links)): the request could never arrive",
+            )
+
+
+def _edge_kind(scenario: Scenario) -> bool:
+    """Whether the graph's edges may set their own links (a graph file's or a NetworkX graph's
+    attributes, or values drawn per edge) on the walk."""
+    return (scenario.topology.kind in EDGE_ATTRIBUTE_KINDS or bool(scenario.links.drawn)) and (
+        _links_of(scenario) == "walk"
+    )
 
 
 def _links_of(scenario: Scenario) -> str:

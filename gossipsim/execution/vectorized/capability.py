@@ -53,7 +53,7 @@ def unavailable(world: World) -> str | None:
         return "an unlearning request arrives at a simulated time"
     channel = getattr(world.links, "kernel", None)
     if channel not in CHANNEL_KERNELS:
-        return f"the channel {type(world.links).__name__} declares no vectorised kernel"
+        return world.links.why_event_engine()
     if sc.metrics.tolerance is None and kernel == "batched-steps":
         kind = protocol_kind(sc.protocol.kind)
         if not representation(kind.representation_name).particle_sets:

@@ -1,0 +1,139 @@
+"""Lossy and per-edge links: stop-and-wait ARQ over links of their own rate, latency and loss.
+
+A :class:`Link` is one link's values. A message of ``bits`` is sent by stop-and-wait ARQ: each
+attempt is lost independently with probability ``loss``; a delivered attempt takes ``bits /
+rate_bps + latency_s``, a lost one costs ``timeout_s`` from its start, after which the message is
+sent again; after ``max_retries`` failed retries (``max_retries + 1`` failed attempts) the message
+is lost for good. Every attempt carries the whole message, so the bits sent are ``bits ×
+attempts``. With F failed attempts before the first delivered one (F geometric, ``P(F = f) =
+loss^f (1 − loss)``) a delivered message takes ``F · timeout_s + bits / rate_bps + latency_s``;
+with a retry limit far above F's range the expected time of a hop is therefore::
+
+    bits / rate_bps + latency_s + timeout_s · loss / (1 − loss)
+
+and the expected number of attempts ``1 / (1 − loss)``. F is drawn at once (one geometric draw
+from the run's channel stream per message, none on a link without loss), the same law as one
+Bernoulli draw per attempt.
+
+:class:`EdgeLinks`: each edge's :class:`Link` (edge attributes on the graph), the scenario's
+``[links]`` values on every other edge; a hop u → v uses edge (u, v)'s (one dictionary look-up per
+hop). Nothing is lost: the engine asks only for :meth:`EdgeLinks.delay`. :class:`LossyLinks`: the
+same with loss on at least one link (homogeneous lossy links are a :class:`LossyLinks` without edge
+links); the engine asks for :meth:`LossyLinks.transmit`. Neither declares a vectorised kernel: they
+run on the event engine, and ``engine = "auto"`` says why (:meth:`EdgeLinks.why_event_engine`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+
+from gossipsim.network.channels import Channel, Delivery
+from gossipsim.network.messages import Message
+
+#: ``[links] max_retries`` when not given: with loss 0.5 a message is lost for good once in 2^101
+DEFAULT_MAX_RETRIES = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """One link's values (checked where they are read: ``[links]`` and edge attributes)."""
+
+    rate_bps: float = math.inf
+    latency_s: float = 0.0
+    loss: float = 0.0
+    timeout_s: float = math.inf  # only read when loss > 0 (then the settings give it)
+    max_retries: int = DEFAULT_MAX_RETRIES
+
+    def delay(self, bits: float) -> float:
+        """Seconds of a delivered attempt of ``bits``."""
+        return bits / self.rate_bps + self.latency_s
+
+    def send(self, bits: float, rng: np.random.Generator) -> Delivery:
+        """Send ``bits`` by stop-and-wait ARQ (see the module): the time until delivery, or until
+        the last attempt's timeout for a message lost for good; the bits of every attempt."""
+        if self.loss == 0:
+            return Delivery(bits / self.rate_bps + self.latency_s, bits=bits)
+        failed = int(rng.geometric(1.0 - self.loss)) - 1  # failed attempts before a delivered one
+        if failed > self.max_retries:
+            attempts = self.max_retries + 1
+            return Delivery(attempts * self.timeout_s, lost=True, bits=attempts * bits,
+                            attempts=attempts)  # fmt: skip
+        return Delivery(
+            failed * self.timeout_s + bits / self.rate_bps + self.latency_s,
+            bits=(failed + 1) * bits,
+            attempts=failed + 1,
+        )
+
+    def worst_seconds(self, bits: float) -> float:
+        """The longest a message of ``bits`` can take: every retry's timeout then a delivered
+        attempt (at most ``(max_retries + 1) · timeout_s + bits / rate_bps + latency_s``)."""
+        if self.loss == 0:
+            return self.delay(bits)
+        return (self.max_retries + 1) * self.timeout_s + self.delay(bits)
+
+
+@dataclass(frozen=True, eq=False)
+class EdgeLinks(Channel):
+    """Per-edge links without loss: edge (u, v) (by node index, both directions) has its own
+    :class:`Link` in ``edges``; every other edge has ``default``'s. ``names``: how the settings
+    name each such edge (for the errors of :func:`~gossipsim.network.links.check_horizon`)."""
+
+    default: Link = Link()
+    edges: Mapping[tuple[int, int], Link] = field(default_factory=dict)
+    names: Mapping[tuple[int, int], str] = field(default_factory=dict, repr=False)
+
+    def link(self, u: int, v: int) -> Link:
+        """The link a hop u → v uses."""
+        return self.edges.get((u, v), self.default)
+
+    def delay(self, sender: int, receiver: int, bits: float) -> float:
+        return self.edges.get((sender, receiver), self.default).delay(bits)
+
+    def links(self) -> list[Link]:
+        """The default link and every edge's own."""
+        return [self.default, *self.edges.values()]
+
+    @property
+    def takes_no_time(self) -> bool:
+        return all(
+            math.isinf(link.rate_bps) and link.latency_s == 0 and link.loss == 0
+            for link in self.links()
+        )
+
+    def why_event_engine(self) -> str:
+        return (
+            "per-edge links (edge attributes rate_bps, latency_s, ...) run on the event engine: "
+            "each hop costs its own edge's time"
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class LossyLinks(EdgeLinks):
+    """Links with loss (on at least one of them), by stop-and-wait ARQ (:meth:`Link.send`)."""
+
+    lossy: ClassVar[bool] = True
+
+    def transmit(
+        self, sender: int, receiver: int, message: Message, rng: np.random.Generator
+    ) -> Delivery:
+        return self.edges.get((sender, receiver), self.default).send(message.bits, rng)
+
+    def why_event_engine(self) -> str:
+        return "lossy links (links.loss > 0) run on the event engine"
+
+
+def edge_channel(
+    default: Link,
+    edges: Mapping[tuple[int, int], Link] | None = None,
+    names: Mapping[tuple[int, int], str] | None = None,
+) -> EdgeLinks:
+    """The channel of ``default`` links with these per-edge ones: :class:`LossyLinks` if any link
+    loses messages, else :class:`EdgeLinks`."""
+    edges = dict(edges or {})
+    lossy = default.loss > 0 or any(link.loss > 0 for link in edges.values())
+    return (LossyLinks if lossy else EdgeLinks)(default, edges, dict(names or {}))
