@@ -14,15 +14,15 @@ the parameter server (``on_token`` of the protocol, compression included) on bre
 same visits uncompressed, both timed in this run (mean over ``--visits`` visits after 4 warm-up
 visits).
 
-Measured (2026-11-29, 2 cores, load under 1, best of 20): shared 2.13 ms against the loop's 2.11,
-α = 1/2 3.20 against 2.89, per particle 14.2 against 8.9: ratios 1.0x, 0.9x, 0.6x, short of issue
-32's 5x for the shared schemes. The loop is not slow: each particle's work is one NumPy pass over d
-(a partition, which dominates: 6.3 ms of the per-particle 14), the same as the vectorised version's,
-so at this size there is nothing for batching the particles to save; the vectorised per-particle
-path also pays for a dense mask and its nonzero (1.4 ms). A visit with the server (60 visits, mean):
-sound 1.82 ms uncompressed, 3.26 ms compressed (1.80: two arrays encoded and decoded, the history
-kept where sent); paper 12.92 against 12.71 ms (0.98: its L = 5 SVGD steps and L' = 5 fits
-dominate).
+Measured (2026-11-29, 2 cores, load about 1, best of 20), after encode found each pattern's
+coordinates by one argpartition: shared 2.74 ms against the loop's 3.17, α = 1/2 4.22 against
+4.00, per particle 12.8 against 12.2: ratios 1.2x, 0.9x, 0.9x (per particle was 0.6x with the
+mask and its nonzero), short of issue 32's 5x for the shared schemes. The loop is not slow: each
+particle's work is one NumPy pass over d (a partition, which dominates), the same as the
+vectorised version's, so at this size there is nothing for batching the particles to save. A
+visit with the server (60 visits, mean): sound 2.30 ms uncompressed, 2.94 ms compressed (1.28:
+two arrays encoded and decoded, the history kept where sent); paper 16.08 against 16.20 ms (1.01:
+its L = 5 SVGD steps and L' = 5 fits dominate).
 """
 
 from __future__ import annotations
