@@ -39,6 +39,37 @@ from gossipsim.network.messages import Message
 DEFAULT_MAX_RETRIES = 100
 
 
+def failed_attempts(u: float, loss: float) -> int:
+    """The failed attempts before a delivered one, P(F = f) = loss^f · (1 − loss), from a uniform
+    u in [0, 1): F = ⌊log(1 − u) / log(loss)⌋ (P(F ≥ f) = loss^f)."""
+    return int(math.log1p(-u) / math.log(loss))
+
+
+class Uniforms:
+    """A run's channel stream read in blocks of :data:`UNIFORM_BLOCK` uniforms (one Generator
+    call a block, not one a message): the n-th message's uniform is the stream's n-th, whatever
+    the block size."""
+
+    __slots__ = ("rng", "block", "pos")
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+        self.block: list[float] = []
+        self.pos = 0
+
+    def next(self) -> float:
+        if self.pos == len(self.block):
+            self.block = self.rng.random(UNIFORM_BLOCK).tolist()
+            self.pos = 0
+        u = self.block[self.pos]
+        self.pos += 1
+        return u
+
+
+#: uniforms a :class:`Uniforms` draws at once
+UNIFORM_BLOCK = 4096
+
+
 @dataclass(frozen=True, slots=True)
 class Link:
     """One link's values (checked where they are read: ``[links]`` and edge attributes)."""
@@ -53,12 +84,16 @@ class Link:
         """Seconds of a delivered attempt of ``bits``."""
         return bits / self.rate_bps + self.latency_s
 
-    def send(self, bits: float, rng: np.random.Generator) -> Delivery:
+    def send(self, bits: float, rng: np.random.Generator | Uniforms) -> Delivery:
         """Send ``bits`` by stop-and-wait ARQ (see the module): the time until delivery, or until
-        the last attempt's timeout for a message lost for good; the bits of every attempt."""
+        the last attempt's timeout for a message lost for good; the bits of every attempt. The
+        failed attempts before a delivered one are geometric, drawn from one uniform by the
+        inverse of their distribution function (``rng`` a generator, or :class:`Uniforms` read
+        from it in blocks)."""
         if self.loss == 0:
             return Delivery(bits / self.rate_bps + self.latency_s, bits=bits)
-        failed = int(rng.geometric(1.0 - self.loss)) - 1  # failed attempts before a delivered one
+        u = rng.next() if isinstance(rng, Uniforms) else float(rng.random())
+        failed = failed_attempts(u, self.loss)
         if failed > self.max_retries:
             attempts = self.max_retries + 1
             return Delivery(attempts * self.timeout_s, lost=True, bits=attempts * bits,
@@ -117,11 +152,21 @@ class LossyLinks(EdgeLinks):
     """Links with loss (on at least one of them), by stop-and-wait ARQ (:meth:`Link.send`)."""
 
     lossy: ClassVar[bool] = True
+    #: the current run's channel stream, read in blocks (replaced when another run's comes)
+    _uniforms: Uniforms = field(
+        default_factory=lambda: Uniforms(np.random.default_rng(0)), init=False, repr=False
+    )
 
     def transmit(
         self, sender: int, receiver: int, message: Message, rng: np.random.Generator
     ) -> Delivery:
-        return self.edges.get((sender, receiver), self.default).send(message.bits, rng)
+        uniforms = self._uniforms
+        if uniforms.rng is not rng:  # a new run's stream (runs of a worker share the channel)
+            uniforms = Uniforms(rng)
+            object.__setattr__(self, "_uniforms", uniforms)
+        edges = self.edges
+        link = edges.get((sender, receiver), self.default) if edges else self.default
+        return link.send(message.bits, uniforms)
 
     def why_event_engine(self) -> str:
         return "lossy links (links.loss > 0) run on the event engine"
