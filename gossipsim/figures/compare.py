@@ -20,11 +20,9 @@ from gossipsim.figures.axes import (
 )
 from gossipsim.figures.canvas import Where
 from gossipsim.figures.costaxis import (
-    COST_RUNS_END,
     X_LABELS,
-    on_cost_axis,
+    on_axis,
     request_column,
-    spends,
 )
 from gossipsim.figures.divergence_curves import (
     Curve,
@@ -122,16 +120,11 @@ def plot_comparison(
     ]  # fmt: skip
     metrics = pd.concat(frames, ignore_index=True)
     requests = pd.concat(request_frames, ignore_index=True) if request_frames else None
-    notes: list[str] = []
-    if x != "iteration":
-        if not spends(metrics, x):
-            what = "sends any bits" if x == "bits" else "takes any simulated time"
-            raise ConfigError(
-                "--x", f"no slot of these folders {what}: nothing to draw against {x}"
-            )
-        cost = on_cost_axis(metrics, requests, labels, x)
-        metrics, requests = cost.metrics, cost.requests
-        notes = [COST_RUNS_END] if cost.ended_sooner else []
+    read = on_axis(metrics, requests, labels, x)
+    if read is None:
+        what = "sends any bits" if x == "bits" else "takes any simulated time"
+        raise ConfigError("--x", f"no slot of these folders {what}: nothing to draw against {x}")
+    metrics, requests, notes = read
     curves = []
     for label in labels:
         grid_, values = band_matrix(metrics, label, kinds[label].column, x)

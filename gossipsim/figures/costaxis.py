@@ -170,6 +170,20 @@ def _steps(
     return out
 
 
+def on_axis(
+    metrics: pd.DataFrame, requests: pd.DataFrame | None, variants: Sequence[str], x: str
+) -> tuple[pd.DataFrame, pd.DataFrame | None, list[str]] | None:
+    """What a slot figure draws against ``x``: the tables as given on the slot axis; against a
+    cost, the metrics read on each variant's grid (:func:`on_cost_axis`), the requests placed on
+    it and the note of runs that ended sooner; None when no slot costs any."""
+    if x == "iteration":
+        return metrics, requests, []
+    if not spends(metrics, x):
+        return None
+    cost = on_cost_axis(metrics, requests, variants, x)
+    return cost.metrics, cost.requests, [COST_RUNS_END] if cost.ended_sooner else []
+
+
 def _placed(requests: pd.DataFrame | None, metrics: pd.DataFrame, x: str) -> pd.DataFrame | None:
     """``requests`` with ``request_bits`` where ``x`` is bits: the bits of each request's run at
     the end of its last recorded slot before the request arrived (0 before slot 1)."""

@@ -43,9 +43,8 @@ from gossipsim.figures.canvas import Where, drawing_area, finish, fit_height
 from gossipsim.figures.costaxis import (
     COST_RUNS_END,
     X_LABELS,
-    on_cost_axis,
+    on_axis,
     request_column,
-    spends,
     style_x_axis,
 )
 from gossipsim.figures.layout import (
@@ -346,13 +345,10 @@ def plot_kl_vs_iteration(
     run read on its variant's grid of that cost (:mod:`gossipsim.figures.costaxis`: the rule);
     None when no slot costs any.
     """
-    notes: list[str] = []
-    if x != "iteration":
-        if not spends(metrics, x):
-            return None
-        cost = on_cost_axis(metrics, requests, variants, x)
-        metrics, requests = cost.metrics, cost.requests
-        notes = [COST_RUNS_END] if cost.ended_sooner else []
+    read = on_axis(metrics, requests, variants, x)
+    if read is None:
+        return None
+    metrics, requests, notes = read
     kinds = divergences(metrics, variants)
     curves = []
     for variant in variants:

@@ -34,11 +34,9 @@ from gossipsim.figures.axes import (
 )
 from gossipsim.figures.canvas import Where, drawing_area, finish, fit_height
 from gossipsim.figures.costaxis import (
-    COST_RUNS_END,
     X_LABELS,
-    on_cost_axis,
+    on_axis,
     request_column,
-    spends,
     style_x_axis,
 )
 from gossipsim.figures.layout import (
@@ -181,13 +179,10 @@ def plot_evaluation(
     columns = [c for c in columns if c in metrics.columns]
     if not columns:
         return None
-    notes: list[str] = []
-    if x != "iteration":
-        if not spends(metrics, x):
-            return None
-        cost = on_cost_axis(metrics, requests, variants, x)
-        metrics, requests = cost.metrics, cost.requests
-        notes = [COST_RUNS_END] if cost.ended_sooner else []
+    read = on_axis(metrics, requests, variants, x)
+    if read is None:
+        return None
+    metrics, requests, notes = read
     fac = facets(summary, variants)
     panels = [p for p in fac.panels if p.variants]
     kinds = divergences(metrics, fac.variants)

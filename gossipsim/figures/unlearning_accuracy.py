@@ -30,11 +30,9 @@ from gossipsim.figures.axes import (
 )
 from gossipsim.figures.canvas import Where, drawing_area, finish, fit_height
 from gossipsim.figures.costaxis import (
-    COST_RUNS_END,
     X_LABELS,
-    on_cost_axis,
+    on_axis,
     request_column,
-    spends,
     style_x_axis,
 )
 from gossipsim.figures.layout import (
@@ -95,14 +93,11 @@ def plot_unlearning_accuracy(
         return None
     if "request_iteration" not in requests or requests["request_iteration"].isna().all():
         return None
-    notes: list[str] = []
-    if x != "iteration":
-        if not spends(metrics, x):
-            return None
-        cost = on_cost_axis(metrics, requests, variants, x)
-        metrics = cost.metrics
-        requests = requests if cost.requests is None else cost.requests
-        notes = [COST_RUNS_END] if cost.ended_sooner else []
+    read = on_axis(metrics, requests, variants, x)
+    if read is None:
+        return None
+    metrics, on_grid, notes = read
+    requests = requests if on_grid is None else on_grid
     held = metrics.groupby("variant", observed=True, sort=False)[present].count()
     have = {str(v): {c for c, n in zip(present, row, strict=True) if n > 0}
             for v, row in zip(held.index, held.to_numpy(), strict=True)}  # fmt: skip

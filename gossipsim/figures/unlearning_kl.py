@@ -30,11 +30,9 @@ from gossipsim.figures.axes import (
 )
 from gossipsim.figures.canvas import Where, drawing_area, finish, fit_height
 from gossipsim.figures.costaxis import (
-    COST_RUNS_END,
     X_LABELS,
-    on_cost_axis,
+    on_axis,
     request_column,
-    spends,
     style_x_axis,
 )
 from gossipsim.figures.divergence_curves import Tolerance, best_lines, common_scales, tolerance_line
@@ -84,14 +82,11 @@ def plot_unlearning_kl(
         return None
     if requests["request_iteration"].isna().all():  # no request arrived within any run
         return None
-    notes: list[str] = []
-    if x != "iteration":
-        if not spends(metrics, x):
-            return None
-        cost = on_cost_axis(metrics, requests, variants, x)
-        metrics = cost.metrics
-        requests = requests if cost.requests is None else cost.requests
-        notes = [COST_RUNS_END] if cost.ended_sooner else []
+    read = on_axis(metrics, requests, variants, x)
+    if read is None:
+        return None
+    metrics, on_grid, notes = read
+    requests = requests if on_grid is None else on_grid
     arrived = requests.dropna(subset=["request_iteration"])
     drawn = [v for v in variants if (arrived["variant"] == v).any()]
     if not drawn:
