@@ -24,6 +24,8 @@ WALK, START, PROTOCOL, DATA = range(4)  # the run's independent random streams
 TOPOLOGY = 4
 #: a lossy channel's draws (which attempts are lost), with ``[links] loss`` > 0 (drawn only then)
 CHANNEL = 5
+#: the failures' up and down times, with ``[failures]`` (drawn only then)
+FAILURES = 6
 
 
 def run_stream(seed: int, stream: int) -> np.random.SeedSequence:

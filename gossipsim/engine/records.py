@@ -39,7 +39,8 @@ class Arrival:
 @dataclass(frozen=True, slots=True)
 class Event:
     """Something other than a plain hop, at the end of ``slot`` (simulated ``time``): ``kind`` is
-    ``lost`` (the token sent from ``sender`` to ``receiver`` was lost), ``regenerated`` (``receiver``
+    ``lost`` (the token sent from ``sender`` to ``receiver`` was lost), ``holder-lost`` (``sender``
+    went down holding the token; ``receiver`` keeps its copy), ``regenerated`` (``receiver``
     holds the token after a loss), ``round`` (the slot was a round of ``transfers`` transfers, of which
     ``delivered`` arrived) or ``ended`` (the token was lost for good)."""
 
@@ -70,6 +71,10 @@ class RunRecord:
     representation: str = "natural-parameters"  # what the traces' states are
     #: failed attempts that a lossy channel sent again (ARQ), over the run
     retransmissions: int = 0
+    #: seconds a lost token waited for the node that restarts it to be up again (failures)
+    token_wait_seconds: float = 0.0
+    #: seconds during which every node was down, up to the run's last slot (failures)
+    all_down_seconds: float = 0.0
 
     @property
     def slots(self) -> int:

@@ -26,6 +26,18 @@ regenerations, rounds and an early end are listed in :attr:`RunRecord.events`. T
 scheduler while no other event is due before the next slot starts; this is exact (no other process
 can run in between) and keeps the per-hop cost close to that of a plain loop.
 
+**Failures** (a :class:`~gossipsim.network.failures.Liveness`, ``[failures]``): its SimPy processes
+take nodes and links down and up beside the token, and the walker reads which are up. The engine
+catches the clock up to the end of each computation and to each hop's arrival event by event, so
+it sees the holder go down at the moment it does. A holder that goes down during its slot or
+while it sends loses the token (``holder-lost``): the token's custodian, the node that handed it
+on, restarts it from its copy ``token_timeout_s`` later (:meth:`Protocol.on_holder_lost`, then
+:meth:`Protocol.checkpoint`). A hop whose receiver or link fails before it arrives is ``lost``:
+the sender restarts it from its own copy ``token_timeout_s`` after sending (:meth:`Protocol.on_loss`).
+A node that must restart the token while down does so when it is up again (the wait is
+``token_wait_seconds``). A request from a node that is down reaches the protocol once the node is
+up (``requests_from_down = "wait"``).
+
 Simulated time must stay finite: a slot that would start at an infinite (or NaN) time is a
 :class:`~gossipsim.errors.ConfigError` naming ``links`` (scenarios are checked beforehand by
 :func:`gossipsim.network.links.check_horizon`), so the event clock never reaches infinity, where every event
@@ -45,6 +57,7 @@ from gossipsim.engine.records import Arrival, Event, Request, RunRecord
 from gossipsim.engine.slottables import round_seconds
 from gossipsim.errors import ConfigError
 from gossipsim.network.channels import Channel
+from gossipsim.network.failures import Liveness
 from gossipsim.network.links import LinkModel
 from gossipsim.network.messages import Round
 from gossipsim.scheduling import Walker
@@ -74,6 +87,7 @@ def run_token(
     channel_rng: np.random.Generator | None = None,
     max_bits: float | None = None,
     max_time: float | None = None,
+    liveness: Liveness | None = None,
 ) -> RunRecord:
     """Run one token walk for at most ``iterations`` slots and return its raw record.
 
@@ -84,11 +98,15 @@ def run_token(
     without it; not ``stopped_early``). ``links`` is the channel (homogeneous links by default);
     a lossy one draws from ``channel_rng``. ``compute_seconds`` is each slot's computation: one
     number, or one per node index (the holder k's, ``compute_seconds[k]``; with a server, the
-    scheduled agent's).
+    scheduled agent's). ``liveness`` (``[failures]``) makes nodes and links fail while the token
+    moves: the walker must read its view (its sampler built with ``liveness.view``), and the
+    protocol must recover a lost token (:attr:`Protocol.recovers_token`); see the module docstring.
     """
     links = links if links is not None else LinkModel()
     if links.lossy and channel_rng is None:
         raise ValueError("a lossy channel needs channel_rng")
+    if liveness is not None and not protocol.recovers_token:
+        raise ValueError(f"{type(protocol).__name__} cannot recover a lost token")
     events: list[Event] = []
     import simpy  # here: the vectorised engine and the other commands do without it
 
@@ -104,12 +122,48 @@ def run_token(
             by_iteration.setdefault(req.at_iteration, []).append(r)
         else:
             env.process(_timed_request(env, r, float(req.at_time or 0.0), pending))
-    state = {"stopped_early": False, "retransmissions": 0}
+    state = {"stopped_early": False, "retransmissions": 0, "waited": 0.0}
+    if liveness is not None:
+        liveness.start(env)
     per_node: list[float] | None = None  # compute times per node index, or one for all
     if isinstance(compute_seconds, int | float):
         compute = compute_seconds
     else:
         compute, per_node = 0.0, [float(c) for c in compute_seconds]
+
+    def advance(to: float) -> Generator[simpy.Event, None, None]:
+        """Let every event due by time ``to`` happen (requests, failures), the clock then at ``to``."""
+        yield env.timeout(to - env.now)
+        rounds = 0
+        while env.peek() <= to:  # floating-point catch-up (bounded: see above)
+            if rounds == _CATCH_UP_ROUNDS:
+                raise RuntimeError(f"the event clock did not reach {to!r} s")
+            rounds += 1
+            yield env.timeout(max(to - env.now, 0.0))
+
+    def advance_while_up(to: float, node: int) -> Generator[simpy.Event, None, None]:
+        """:func:`advance` to ``to``, event after event, stopping at once if ``node`` goes down (the
+        clock then at the time it did)."""
+        assert liveness is not None
+        up = liveness.node_up
+        while env.peek() <= to:
+            yield env.timeout(max(env.peek() - env.now, 0.0))
+            if not up[node]:
+                return
+        if to > env.now:
+            yield from advance(to)
+
+    def restart(at: float, node: int) -> Generator[simpy.Event, None, float]:
+        """The token lost, ``node`` restarts it from its copy at time ``at``, or when it is up
+        again if it is down then: the time it does."""
+        assert liveness is not None
+        if at > env.now:
+            yield from advance(at)
+        if not liveness.node_up[node]:
+            yield liveness.when_up(env, node)
+            state["waited"] += env.now - at
+            at = env.now
+        return at
 
     def token() -> Generator[simpy.Event, None, None]:
         on_token = protocol.on_token
@@ -129,25 +183,48 @@ def run_token(
         time_budget = _INF if max_time is None else max_time
         budgeted = max_bits is not None or max_time is not None
         next_at = min(by_iteration, default=0)  # next slot with a per-iteration request
+        churn = liveness is not None
+        if liveness is not None:
+            node_up, node_down_at = liveness.node_up, liveness.node_down_at
+            edge_up, edge_down_at = liveness.edge_up, liveness.edge_down_at
+            timeout_s = liveness.failures.token_timeout_s
+            waits = liveness.failures.requests_from_down == "wait"
+            protocol.checkpoint(0, start)
+        custodian = start  # who keeps the copy of the token the holder received (failures)
         for slot in range(1, iterations + 1):
             if pending or slot == next_at:
                 for r in by_iteration.pop(slot, ()):
                     pending.append((r, s))
                 next_at = min(by_iteration, default=0)
                 pending.sort()
+                held = []  # requests of nodes that are down, waiting for them (failures)
                 for r, arrived in pending:
-                    protocol.on_request(requests[r].node, slot)
-                    arrivals.append(Arrival(r, requests[r].node, slot, arrived))
-                undelivered -= len(pending)
-                pending.clear()
+                    node = requests[r].node
+                    if churn and waits and not node_up[node]:
+                        held.append((r, arrived))
+                        continue
+                    protocol.on_request(node, slot)
+                    arrivals.append(Arrival(r, node, slot, arrived))
+                undelivered -= len(pending) - len(held)
+                pending[:] = held
             message = on_token(k, slot)
             t = s + (compute if per_node is None else per_node[k])
+            lost_at = None  # when the holder went down with the token (failures)
+            if churn:
+                if t >= due:
+                    yield from advance_while_up(t, k)
+                    due = env.peek()
+                if node_down_at[k] >= s:
+                    lost_at = node_down_at[k]
             if message.__class__ is Round:  # a server round: no token moves
                 t, total_bits = _round(links, protocol, message, k, slot, t, total_bits,
                                        channel_rng, events)  # fmt: skip
             hold(k)
-            mark(t)
+            mark(t if lost_at is None else lost_at)
             count(total_bits)
+            if lost_at is not None:  # its copy is the custodian's, who restarts it
+                protocol.on_holder_lost(k, slot)
+                events.append(Event(slot, lost_at, "holder-lost", k, custodian))
             if stop_when_done and undelivered == 0 and done():
                 state["stopped_early"] = slot < iterations
                 return
@@ -155,6 +232,14 @@ def run_token(
                 return  # the run's budget is spent (an infinite clock is refused below)
             if slot == iterations:
                 return  # no hop after the last slot: its losses and attempts would be in no table
+            if lost_at is not None:
+                j = custodian
+                s_next = yield from restart(lost_at + timeout_s, j)
+                events.append(Event(slot, s_next, "regenerated", k, j))
+                protocol.checkpoint(slot, j)
+                due = env.peek()
+                s, k = s_next, j
+                continue
             j = step(k)
             if message.__class__ is Round:
                 s_next = t
@@ -179,6 +264,36 @@ def run_token(
                 else:
                     total_bits += bits
                     s_next = t + delay(k, j, bits)
+                if churn and j != k:  # did the hop survive the failures during it?
+                    if s_next >= due:
+                        yield from advance_while_up(s_next, k)
+                        due = env.peek()
+                    e = liveness.edge_entry(k, j)  # type: ignore[union-attr]
+                    if node_down_at[k] >= t:  # the sender went down with the token
+                        lost_at = node_down_at[k]
+                        protocol.on_holder_lost(k, slot)
+                        events.append(Event(slot, lost_at, "holder-lost", k, custodian))
+                        j = custodian
+                        s_next = yield from restart(lost_at + timeout_s, j)
+                        events.append(Event(slot, s_next, "regenerated", k, j))
+                        protocol.checkpoint(slot, j)
+                    elif not (node_up[j] and edge_up[e]) or edge_down_at[e] >= t:
+                        # no acknowledgement: the sender restarts the token from its copy
+                        recovery = protocol.on_loss(k, j, slot, message)  # type: ignore[arg-type]
+                        events.append(Event(slot, t, "lost", k, j))
+                        if recovery.holder is None:
+                            events.append(Event(slot, s_next, "ended", k, j))
+                            return
+                        j = recovery.holder
+                        at = max(s_next, t + timeout_s) + recovery.after
+                        s_next = yield from restart(at, j)
+                        events.append(Event(slot, s_next, "regenerated", k, j))
+                        if j != k:
+                            protocol.checkpoint(slot, j)
+                    else:
+                        custodian = k
+                        protocol.checkpoint(slot, j)
+                    due = env.peek()
             else:
                 s_next = t
             if not s_next < _INF:  # also NaN: an infinite clock would make every event "due"
@@ -189,13 +304,7 @@ def run_token(
                 )
             if s_next >= due:
                 # Let every event due by the next slot's start happen first (requests included).
-                yield env.timeout(s_next - env.now)
-                rounds = 0
-                while env.peek() <= s_next:  # floating-point catch-up (bounded: see above)
-                    if rounds == _CATCH_UP_ROUNDS:
-                        raise RuntimeError(f"the event clock did not reach {s_next!r} s")
-                    rounds += 1
-                    yield env.timeout(max(s_next - env.now, 0.0))
+                yield from advance(s_next)
                 due = env.peek()
             s = s_next
             k = j
@@ -214,6 +323,12 @@ def run_token(
         events=events,
         representation=protocol.representation,
         retransmissions=int(state["retransmissions"]),
+        token_wait_seconds=float(state["waited"]),
+        all_down_seconds=(
+            liveness.all_down_until(float(end_times[-1]))
+            if liveness is not None and end_times
+            else 0.0
+        ),
     )
 
 

@@ -6,7 +6,8 @@ Randomness (all explicit, no global state):
   scenario seed by ``SeedSequence(scenario_seed, spawn_key=(r,))``; from it come independent streams
   for the walk, the start node, the protocol, (with ``draw = "per-run"``) the data and (with lossy
   links) the channel
-  (:mod:`gossipsim.core.streams`). The same run index therefore has the same walk in every variant of a
+  (:mod:`gossipsim.core.streams`); with ``[failures]`` the up and down times come from a failures
+  stream of their own. The same run index therefore has the same walk in every variant of a
   sweep on the same graph (common random numbers), and the same numbers whatever the number of
   workers;
 - random graphs and data drawn once come from the scenario seed alone (:mod:`gossipsim.world.world`).
@@ -19,10 +20,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from gossipsim.core.streams import CHANNEL, DATA, PROTOCOL, START, WALK, run_seed, run_stream
+from gossipsim.core.streams import (
+    CHANNEL,
+    DATA,
+    FAILURES,
+    PROTOCOL,
+    START,
+    WALK,
+    run_seed,
+    run_stream,
+)
 from gossipsim.engine.token import run_token
 from gossipsim.measurement.measure import measure
 from gossipsim.measurement.outputs import BatchOutput, RunOutput
+from gossipsim.network.failures import Liveness
 from gossipsim.scheduling import Walker
 from gossipsim.world.world import (
     World,
@@ -69,9 +80,14 @@ def simulate_run(world: World, run: int, seed: int) -> RunOutput:
     )
     protocol = make_protocol(world, data, protocol_ss)
     # the scheduler may read what the protocol keeps about the nodes (its NodeView, if any)
-    walker = Walker(
-        world.indexed, sc.scheduler.kind, np.random.default_rng(walk_ss), protocol.node_view()
-    )
+    view = protocol.node_view()
+    liveness = None
+    if world.failures is not None:  # nodes and links fail: the walk sees which are up
+        liveness = Liveness(
+            world.indexed, world.failures, np.random.default_rng(run_stream(seed, FAILURES))
+        )
+        view = liveness.view_with(view)
+    walker = Walker(world.indexed, sc.scheduler.kind, np.random.default_rng(walk_ss), view)
     start = start_node(world, np.random.default_rng(start_ss))
     # a lossy channel draws from a stream of its own (no other stream's numbers change)
     channel_rng = np.random.default_rng(run_stream(seed, CHANNEL)) if world.links.lossy else None
@@ -87,5 +103,6 @@ def simulate_run(world: World, run: int, seed: int) -> RunOutput:
         max_bits=sc.run.max_bits,
         max_time=sc.run.max_time,
         channel_rng=channel_rng,
+        liveness=liveness,
     )
     return measure(world, data, record, protocol.stats(), run, seed)

@@ -204,9 +204,16 @@ def measure(
         "domain_recoveries": stats.get("domain_recoveries", np.nan),
         "nonfinite_kl_slots": main.nonfinite_slots(n),
     }
-    if world.links.lossy:  # only then: tables of lossless links keep their columns
+    if world.links.lossy or world.failures is not None:  # only then: tables keep their columns
         run_row["retransmissions"] = record.retransmissions
         run_row["lost_messages"] = sum(1 for e in record.events if e.kind == "lost")
+    if world.failures is not None:
+        # a token restarted from a copy: after a lost message, or a holder that went down with it
+        run_row["regenerations"] = sum(
+            1 for e in record.events if e.kind in ("lost", "holder-lost")
+        )
+        run_row["token_wait_s"] = record.token_wait_seconds
+        run_row["all_down_s"] = record.all_down_seconds
     # every other counter the protocol reports becomes a column of runs.csv (Protocol.stats)
     run_row.update({key: value for key, value in stats.items() if key not in run_row})
     visits = np.bincount(record.holders, minlength=world.nodes)

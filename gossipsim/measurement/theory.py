@@ -58,7 +58,8 @@ def theory_for(world: Any, arrival_slots: Mapping[int, int] | None = None) -> di
       expectation at a given slot;
 
     plus :func:`target_summary`. With ``[topology] draw = "per-run"`` every run walks its own
-    graph: no exact or theoretical figure of one graph applies, and ``graph_note`` says so instead.
+    graph: no exact or theoretical figure of one graph applies, and ``graph_note`` says so instead;
+    with ``[failures]`` the walk is not the failure-free one, and ``failures_note`` says so.
     """
     sc = world.scenario
     kind = sc.scheduler.kind
@@ -68,6 +69,14 @@ def theory_for(world: Any, arrival_slots: Mapping[int, int] | None = None) -> di
         "scheduler": kind,
         "start": world.indexed.labels[start] if isinstance(start, int) else start,
     }
+    if sc.failures is not None:
+        out["failures_note"] = (
+            "[failures]: nodes and links fail while the token moves, and the walk goes over the "
+            "live graph of the moment, so the exact cover and hitting times of the failure-free "
+            "walk (and the removal latencies computed from them) do not apply"
+        )
+        out.update(target_summary(world))
+        return out
     if sc.topology.draw == "per-run":
         out["graph_note"] = (
             "topology.draw = per-run: each run draws its own graph, so the exact cover and "

@@ -205,6 +205,55 @@ class DistributedSVGD(ParticleProtocol):
             self.forgotten.add(node)
             self._removals[node] = slot - 1
 
+    # ------------------------------------------------------------------ failures (engine.token)
+
+    @property
+    def recovers_token(self) -> bool:  # type: ignore[override]
+        """The walk's uncompressed token (the server's rounds and compressed tokens: not yet)."""
+        return self.uploader is None and self.downlink is None and self.token is None
+
+    def checkpoint(self, slot: int, holder: int) -> None:
+        """The custodian's copy of the token (particles, aggregate, AdaGrad's history) and what
+        ``holder`` keeps about its contribution (its score g_k or local particles t_k, its flags)."""
+        h = holder
+        self._kept = (
+            h, self.state, self.particles, self.own.get(h), self.local.get(h), self.scores[h],
+            h in self.visited, h in self.pending, h in self.forgotten, self._removals.get(h),
+        )  # fmt: skip
+
+    def on_holder_lost(self, holder: int, slot: int) -> None:
+        """The token goes back to the custodian's copy; the holder's contribution goes back to
+        what the copy holds of it (g_k in S, or the t_k its last visit fitted), as the regenerated
+        token tells it at its next visit. A request that arrived meanwhile still stands: the node
+        is forgotten at its next visit if the copy holds its data."""
+        h, state, particles, own, local, score, visited, pending, forgotten, removal = self._kept
+        assert h == holder, "only the holder's slots change the token between checkpoints"
+        requested = h in self.pending or h in self.forgotten
+        self.state, self.particles = state, particles
+        for keep, value in ((self.own, own), (self.local, local)):
+            if value is None:
+                keep.pop(h, None)
+            else:
+                keep[h] = value
+        self.scores[h] = score
+        for flags, flag in ((self.visited, visited), (self.pending, pending),
+                            (self.forgotten, forgotten)):  # fmt: skip
+            if flag:
+                flags.add(h)
+            else:
+                flags.discard(h)
+        if removal is None:
+            self._removals.pop(h, None)
+        else:
+            self._removals[h] = removal
+        if requested and not (pending or forgotten):  # its request arrived during the lost slots
+            if visited:
+                self.pending.add(h)
+            else:
+                self.forgotten.add(h)
+                self._removals[h] = slot
+        self.record(slot, force=True)
+
     def stats(self) -> dict[str, float]:
         return {"forget_pending": float(len(self.pending))}
 

@@ -12,6 +12,7 @@ that is forgotten before it was ever visited has nothing to remove.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 import numpy as np
@@ -117,6 +118,11 @@ class ConjugateGFVL(Protocol):
         self._idle = bytearray(self.forgotten)
         self._outstanding = n_nodes - sum(self.forgotten)
         self.removed: dict[int, int] = {}
+        # failures: the custodian's copy (holder, its factor in?), the nodes a regenerated token
+        # names (their last update was lost), and the bits of a name
+        self._kept = (0, 0)
+        self._named: set[int] = set()
+        self.id_bits = max(1, math.ceil(math.log2(max(n_nodes, 1))))
         if trace is None:
             trace = FactorTrace(self.prior, self.factors, exact_sums=exact_sums)
         if not isinstance(trace, FactorTrace):
@@ -131,6 +137,9 @@ class ConjugateGFVL(Protocol):
         return self.trace.states[-1]
 
     def on_token(self, holder: int, slot: int) -> Message:
+        if self._named and holder in self._named:  # it read its flag: the token drops its name
+            self._named.discard(holder)
+            self.message = Message(self.bits + self.id_bits * len(self._named))
         if self._idle[holder]:
             return self.message
         if self.forgotten[holder]:
@@ -157,6 +166,41 @@ class ConjugateGFVL(Protocol):
             self._outstanding += 1
         else:  # a node without data: its factor is zero
             self.removed[node] = slot - 1
+
+    # ------------------------------------------------------------------ failures (engine.token)
+
+    recovers_token = True
+
+    def checkpoint(self, slot: int, holder: int) -> None:
+        """The custodian's copy: whether ``holder``'s factor is in the token (the only factor the
+        slots until the next checkpoint can change)."""
+        self._kept = (holder, self.contributed[holder])
+
+    def on_holder_lost(self, holder: int, slot: int) -> None:
+        """Exact recovery: the token goes back to the custodian's copy, whose factors are those it
+        lists (one flag per node: q is the prior plus exactly those factors, eq. 13). The holder
+        made its update and believes its factor is in; the regenerated token names it (its index,
+        :attr:`id_bits` bits, until its next visit) and the holder takes its flag from the token:
+        it adds its factor again at its next visit (or, if forgotten, removes the factor the
+        token still holds). Restoring only q, with the holder's belief kept, would leave its
+        factor out for good."""
+        node, was_in = self._kept
+        assert node == holder, "only the holder's slots change the token between checkpoints"
+        if self.contributed[holder] != was_in:
+            self._add(slot, holder, 1 if was_in else -1)  # back to the copy's set of factors
+            self.contributed[holder] = was_in
+        idle_before = self._idle[holder]
+        if self.forgotten[holder] and was_in and self._nonzero[holder]:
+            self._idle[holder] = 0  # its factor is in the token again: remove it at the next visit
+            self.removed.pop(holder, None)
+        elif self.forgotten[holder]:
+            self._idle[holder] = 1
+            self.removed.setdefault(holder, slot)
+        else:
+            self._idle[holder] = was_in
+        self._outstanding += idle_before - self._idle[holder]
+        self._named.add(holder)
+        self.message = Message(self.bits + self.id_bits * len(self._named))
 
     def done(self) -> bool:
         return self._outstanding == 0

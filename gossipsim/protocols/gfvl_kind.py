@@ -173,6 +173,15 @@ class GFVL(ProtocolKind):
             start_slot=request.start_slot, in_domain=model.in_domain,
         )  # fmt: skip
 
+    def without_recovery(self, settings: Any, model: type) -> str | None:
+        """Exact conjugate G-FVL recovers a lost token exactly (:class:`ConjugateGFVL`)."""
+        if EXACT_FACTORS in getattr(model, "capabilities", frozenset()):
+            return None
+        return (
+            "natural-gradient G-FVL does not recover a token lost to a failure yet (the exact "
+            "conjugate G-FVL does)"
+        )
+
     def kernel(self, model: Any) -> str | None:
         """Exact conjugate G-FVL changes state only at first visits (and first visits after a
         request): the fast path's ``conjugate-first-visits`` kernel. Natural-gradient steps are

@@ -261,6 +261,12 @@ class DSVGD(_ParticleKind):
         fits = float(settings.fit_iterations)
         return SlotWork(gradients=steps, pooled=False, kernel_steps=3.0 * steps + 4.0 * fits)
 
+    def without_recovery(self, settings: Any, model: type) -> str | None:
+        """The walk's uncompressed DSVGD recovers a lost token (:meth:`DistributedSVGD.on_holder_lost`)."""
+        if settings.compression is None and settings.downlink_compression is None:
+            return None
+        return "compressed DSVGD does not recover a token lost to a failure yet"
+
     def unbatched(self, settings: Any) -> str | None:
         """Compressed updates (:mod:`~.compressed`) run on the event engine only."""
         if settings.compression is None and settings.downlink_compression is None:

@@ -157,6 +157,12 @@ class ProtocolKind(ABC):
         :func:`gossipsim.study.budget.run_seconds` (particle protocols); None: not estimated."""
         return None
 
+    def without_recovery(self, settings: Any, model: type) -> str | None:
+        """Why runs of this kind cannot recover a token lost to a failure (``[failures]``;
+        :meth:`~gossipsim.engine.protocol_api.Protocol.on_holder_lost`), or None when they can.
+        Not by default: a kind says it recovers by overriding this."""
+        return f"protocol {self.name!r} does not recover a token lost to a failure"
+
     def stochastic(self, settings: Any, model: type) -> bool:
         """Whether its steps use Monte Carlo estimates (``[metrics] latency_window = "auto"``)."""
         return False

@@ -29,6 +29,8 @@ class WithRetrainBaseline(Protocol):
         self.retrain: Protocol | None = None
         self.forgotten: frozenset[int] = frozenset()
         self.retrain_trace: StateTrace | None = None  # made by the first restart, passed on
+        self.recovers_token = main.recovers_token
+        self._custody: tuple[int, int] | None = None  # the last checkpoint (failures)
 
     def on_token(self, holder: int, slot: int) -> Message | Round:
         if self.retrain is not None:
@@ -40,6 +42,8 @@ class WithRetrainBaseline(Protocol):
         self.forgotten = self.forgotten | {node}
         self.retrain = self.fresh(self.forgotten, self.retrain_trace, slot)
         self.retrain_trace = self.retrain.traces()["main"]
+        if self._custody is not None:  # a restart since the last checkpoint goes back to nothing
+            self.retrain.checkpoint(*self._custody)
 
     def done(self) -> bool:
         return self.main.done() and (self.retrain is None or self.retrain.done())
@@ -49,6 +53,17 @@ class WithRetrainBaseline(Protocol):
 
     def on_round(self, slot: int, delivered: Sequence[bool]) -> None:
         self.main.on_round(slot, delivered)
+
+    def checkpoint(self, slot: int, holder: int) -> None:
+        self._custody = (slot, holder)
+        self.main.checkpoint(slot, holder)
+        if self.retrain is not None:
+            self.retrain.checkpoint(slot, holder)
+
+    def on_holder_lost(self, holder: int, slot: int) -> None:
+        self.main.on_holder_lost(holder, slot)
+        if self.retrain is not None:
+            self.retrain.on_holder_lost(holder, slot)
 
     def stats(self) -> dict[str, float]:
         return self.main.stats()

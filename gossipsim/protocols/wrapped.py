@@ -18,6 +18,7 @@ class Wrapped(Protocol):
     def __init__(self, protocol: Protocol) -> None:
         self.protocol = protocol
         self.representation = protocol.representation
+        self.recovers_token = protocol.recovers_token
 
     def on_round(self, slot: int, delivered: Sequence[bool]) -> None:
         self.protocol.on_round(slot, delivered)
@@ -36,6 +37,12 @@ class Wrapped(Protocol):
 
     def removals(self) -> dict[int, int]:
         return self.protocol.removals()
+
+    def checkpoint(self, slot: int, holder: int) -> None:
+        self.protocol.checkpoint(slot, holder)
+
+    def on_holder_lost(self, holder: int, slot: int) -> None:
+        self.protocol.on_holder_lost(holder, slot)
 
     def stats(self) -> dict[str, float]:
         return self.protocol.stats()

@@ -19,8 +19,10 @@ same walk in both engines (tested for every registered kind).
 
 **Node state.** Every sampler and matrix takes an optional :class:`NodeView`: what the scheduler may
 see of the nodes (which are up; scores a server keeps). The view is *live*: its owner (a churn process,
-a server) changes its arrays in place during a run and the sampler reads them at each hop. The
-built-in kinds ignore it.
+a server) changes its arrays in place during a run and the sampler reads them at each hop.
+``metropolis-hastings`` and ``simple-random-walk`` read which nodes and links are up (they propose
+live neighbours only; :mod:`.kinds`); a kind that cannot declares ``reads_liveness = False`` and a
+scenario with ``[failures]`` refuses it.
 """
 
 from __future__ import annotations
@@ -57,13 +59,25 @@ class NodeView:
     """What a scheduler may see of the nodes' state, indexed by node index 0..K-1.
 
     ``up``: a boolean array, True where the node is up (``None``: every node is up); ``scores``: a
-    float array a server keeps about the nodes, e.g. for client selection (``None``: no scores).
+    float array a server keeps about the nodes, e.g. for client selection (``None``: no scores);
+    ``edge_up``: a boolean array per CSR entry of the graph, True where the link is up (``None``:
+    every link is up); ``live_degree``: per node, the number of neighbours that are up over links
+    that are up (with ``up``; :class:`~gossipsim.network.failures.Liveness` keeps all three).
     The owner changes the arrays *in place* while a run goes on; a sampler holds the arrays and reads
     them at every hop.
     """
 
     up: np.ndarray | None = None
     scores: np.ndarray | None = None
+    edge_up: np.ndarray | None = None
+    live_degree: np.ndarray | None = None
+
+    @property
+    def has_failures(self) -> bool:
+        """Whether this is a view of failing nodes and links, with the live degrees its owner keeps
+        (:class:`~gossipsim.network.failures.Liveness`): the built-in walks then move over the
+        live graph. A view with ``up`` alone (a scheduler of one's own reads it) is not."""
+        return self.up is not None and self.live_degree is not None
 
 
 class Scheduler:
@@ -78,6 +92,9 @@ class Scheduler:
     description: ClassVar[str]
     #: whether :meth:`step` reads ``v`` (the vectorised engine skips drawing it otherwise)
     reads_v: ClassVar[bool] = True
+    #: whether the sampler and :meth:`edge_weights` read :attr:`NodeView.up` (walks under
+    #: ``[failures]`` need it: the token must go to live nodes over live links)
+    reads_liveness: ClassVar[bool] = False
     #: whether the rule can keep the token at its holder (a diagonal in the transition matrix)
     may_stay: ClassVar[bool] = True
     #: whether the next holder may be any node (so the graph need not be connected)

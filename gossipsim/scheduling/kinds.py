@@ -15,8 +15,17 @@
 
 Hop arithmetic, the same in the one-step and the batched sampler: the proposed neighbour is entry
 ``int(u·deg(k))`` of row k (``u·d < d`` for ``u < 1``), Metropolis-Hastings accepts when
-``v·deg(j) < deg(k)``, the uniform scheduler picks node ``int(u·K)``. None of them reads the
-:class:`~.base.NodeView`.
+``v·deg(j) < deg(k)``, the uniform scheduler picks node ``int(u·K)``.
+
+**Under failures** (a :class:`~.base.NodeView` with ``up``: ``[failures]``), the two walks on the
+graph see only the live graph: nodes that are up, joined by links that are up. With d(k) the number
+of k's live neighbours (``live_degree``), Metropolis-Hastings proposes the ``int(u·d(k))``-th live
+neighbour j in row order and accepts with ``min(1, d(k)/d(j))``: its move probability
+``min(1/d(k), 1/d(j))`` is symmetric, so for the live graph of the moment the walk is doubly
+stochastic and its stationary distribution is uniform over each connected part of it (tested). The
+simple random walk moves to the ``int(u·d(k))``-th live neighbour (stationary distribution
+proportional to the live degree). A holder without live neighbours keeps the token. The other
+kinds do not read the view and are refused with ``[failures]``.
 
 A new kind is a class like these (here or in a module imported by ``gossipsim/scheduling/__init__.py``)
 with ``@register`` above it, or a class in a module of one's own named by import path in the scenario
@@ -26,7 +35,7 @@ with ``@register`` above it, or a class in a module of one's own named by import
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -55,10 +64,17 @@ class MetropolisHastings(Scheduler):
     )
     uniform_stationary = True
 
+    reads_liveness = True
+
     def edge_weights(self, g: IndexedGraph, view: NodeView | None = None) -> np.ndarray:
         # propose 1/deg(k), accept min(1, deg(k)/deg(j)); the rest stays at k
-        deg = g.degree.astype(float)
         rows = np.repeat(np.arange(g.size), g.degree)
+        if view is not None and view.has_failures:  # the live graph's degrees (module docstring)
+            live, deg = _live_entries(g, view)
+            with np.errstate(divide="ignore"):
+                weights = np.minimum(1.0 / deg[rows], 1.0 / deg[g.indices])
+            return np.where(live, weights, 0.0)
+        deg = g.degree.astype(float)
         return np.minimum(1.0, deg[rows] / deg[g.indices]) / deg[rows]
 
     def stationary(self, g: IndexedGraph, view: NodeView | None = None) -> np.ndarray:
@@ -69,6 +85,8 @@ class MetropolisHastings(Scheduler):
     ) -> Callable[[int], int]:
         indptr, indices, deg = machine_csr(g)
         buf, pos, refill = uniform_blocks(rng)
+        if view is not None and view.has_failures:
+            return _live_sampler(indptr, indices, view, buf, pos, refill, accept=True)
 
         def metropolis_hastings(k: int) -> int:
             if pos[0] >= UNIFORM_BLOCK:
@@ -104,9 +122,15 @@ class SimpleRandomWalk(Scheduler):
     description = "move to a uniformly chosen neighbour"
     may_stay = False
 
+    reads_liveness = True
+
     def edge_weights(self, g: IndexedGraph, view: NodeView | None = None) -> np.ndarray:
-        deg = g.degree.astype(float)
         rows = np.repeat(np.arange(g.size), g.degree)
+        if view is not None and view.has_failures:  # uniform over the live neighbours
+            live, deg = _live_entries(g, view)
+            with np.errstate(divide="ignore"):
+                return np.where(live, 1.0 / deg[rows], 0.0)
+        deg = g.degree.astype(float)
         return 1.0 / deg[rows]
 
     def stationary(self, g: IndexedGraph, view: NodeView | None = None) -> np.ndarray:
@@ -121,6 +145,8 @@ class SimpleRandomWalk(Scheduler):
     ) -> Callable[[int], int]:
         indptr, indices, deg = machine_csr(g)
         buf, pos, refill = uniform_blocks(rng)
+        if view is not None and view.has_failures:
+            return _live_sampler(indptr, indices, view, buf, pos, refill, accept=False)
 
         def simple_random_walk(k: int) -> int:
             if pos[0] >= UNIFORM_BLOCK:
@@ -240,3 +266,59 @@ class RoundRobin(Scheduler):
 
     def jump_chain(self, g: IndexedGraph, view: NodeView | None = None) -> JumpChain:
         return JumpChain.cyclic(g)
+
+
+# --------------------------------------------------------------------------- walks under failures
+
+
+def _live_entries(g: IndexedGraph, view: NodeView) -> tuple[np.ndarray, np.ndarray]:
+    """Which CSR entries k → j join two live nodes over a live link, and each node's live degree
+    (its live neighbours over live links, whatever its own state) as floats."""
+    up = np.asarray(view.up, dtype=bool)
+    edge_up = np.ones(g.indices.size, bool) if view.edge_up is None else np.asarray(view.edge_up)
+    rows = np.repeat(np.arange(g.size), g.degree)
+    reachable = up[g.indices] & edge_up
+    deg = np.bincount(rows, weights=reachable, minlength=g.size)
+    return reachable & up[rows], deg
+
+
+def _live_sampler(
+    indptr: Any,
+    indices: Any,
+    view: NodeView,
+    buf: list[list[float]],
+    pos: list[int],
+    refill: Callable[[], None],
+    *,
+    accept: bool,
+) -> Callable[[int], int]:
+    """The one-step sampler over the live graph (module docstring): the ``int(u·d(k))``-th live
+    neighbour, accepted with ``min(1, d(k)/d(j))`` (``accept``: Metropolis-Hastings) or always
+    (the simple random walk); the holder keeps the token when it has no live neighbour. Reads the
+    view's arrays through memory views: they change in place as nodes and links fail."""
+    assert view.up is not None and view.live_degree is not None
+    up = np.asarray(view.up).view(np.uint8).data
+    edge_up = np.asarray(view.edge_up).view(np.uint8).data if view.edge_up is not None else None
+    live = np.asarray(view.live_degree).data
+
+    def live_walk(k: int) -> int:
+        if pos[0] >= UNIFORM_BLOCK:
+            refill()
+        i = pos[0]
+        pos[0] = i + 1
+        d = live[k]
+        if d == 0:
+            return k
+        m = int(buf[0][i] * d)
+        j = k
+        for e in range(indptr[k], indptr[k + 1]):
+            j = indices[e]
+            if up[j] and (edge_up is None or edge_up[e]):
+                if m == 0:
+                    break
+                m -= 1
+        if not accept or buf[1][i] * live[j] < d:
+            return j
+        return k
+
+    return live_walk

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from gossipsim.core.registry import MODEL_KINDS, PROTOCOL_KINDS
 from gossipsim.core.schema import Key, reference_rows, reference_table
-from gossipsim.study.settings import SCHEMA
+from gossipsim.study.settings import OUTAGE_KEYS, SCHEMA
 from gossipsim.topology import reference_table as topology_reference_table
 
 _REGION = re.compile(r"(<!-- keys:([\w-]+) -->\n)(.*?)(<!-- /keys -->)", re.S)
@@ -53,6 +53,7 @@ def tables() -> dict[str, str]:
     out["svgd"] = reference_table(PROTOCOL_KINDS["svgd"].keys)
     out["dsvgd"] = reference_table(PROTOCOL_KINDS["dsvgd"].keys[len(PROTOCOL_KINDS["svgd"].keys) :])
     out["fedavg"] = reference_table(PROTOCOL_KINDS["fedavg"].keys)
+    out["failures-outage"] = reference_table(OUTAGE_KEYS)
     out["topology-kinds"] = topology_reference_table()
     return out
 

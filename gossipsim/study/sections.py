@@ -15,16 +15,19 @@ from gossipsim.core.registry import MODEL_KINDS, PROTOCOL_KINDS
 from gossipsim.core.schema import read_keys
 from gossipsim.errors import ConfigError
 from gossipsim.network.links import check_horizon
-from gossipsim.scheduling import check_scheduler
+from gossipsim.scheduling import SCHEDULERS, check_scheduler, scheduler_for
 from gossipsim.study.settings import (
     ABSOLUTE_TOLERANCE,
     DRAWN_LINK_KEYS,
+    OUTAGE_KEYS,
     SCHEMA,
     STOCHASTIC_LATENCY_WINDOW,
     DataSettings,
+    FailureSettings,
     LinkSettings,
     MetricsSettings,
     ModelSettings,
+    OutageSettings,
     ProtocolSettings,
     RunSettings,
     Scenario,
@@ -141,6 +144,8 @@ def parse_scenario(
     # a centralised kind's upload goes over the server's links, whatever the architecture
     links.check("server" if getattr(protocol_cls, "centralised", False) else pr["architecture"])
 
+    failures = _failures(raw, protocol_cls, protocol, scheduler.kind, model_cls)
+
     requests = raw.get("unlearning", [])
     if isinstance(requests, dict):
         requests = [requests]
@@ -201,6 +206,7 @@ def parse_scenario(
         compute_seconds=compute["seconds_per_iteration"],
         links=links,
         unlearning=tuple(unlearning),
+        failures=failures,
         metrics=metrics,
         base_dir=base_dir,
         compute_attribute=compute["node_attribute"],
@@ -210,8 +216,77 @@ def parse_scenario(
     edge_links = (topology.kind in EDGE_ATTRIBUTE_KINDS or bool(links.drawn)) and (
         protocol.architecture == "walk"
     )
-    check_requests_can_arrive(scenario, None if edge_links else scenario.slowest_compute, model_cls)
+    timed = not (edge_links or failures is not None)  # failures make waits no bound can know
+    check_requests_can_arrive(scenario, scenario.slowest_compute if timed else None, model_cls)
     return scenario
+
+
+def _failures(
+    raw: Mapping[str, Any], protocol_cls: Any, protocol: Any, scheduler: str, model_cls: Any
+) -> FailureSettings | None:
+    """``[failures]`` with its ``[[failures.outage]]`` tables, or None without the section (or
+    with nothing in it that fails); what cannot run under failures is refused here."""
+    table = dict(_table(raw, "failures"))
+    outages_raw = table.pop("outage", [])
+    if isinstance(outages_raw, dict):
+        outages_raw = [outages_raw]
+    if not isinstance(outages_raw, list):
+        raise ConfigError(
+            "failures.outage",
+            "must be an array of tables: [[failures.outage]] node = ..., from_s = ..., to_s = ...",
+        )
+    f = read_keys(SCHEMA["failures"], table, "failures")
+    outages = []
+    for i, entry in enumerate(outages_raw):
+        where = f"failures.outage[{i}]"
+        o = read_keys(OUTAGE_KEYS, _table({where: entry}, where), where)
+        if not o["to_s"] > o["from_s"]:
+            raise ConfigError(
+                f"{where}.to_s",
+                f"must be after from_s (got from_s = {o['from_s']:g}, to_s = {o['to_s']:g})",
+            )
+        outages.append(OutageSettings(node=o["node"], from_s=o["from_s"], to_s=o["to_s"]))
+    for up, down in (("node_up_s", "node_down_s"), ("link_up_s", "link_down_s")):
+        if (f[up] is None) != (f[down] is None):
+            given, missing = (up, down) if f[down] is None else (down, up)
+            raise ConfigError(
+                f"failures.{missing}",
+                f"is required with failures.{given}: give both mean times (s) or neither",
+            )
+    if not table and not outages:
+        return None  # an empty section: nothing fails
+    if f["token_timeout_s"] is None:
+        raise ConfigError(
+            "failures.token_timeout_s",
+            "is required when nodes or links fail: the seconds after which a lost token is "
+            "regenerated (a number > 0)",
+        )
+    if protocol.architecture != "walk" or getattr(protocol_cls, "centralised", False):
+        raise ConfigError(
+            "failures",
+            'runs on the token walk only so far (protocol.architecture = "walk", a protocol '
+            "that is not centralised)",
+        )
+    why = protocol_cls.without_recovery(protocol.options, model_cls)
+    if why is not None:
+        raise ConfigError("failures", f"{why}; remove [failures] or choose another protocol")
+    walk = scheduler_for(scheduler)
+    if not walk.reads_liveness:
+        live = [k for k, v in SCHEDULERS.items() if v.reads_liveness]
+        raise ConfigError(
+            "scheduler.kind",
+            f"{scheduler!r} does not see which nodes are up; under [failures] use one that "
+            f"does: {', '.join(live)}",
+        )
+    return FailureSettings(
+        token_timeout_s=f["token_timeout_s"],
+        node_up_s=f["node_up_s"],
+        node_down_s=f["node_down_s"],
+        link_up_s=f["link_up_s"],
+        link_down_s=f["link_down_s"],
+        outages=tuple(outages),
+        requests_from_down=f["requests_from_down"],
+    )
 
 
 def _topology(t_raw: dict[str, Any], graph: Any) -> TopologySettings:

@@ -158,6 +158,33 @@ LINKS_KEYS = (
         default_text="`latency_s`"),
 )  # fmt: skip
 
+FAILURES_KEYS = (
+    Key("node_up_s", "number", None, "mean up time of a node (s): nodes alternate up and down "
+        "for exponential times ([Failures and churn](#failures-and-churn)); with `node_down_s`; "
+        "inf: they never fail (a sweep's baseline)", minimum=0, exclusive_minimum=True,
+        finite=False),
+    Key("node_down_s", "number", None, "mean down time of a node (s); with `node_up_s`",
+        minimum=0, exclusive_minimum=True),
+    Key("link_up_s", "number", None, "mean up time of a link (s): links alternate up and down "
+        "the same way; with `link_down_s`; inf: they never fail", minimum=0,
+        exclusive_minimum=True, finite=False),
+    Key("link_down_s", "number", None, "mean down time of a link (s); with `link_up_s`",
+        minimum=0, exclusive_minimum=True),
+    Key("token_timeout_s", "number", None, "seconds without an acknowledgement (or a sign of "
+        "life of the holder) after which a node regenerates the token from its copy; required "
+        "with any failure", minimum=0, exclusive_minimum=True),
+    Key("requests_from_down", "choice", "wait", "an unlearning request from a node that is "
+        "down: `wait` until it is up (its latency includes the wait) or `delegate` (served at "
+        "once, by a neighbour holding what the node would need)", choices=("wait", "delegate")),
+)  # fmt: skip
+
+OUTAGE_KEYS = (
+    Key("node", "node", None, "the node that is down", required=True),
+    Key("from_s", "number", None, "start of the outage (s)", minimum=0, required=True),
+    Key("to_s", "number", None, "end of the outage (s), after `from_s`", minimum=0,
+        exclusive_minimum=True, required=True),
+)  # fmt: skip
+
 UNLEARNING_KEYS = (
     Key("node", "node", None, "the node asking to be forgotten (once per node)", required=True),
     Key("at_iteration", "integer", None, "the request arrives before this slot (give exactly one "
@@ -212,6 +239,7 @@ SCHEMA: dict[str, tuple[Key, ...]] = {
     "scheduler": SCHEDULER_KEYS,
     "compute": COMPUTE_KEYS,
     "links": LINKS_KEYS,
+    "failures": FAILURES_KEYS,
     "unlearning": UNLEARNING_KEYS,
     "metrics": METRICS_KEYS,
 }
@@ -471,6 +499,28 @@ class LinkSettings:
 
 
 @dataclass(frozen=True)
+class OutageSettings:
+    """``[[failures.outage]]``: node (its label) down from ``from_s`` to ``to_s``."""
+
+    node: Any
+    from_s: float
+    to_s: float
+
+
+@dataclass(frozen=True)
+class FailureSettings:
+    """``[failures]`` (:mod:`gossipsim.network.failures`); None on the scenario: no failures."""
+
+    token_timeout_s: float
+    node_up_s: float | None = None
+    node_down_s: float | None = None
+    link_up_s: float | None = None
+    link_down_s: float | None = None
+    outages: tuple[OutageSettings, ...] = ()
+    requests_from_down: str = default("failures", "requests_from_down")
+
+
+@dataclass(frozen=True)
 class UnlearningSettings:
     node: Any
     at_iteration: int | None = None
@@ -527,6 +577,8 @@ class Scenario:
     compute_seconds: float | tuple[float, ...] = default("compute", "seconds_per_iteration")
     links: LinkSettings = field(default_factory=LinkSettings)
     unlearning: tuple[UnlearningSettings, ...] = ()
+    #: ``[failures]``: None when no node or link ever fails
+    failures: FailureSettings | None = None
     metrics: MetricsSettings = field(default_factory=MetricsSettings)
     base_dir: str = "."
     #: ``[compute] node_attribute``: the node attribute holding each node's compute time (None:

@@ -26,6 +26,7 @@ from gossipsim.families import ExponentialFamily
 from gossipsim.models import Model, model_class
 from gossipsim.network.arq import EdgeLinks
 from gossipsim.network.channels import Channel
+from gossipsim.network.failures import Failures, Outage
 from gossipsim.network.links import check_horizon
 from gossipsim.network.messages import Message, Round
 from gossipsim.protocols import (
@@ -74,6 +75,8 @@ class World:
     #: the compute time of a slot: one number for every holder, or one per node index
     #: (:func:`node_compute_seconds`)
     compute_seconds: float | tuple[float, ...] = 0.0
+    #: ``[failures]`` with node indices (None: nothing fails)
+    failures: Failures | None = None
 
     @property
     def graph(self) -> nx.Graph:
@@ -149,6 +152,7 @@ def build_world(
     for i, req in enumerate(scenario.unlearning):
         node = indexed.index(req.node, f"unlearning[{i}].node")
         requests.append(Request(node, req.at_iteration, req.at_time))
+    failures = _failures(scenario, indexed)
     start: int | None = None
     if scenario.scheduler.start not in ("uniform", "stationary"):
         start = indexed.index(scenario.scheduler.start, "scheduler.start")
@@ -172,11 +176,12 @@ def build_world(
         links=_channel(scenario, indexed, graph),
         message_bits=scenario.protocol.message_bits(type(model).sizes(spec, indexed.size)),
         compute_seconds=compute,
+        failures=failures,
     )
     if scenario.compute_attribute is not None:  # bounds on a run's time, now that they are known
         assert isinstance(compute, tuple)
         budget.check_time(scenario, type(model).sizes(spec, indexed.size), compute)
-        if not _edge_kind(scenario):  # edges' links: _check_time judges the requests' times
+        if not _edge_kind(scenario) and failures is None:  # edges' links: _check_time judges
             check_requests_can_arrive(scenario, max(compute), type(model))
     _check_time(world)
     if targets:
@@ -185,6 +190,22 @@ def build_world(
     for forgotten in target_stages(world):  # a target that cannot be found fails here, in one line
         states.target(model, model.fixed_data, forgotten)
     return world
+
+
+def _failures(scenario: Scenario, indexed: IndexedGraph) -> Failures | None:
+    """``[failures]`` with its outages' nodes as indices (None: nothing fails)."""
+    f = scenario.failures
+    if f is None:
+        return None
+    outages = tuple(
+        Outage(indexed.index(o.node, f"failures.outage[{i}].node"), o.from_s, o.to_s)
+        for i, o in enumerate(f.outages)
+    )
+    return Failures(
+        token_timeout_s=f.token_timeout_s, node_up_s=f.node_up_s, node_down_s=f.node_down_s,
+        link_up_s=f.link_up_s, link_down_s=f.link_down_s, outages=outages,
+        requests_from_down=f.requests_from_down,
+    )  # fmt: skip
 
 
 def node_compute_seconds(
@@ -276,7 +297,7 @@ def _check_time(world: World) -> None:
     horizon = check_horizon(
         sc.run.iterations, world.compute_seconds, world.links, world.message_bits
     )
-    for i, req in timed if edge_kind else ():
+    for i, req in timed if edge_kind and sc.failures is None else ():
         if req.at_time is not None and req.at_time > horizon:
             raise ConfigError(
                 f"unlearning[{i}].at_time",

@@ -34,6 +34,8 @@ def unavailable(world: World) -> str | None:
     budget = [f"scenario.{k}" for k in ("max_bits", "max_time") if getattr(sc.run, k) is not None]
     if budget:  # each run would end at its own slot, found from its costs: the kernels do not
         return f"{' and '.join(budget)} end each run at its own cost (event engine only)"
+    if sc.failures is not None:
+        return "nodes or links fail ([failures]): their processes run beside the token"
     if sc.topology.draw == "per-run":
         return "the graph is drawn per run (topology.draw = per-run)"
     kernel = protocol_kind(sc.protocol.kind).kernel(world.model)
