@@ -211,3 +211,47 @@ def test_what_cannot_run_under_failures_is_refused_in_one_line(tmp_path, capsys)
     raw = _failing(token_timeout_s=1.0, node_up_s=5.0, node_down_s=1.0)
     raw["protocol"] = {"kind": "gfvl", "architecture": "server"}
     assert "token walk only" in validate_error(raw, tmp_path, capsys)
+
+
+@pytest.mark.parametrize("variant", ["sound", "paper"])
+def test_dsvgd_recovers_a_lost_token_without_counting_a_score_twice(variant):
+    """DSVGD under churn with a request: after every recovery the token is the custodian's copy,
+    and (sound variant) the aggregate S equals the sum of the scores g_k the nodes keep."""
+    from gossipsim.execution.runner import build_world, make_protocol
+    from gossipsim.study.sections import parse_scenario
+
+    means = [[[-0.8, 0.6]], [[0.7, 0.9]], [[0.6, -0.7]], [[-0.5, -0.8]], [[-1.6, -1.1]]] * 2
+    raw = base_scenario(
+        topology={"kind": "complete", "nodes": 10},
+        model={"kind": "gaussian-mixture", "prior": {"mean": 0.0, "variance": 4.0}},
+        data={"means": means, "variance": 4.0, "points_per_node": 20},
+        protocol={"kind": "dsvgd", "particles": 10, "variant": variant},
+        compute={"seconds_per_iteration": 0.4},
+        failures={"token_timeout_s": 0.5, "node_up_s": 15.0, "node_down_s": 5.0},
+        unlearning=[{"node": 4, "at_iteration": 150}],
+        metrics={},
+    )
+    raw["scenario"].update(iterations=400, runs=1)
+    world = build_world(parse_scenario(raw))
+    protocol = make_protocol(world, world.model.fixed_data, np.random.SeedSequence(1))
+    inner = protocol.main  # the retrain baseline wraps it
+    lost = []
+
+    class Checked(type(inner)):  # type: ignore[misc]
+        def on_holder_lost(self, holder: int, slot: int) -> None:
+            copy = self._kept
+            super().on_holder_lost(holder, slot)
+            assert self.particles is copy[2] and self.state is copy[1]
+            lost.append(slot)
+
+    inner.__class__ = Checked
+    f = world.failures
+    live = Liveness(world.indexed, f, np.random.default_rng(3))
+    walker = Walker(world.indexed, "metropolis-hastings", np.random.default_rng(4), live.view)
+    run_token(walker=walker, protocol=protocol, start=0, iterations=400, compute_seconds=0.4,
+              requests=world.requests, liveness=live)  # fmt: skip
+    assert len(lost) > 3
+    if variant == "sound":
+        total = sum(inner.own.values())
+        np.testing.assert_allclose(inner.state.aggregate, total, rtol=1e-9, atol=1e-9)
+    assert 4 in inner.removals() or 4 in inner.pending  # the request stands
