@@ -225,7 +225,12 @@ def test_dsvgd_recovers_a_lost_token_without_counting_a_score_twice(variant):
         topology={"kind": "complete", "nodes": 10},
         model={"kind": "gaussian-mixture", "prior": {"mean": 0.0, "variance": 4.0}},
         data={"means": means, "variance": 4.0, "points_per_node": 20},
-        protocol={"kind": "dsvgd", "particles": 10, "variant": variant},
+        protocol={
+            "kind": "dsvgd",
+            "particles": 10,
+            "variant": variant,
+            **({"local_iterations": 2, "fit_iterations": 2} if variant == "paper" else {}),
+        },
         compute={"seconds_per_iteration": 0.4},
         failures={"token_timeout_s": 0.5, "node_up_s": 15.0, "node_down_s": 5.0},
         unlearning=[{"node": 4, "at_iteration": 150}],
