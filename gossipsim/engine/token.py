@@ -142,16 +142,10 @@ def run_token(
             yield env.timeout(max(to - env.now, 0.0))
 
     def advance_while_up(to: float, node: int) -> Generator[simpy.Event, None, None]:
-        """:func:`advance` to ``to``, event after event, stopping at once if ``node`` goes down (the
-        clock then at the time it did)."""
+        """:func:`advance` to ``to``, or only to the moment ``node`` goes down if it does by then
+        (known in advance: :meth:`Liveness.next_down`)."""
         assert liveness is not None
-        up = liveness.node_up
-        while env.peek() <= to:
-            yield env.timeout(max(env.peek() - env.now, 0.0))
-            if not up[node]:
-                return
-        if to > env.now:
-            yield from advance(to)
+        yield from advance(min(to, liveness.next_down(node, env.now)))
 
     def restart(at: float, node: int) -> Generator[simpy.Event, None, float]:
         """The token lost, ``node`` restarts it from its copy at time ``at``, or when it is up
@@ -188,6 +182,7 @@ def run_token(
             node_up, node_down_at = liveness.node_up, liveness.node_down_at
             edge_up, edge_down_at = liveness.edge_up, liveness.edge_down_at
             timeout_s = liveness.failures.token_timeout_s
+            links_fail = liveness.failures.link_churn
             waits = liveness.failures.requests_from_down == "wait"
             protocol.checkpoint(0, start)
         custodian = start  # who keeps the copy of the token the holder received (failures)
@@ -268,7 +263,11 @@ def run_token(
                     if s_next >= due:
                         yield from advance_while_up(s_next, k)
                         due = env.peek()
-                    e = liveness.edge_entry(k, j)  # type: ignore[union-attr]
+                    # the link was up at t (the walk chose it); look it up only if one failed since
+                    link_failed = links_fail and liveness.last_link_down >= t  # type: ignore[union-attr]
+                    if link_failed:
+                        e = liveness.edge_entry(k, j)  # type: ignore[union-attr]
+                        link_failed = not edge_up[e] or edge_down_at[e] >= t
                     if node_down_at[k] >= t:  # the sender went down with the token
                         lost_at = node_down_at[k]
                         protocol.on_holder_lost(k, slot)
@@ -277,7 +276,7 @@ def run_token(
                         s_next = yield from restart(lost_at + timeout_s, j)
                         events.append(Event(slot, s_next, "regenerated", k, j))
                         protocol.checkpoint(slot, j)
-                    elif not (node_up[j] and edge_up[e]) or edge_down_at[e] >= t:
+                    elif not node_up[j] or link_failed:
                         # no acknowledgement: the sender restarts the token from its copy
                         recovery = protocol.on_loss(k, j, slot, message)  # type: ignore[arg-type]
                         events.append(Event(slot, t, "lost", k, j))

@@ -310,13 +310,17 @@ def _live_sampler(
         if d == 0:
             return k
         m = int(buf[0][i] * d)
-        j = k
-        for e in range(indptr[k], indptr[k + 1]):
-            j = indices[e]
-            if up[j] and (edge_up is None or edge_up[e]):
-                if m == 0:
-                    break
-                m -= 1
+        first = indptr[k]
+        if d == indptr[k + 1] - first:  # every neighbour live: the m-th entry, as without failures
+            j = indices[first + m]
+        else:
+            j = k
+            for e in range(first, indptr[k + 1]):
+                j = indices[e]
+                if up[j] and (edge_up is None or edge_up[e]):
+                    if m == 0:
+                        break
+                    m -= 1
         if not accept or buf[1][i] * live[j] < d:
             return j
         return k
