@@ -260,3 +260,32 @@ def test_dsvgd_recovers_a_lost_token_without_counting_a_score_twice(variant):
         total = sum(inner.own.values())
         np.testing.assert_allclose(inner.state.aggregate, total, rtol=1e-9, atol=1e-9)
     assert 4 in inner.removals() or 4 in inner.pending  # the request stands
+
+
+def test_the_churn_figure_draws_the_runs_medians_against_the_down_fraction(tmp_path):
+    from gossipsim.figures.churn import down_fraction, panel_points
+
+    raw = _failing(runs=6, iterations=800, token_timeout_s=0.5, node_down_s=5.0, node_up_s=20.0)
+    raw["unlearning"] = [{"node": 0, "at_time": 30.0}]
+    raw["sweep"] = {"failures.node_up_s": [math.inf, 20.0]}
+    res = gs.run(raw, plots=False)
+    assert res.plot(tmp_path, which="churn")["churn"].is_file()
+    summary = res.figure_summary()
+    variants = list(summary["variants"])
+    points = panel_points(res.runs, res.requests, summary, variants)
+    assert down_fraction({"node_up_s": 20.0, "node_down_s": 5.0}) == 0.2
+    assert down_fraction({"node_up_s": math.inf, "node_down_s": 5.0}) == 0.0
+    for v, x in zip(variants, (0.0, 0.2), strict=True):
+        mine = points[points["variant"] == v].set_index(["what", "request"])
+        assert (mine["x"] == x).all()
+        runs = res.runs[res.runs["variant"].astype(str) == v]
+        regen = 1000 * runs["regenerations"] / runs["iterations"]
+        assert mine.loc[("regenerations_per_1000", -1), "median"] == regen.median()
+        req = res.requests[res.requests["variant"].astype(str) == v]
+        served = req["removal_latency_time"].dropna()
+        assert mine.loc[("removal_latency_time", 0), "median"] == served.median()
+        assert mine.loc[("removal_latency_time", 0), "missing"] == len(req) - len(served)
+    assert (
+        points.loc[points["x"] == 0.0, "median"][points["what"] == "regenerations_per_1000"].iloc[0]
+        == 0.0
+    )

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
         plot_results,
     )
     from gossipsim.figures.style import COLUMN_WIDTH_IN
+    from gossipsim.figures.churn import plot_churn
     from gossipsim.figures.tradeoff import plot_accuracy_vs_ece
     from gossipsim.figures.unlearning_accuracy import plot_unlearning_accuracy
     from gossipsim.figures.unlearning_kl import plot_unlearning_kl
@@ -67,6 +68,7 @@ _LAZY = {
     "plot_cover_time": "cover_time",
     "plot_evaluation": "evaluation",
     "plot_accuracy_vs_ece": "tradeoff",
+    "plot_churn": "churn",
     "plot_kl_vs_iteration": "divergence_curves",
     "plot_kl_vs_time": "divergence_curves",
     "plot_latency": "latency",
@@ -99,6 +101,7 @@ __all__ = [
     "plot_unlearning_kl",
     "plot_visits",
     "plot_accuracy_vs_ece",
+    "plot_churn",
 ]
 
 

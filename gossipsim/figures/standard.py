@@ -75,6 +75,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from gossipsim.figures.canvas import Figures
+from gossipsim.figures.churn import applies as churn_applies
+from gossipsim.figures.churn import plot_churn
 from gossipsim.figures.costaxis import SLOT_FIGURES, X_AXES, figure_name
 from gossipsim.figures.cover_time import plot_cover_time
 from gossipsim.figures.divergence_curves import (
@@ -105,7 +107,7 @@ FORMATS = ("png", "pdf", "svg")
 FIGURES = (
     "kl_vs_iteration", "kl_vs_time", "unlearning_kl", "latency", "cover_time",
     "kl_vs_local_iterations", "evaluation", "unlearning_accuracy", "particles", "visits",
-    "accuracy_vs_ece",
+    "accuracy_vs_ece", "churn",
 )  # fmt: skip
 
 
@@ -280,6 +282,11 @@ def _figure_jobs(
         jobs["accuracy_vs_ece"] = lambda path: plot_accuracy_vs_ece(
             metrics, variants, path, summary=summary,
             title=f"{name}: held-out accuracy against calibration error",
+        )  # fmt: skip
+    if churn_applies(runs, variants):
+        jobs["churn"] = lambda path: plot_churn(
+            runs, requests, variants, path, summary=summary,
+            title=f"{name}: learning and unlearning under failures",
         )  # fmt: skip
     if x != "iteration":
         return _cost_jobs(jobs, metrics, requests, summary, statistic, x)
