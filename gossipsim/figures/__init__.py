@@ -32,6 +32,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from gossipsim.figures.churn import plot_churn
     from gossipsim.figures.compare import plot_comparison
     from gossipsim.figures.cover_time import plot_cover_time
     from gossipsim.figures.divergence_curves import plot_kl_vs_iteration, plot_kl_vs_time
@@ -47,7 +48,6 @@ if TYPE_CHECKING:
         plot_results,
     )
     from gossipsim.figures.style import COLUMN_WIDTH_IN
-    from gossipsim.figures.churn import plot_churn
     from gossipsim.figures.tradeoff import plot_accuracy_vs_ece
     from gossipsim.figures.unlearning_accuracy import plot_unlearning_accuracy
     from gossipsim.figures.unlearning_kl import plot_unlearning_kl
