@@ -155,20 +155,24 @@ def test_every_node_down_at_once_makes_the_token_wait_and_the_tables_say_so():
 @pytest.mark.parametrize("mode", ["wait", "delegate"])
 def test_a_request_from_a_node_that_is_down_waits_for_it_or_is_delegated(mode):
     raw = _failing(
-        runs=2, token_timeout_s=0.5, requests_from_down=mode,
-        outage=[{"node": 5, "from_s": 10.0, "to_s": 40.0}],
+        runs=4, iterations=2500, token_timeout_s=0.5, requests_from_down=mode,
+        outage=[{"node": 5, "from_s": 90.0, "to_s": 130.0}],
     )  # fmt: skip
-    raw["unlearning"] = [{"node": 5, "at_time": 20.0}]
+    raw["unlearning"] = [{"node": 5, "at_time": 100.0}]
     res = gs.run(raw, plots=False)
     m, req = res.metrics, res.requests
     for _, row in req.iterrows():
         slots = m[m["run"] == row["run"]].set_index("iteration")["time"]
-        arrived_before = slots.loc[row["request_iteration"] - 1]  # the slot before its arrival
+        arrived_before = slots.loc[row["request_iteration"]] - 0.1  # the start of its slot
+        removed_at = row["request_time"] + row["removal_latency_time"]
         if mode == "wait":
-            assert arrived_before >= 40.0  # delivered once node 5 is up again
+            assert arrived_before >= 130.0 - 1e-9  # delivered once node 5 is up again
+            assert not row["served"] or removed_at > 130.0
         else:
-            assert arrived_before < 20.0 + 1.0  # at once (slots last ~0.1 s)
-        assert row["request_time"] == 20.0  # latency in seconds counts from the request
+            assert arrived_before < 100.0 + 1.0  # at once (slots last ~0.1 s)
+            assert removed_at < 130.0  # by a neighbour holding the token while node 5 is down
+        assert row["request_time"] == 100.0  # latency in seconds counts from the request
+    assert (req["removal_latency"].dropna() > 0).all() and req["served"].sum() >= 2
 
 
 def test_failures_give_the_same_tables_with_one_or_two_workers(tmp_path):

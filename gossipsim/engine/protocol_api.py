@@ -147,6 +147,14 @@ class Protocol(ABC):
         (the token tells it which of its updates it holds)."""
         raise NotImplementedError(f"{type(self).__name__} cannot recover a lost token")
 
+    def serve_for(self, holder: int, node: int, slot: int) -> bool:
+        """Under failures with ``requests_from_down = "delegate"``: ``holder``, a neighbour of the
+        down ``node`` whose request has arrived, holds the token in ``slot`` and may remove
+        ``node``'s contribution for it (it holds a copy of what the removal needs). True if it did
+        (the removal then happens in ``slot``); False by default: the request waits for the
+        node's own visit."""
+        return False
+
     def on_round(self, slot: int, delivered: Sequence[bool]) -> None:
         """Which transfers of the :class:`Round` returned for ``slot`` arrived (in its order);
         ignored by default (a protocol without rounds never gets this call)."""

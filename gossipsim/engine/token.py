@@ -36,7 +36,9 @@ on, restarts it from its copy ``token_timeout_s`` later (:meth:`Protocol.on_hold
 the sender restarts it from its own copy ``token_timeout_s`` after sending (:meth:`Protocol.on_loss`).
 A node that must restart the token while down does so when it is up again (the wait is
 ``token_wait_seconds``). A request from a node that is down reaches the protocol once the node is
-up (``requests_from_down = "wait"``).
+up (``requests_from_down = "wait"``), or at once, and then a neighbour of the node holding the
+token while the node is still down acts for it if the protocol can (:meth:`Protocol.serve_for`;
+``"delegate"``).
 
 Simulated time must stay finite: a slot that would start at an infinite (or NaN) time is a
 :class:`~gossipsim.errors.ConfigError` naming ``links`` (scenarios are checked beforehand by
@@ -186,6 +188,7 @@ def run_token(
             waits = liveness.failures.requests_from_down == "wait"
             protocol.checkpoint(0, start)
         custodian = start  # who keeps the copy of the token the holder received (failures)
+        delegated: list[int] = []  # down nodes whose requests a neighbour may serve (failures)
         for slot in range(1, iterations + 1):
             if pending or slot == next_at:
                 for r in by_iteration.pop(slot, ()):
@@ -200,8 +203,18 @@ def run_token(
                         continue
                     protocol.on_request(node, slot)
                     arrivals.append(Arrival(r, node, slot, arrived))
+                    if churn and not node_up[node]:
+                        delegated.append(node)  # a neighbour of the node may serve it
                 undelivered -= len(pending) - len(held)
                 pending[:] = held
+            if delegated:  # the holder acts for a down neighbour whose request it can serve
+                for node in [n for n in delegated if node_up[n]]:
+                    delegated.remove(node)  # back up: it serves its own request
+                for node in delegated:
+                    if liveness.adjacent(k, node) and protocol.serve_for(k, node, slot):  # type: ignore[union-attr]
+                        delegated.remove(node)
+                        events.append(Event(slot, s, "delegated", k, node))
+                        break
             message = on_token(k, slot)
             t = s + (compute if per_node is None else per_node[k])
             lost_at = None  # when the holder went down with the token (failures)

@@ -260,6 +260,11 @@ class Liveness:
                 at = min(at, starts[i])
         return at
 
+    def adjacent(self, k: int, j: int) -> bool:
+        """Whether j is a neighbour of k over a link that is up."""
+        e = self.edge_entry(k, j)
+        return e < self._indptr[k + 1] and self._indices[e] == j and bool(self.edge_up[e])
+
     def when_up(self, env: simpy.Environment, k: int) -> simpy.Event:
         """An event that fires when node k is up (at once if it is)."""
         event = env.event()

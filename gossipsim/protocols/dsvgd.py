@@ -254,6 +254,20 @@ class DistributedSVGD(ParticleProtocol):
                 self._removals[h] = slot
         self.record(slot, force=True)
 
+    def serve_for(self, holder: int, node: int, slot: int) -> bool:
+        """Sound variant: a delegate holding a copy of the down node's score g_k subtracts it from
+        S (the removal slot); the particles move without the node's data at the next visits, as
+        after the node's own removal. The paper variant's removal (Forget-SVGD's steps on the
+        node's data and local particles) waits for the node itself."""
+        if not (self.sound and node in self.pending and self.uploader is None):
+            return False
+        self.pending.discard(node)
+        self.forgotten.add(node)
+        self._removals[node] = slot
+        self.state = forget(self.state, self.own.pop(node))
+        self.scores[node] = 0.0
+        return True
+
     def stats(self) -> dict[str, float]:
         return {"forget_pending": float(len(self.pending))}
 

@@ -202,6 +202,18 @@ class ConjugateGFVL(Protocol):
         self._named.add(holder)
         self.message = Message(self.bits + self.id_bits * len(self._named))
 
+    def serve_for(self, holder: int, node: int, slot: int) -> bool:
+        """A delegate removes the down node's factor (eq. 21), of which it holds a copy: the
+        node's next visit would do exactly this, in ``slot`` instead."""
+        if not (self.forgotten[node] and not self._idle[node]):
+            return False
+        self._add(slot, node, -1)
+        self.contributed[node] = 0
+        self.removed[node] = slot
+        self._idle[node] = 1
+        self._outstanding -= 1
+        return True
+
     def done(self) -> bool:
         return self._outstanding == 0
 

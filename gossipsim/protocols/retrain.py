@@ -60,6 +60,11 @@ class WithRetrainBaseline(Protocol):
         if self.retrain is not None:
             self.retrain.checkpoint(slot, holder)
 
+    def serve_for(self, holder: int, node: int, slot: int) -> bool:
+        """The main protocol's delegate (the retrain world restarted without the node at the
+        request: nothing of it to remove)."""
+        return self.main.serve_for(holder, node, slot)
+
     def on_holder_lost(self, holder: int, slot: int) -> None:
         self.main.on_holder_lost(holder, slot)
         if self.retrain is not None:

@@ -44,6 +44,9 @@ class Wrapped(Protocol):
     def on_holder_lost(self, holder: int, slot: int) -> None:
         self.protocol.on_holder_lost(holder, slot)
 
+    def serve_for(self, holder: int, node: int, slot: int) -> bool:
+        return self.protocol.serve_for(holder, node, slot)
+
     def stats(self) -> dict[str, float]:
         return self.protocol.stats()
 
