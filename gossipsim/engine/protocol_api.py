@@ -128,20 +128,20 @@ class Protocol(ABC):
         holds it next. By default the sender keeps it and tries again in the next slot."""
         return Recovery(sender)
 
-    #: whether :meth:`checkpoint` and :meth:`on_holder_lost` are implemented (runs with
+    #: whether :meth:`hand_over` and :meth:`on_holder_lost` are implemented (runs with
     #: ``[failures]`` need them)
     recovers_token: bool = False
 
-    def checkpoint(self, slot: int, holder: int) -> None:
+    def hand_over(self, slot: int, holder: int) -> None:
         """Under failures: the token's state at the end of ``slot`` is the copy its custodian keeps
         (slot 0: the run's start, the first holder's own copy), and ``holder`` holds it next; until
-        the next checkpoint only ``holder``'s slots change the token, and :meth:`on_holder_lost`
+        the next hand-over only ``holder``'s slots change the token, and :meth:`on_holder_lost`
         takes them back."""
         raise NotImplementedError(f"{type(self).__name__} cannot recover a lost token")
 
     def on_holder_lost(self, holder: int, slot: int) -> None:
         """Under failures: ``holder`` went down with the token during (or at the end of) ``slot``;
-        the token is back to the last :meth:`checkpoint`'s copy, which the protocol records at the
+        the token is back to the last :meth:`hand_over`'s copy, which the protocol records at the
         end of ``slot``. ``holder``'s updates since then are lost although it made them: what it
         keeps about its contribution must agree with the restored token when it is next visited
         (the token tells it which of its updates it holds)."""

@@ -32,7 +32,7 @@ catches the clock up to the end of each computation and to each hop's arrival ev
 it sees the holder go down at the moment it does. A holder that goes down during its slot or
 while it sends loses the token (``holder-lost``): the token's custodian, the node that handed it
 on, restarts it from its copy ``token_timeout_s`` later (:meth:`Protocol.on_holder_lost`, then
-:meth:`Protocol.checkpoint`). A hop whose receiver or link fails before it arrives is ``lost``:
+:meth:`Protocol.hand_over`). A hop whose receiver or link fails before it arrives is ``lost``:
 the sender restarts it from its own copy ``token_timeout_s`` after sending (:meth:`Protocol.on_loss`).
 A node that must restart the token while down does so when it is up again (the wait is
 ``token_wait_seconds``). A request from a node that is down reaches the protocol once the node is
@@ -186,7 +186,7 @@ def run_token(
             timeout_s = liveness.failures.token_timeout_s
             links_fail = liveness.failures.link_churn
             waits = liveness.failures.requests_from_down == "wait"
-            protocol.checkpoint(0, start)
+            protocol.hand_over(0, start)
         custodian = start  # who keeps the copy of the token the holder received (failures)
         delegated: list[int] = []  # down nodes whose requests a neighbour may serve (failures)
         for slot in range(1, iterations + 1):
@@ -244,7 +244,7 @@ def run_token(
                 j = custodian
                 s_next = yield from restart(lost_at + timeout_s, j)
                 events.append(Event(slot, s_next, "regenerated", k, j))
-                protocol.checkpoint(slot, j)
+                protocol.hand_over(slot, j)
                 due = env.peek()
                 s, k = s_next, j
                 continue
@@ -288,7 +288,7 @@ def run_token(
                         j = custodian
                         s_next = yield from restart(lost_at + timeout_s, j)
                         events.append(Event(slot, s_next, "regenerated", k, j))
-                        protocol.checkpoint(slot, j)
+                        protocol.hand_over(slot, j)
                     elif not node_up[j] or link_failed:
                         # no acknowledgement: the sender restarts the token from its copy
                         recovery = protocol.on_loss(k, j, slot, message)  # type: ignore[arg-type]
@@ -301,10 +301,10 @@ def run_token(
                         s_next = yield from restart(at, j)
                         events.append(Event(slot, s_next, "regenerated", k, j))
                         if j != k:
-                            protocol.checkpoint(slot, j)
+                            protocol.hand_over(slot, j)
                     else:
                         custodian = k
-                        protocol.checkpoint(slot, j)
+                        protocol.hand_over(slot, j)
                     due = env.peek()
             else:
                 s_next = t

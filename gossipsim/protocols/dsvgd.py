@@ -212,7 +212,7 @@ class DistributedSVGD(ParticleProtocol):
         """The walk's uncompressed token (the server's rounds and compressed tokens: not yet)."""
         return self.uploader is None and self.downlink is None and self.token is None
 
-    def checkpoint(self, slot: int, holder: int) -> None:
+    def hand_over(self, slot: int, holder: int) -> None:
         """The custodian's copy of the token (particles, aggregate, AdaGrad's history) and what
         ``holder`` keeps about its contribution (its score g_k or local particles t_k, its flags)."""
         h = holder
@@ -227,7 +227,7 @@ class DistributedSVGD(ParticleProtocol):
         token tells it at its next visit. A request that arrived meanwhile still stands: the node
         is forgotten at its next visit if the copy holds its data."""
         h, state, particles, own, local, score, visited, pending, forgotten, removal = self._kept
-        assert h == holder, "only the holder's slots change the token between checkpoints"
+        assert h == holder, "only the holder's slots change the token between hand-overs"
         requested = h in self.pending or h in self.forgotten
         self.state, self.particles = state, particles
         for keep, value in ((self.own, own), (self.local, local)):

@@ -171,9 +171,9 @@ class ConjugateGFVL(Protocol):
 
     recovers_token = True
 
-    def checkpoint(self, slot: int, holder: int) -> None:
+    def hand_over(self, slot: int, holder: int) -> None:
         """The custodian's copy: whether ``holder``'s factor is in the token (the only factor the
-        slots until the next checkpoint can change)."""
+        slots until the next hand-over can change)."""
         self._kept = (holder, self.contributed[holder])
 
     def on_holder_lost(self, holder: int, slot: int) -> None:
@@ -185,7 +185,7 @@ class ConjugateGFVL(Protocol):
         token still holds). Restoring only q, with the holder's belief kept, would leave its
         factor out for good."""
         node, was_in = self._kept
-        assert node == holder, "only the holder's slots change the token between checkpoints"
+        assert node == holder, "only the holder's slots change the token between hand-overs"
         if self.contributed[holder] != was_in:
             self._add(slot, holder, 1 if was_in else -1)  # back to the copy's set of factors
             self.contributed[holder] = was_in

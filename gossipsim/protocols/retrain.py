@@ -30,7 +30,7 @@ class WithRetrainBaseline(Protocol):
         self.forgotten: frozenset[int] = frozenset()
         self.retrain_trace: StateTrace | None = None  # made by the first restart, passed on
         self.recovers_token = main.recovers_token
-        self._custody: tuple[int, int] | None = None  # the last checkpoint (failures)
+        self._custody: tuple[int, int] | None = None  # the last hand-over (failures)
 
     def on_token(self, holder: int, slot: int) -> Message | Round:
         if self.retrain is not None:
@@ -42,8 +42,8 @@ class WithRetrainBaseline(Protocol):
         self.forgotten = self.forgotten | {node}
         self.retrain = self.fresh(self.forgotten, self.retrain_trace, slot)
         self.retrain_trace = self.retrain.traces()["main"]
-        if self._custody is not None:  # a restart since the last checkpoint goes back to nothing
-            self.retrain.checkpoint(*self._custody)
+        if self._custody is not None:  # a restart since the last hand-over goes back to nothing
+            self.retrain.hand_over(*self._custody)
 
     def done(self) -> bool:
         return self.main.done() and (self.retrain is None or self.retrain.done())
@@ -54,11 +54,11 @@ class WithRetrainBaseline(Protocol):
     def on_round(self, slot: int, delivered: Sequence[bool]) -> None:
         self.main.on_round(slot, delivered)
 
-    def checkpoint(self, slot: int, holder: int) -> None:
+    def hand_over(self, slot: int, holder: int) -> None:
         self._custody = (slot, holder)
-        self.main.checkpoint(slot, holder)
+        self.main.hand_over(slot, holder)
         if self.retrain is not None:
-            self.retrain.checkpoint(slot, holder)
+            self.retrain.hand_over(slot, holder)
 
     def serve_for(self, holder: int, node: int, slot: int) -> bool:
         """The main protocol's delegate (the retrain world restarted without the node at the

@@ -38,8 +38,8 @@ class Wrapped(Protocol):
     def removals(self) -> dict[int, int]:
         return self.protocol.removals()
 
-    def checkpoint(self, slot: int, holder: int) -> None:
-        self.protocol.checkpoint(slot, holder)
+    def hand_over(self, slot: int, holder: int) -> None:
+        self.protocol.hand_over(slot, holder)
 
     def on_holder_lost(self, holder: int, slot: int) -> None:
         self.protocol.on_holder_lost(holder, slot)
