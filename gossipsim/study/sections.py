@@ -139,7 +139,10 @@ def parse_scenario(
     ln = read_keys(SCHEMA["links"], ln_raw, "links")
     links = LinkSettings(**ln, drawn=drawn)
     # a centralised kind's upload goes over the server's links, whatever the architecture
-    links.check("server" if getattr(protocol_cls, "centralised", False) else pr["architecture"])
+    centralised = bool(getattr(protocol_cls, "centralised", False))
+    links.check(
+        "server" if centralised else pr["architecture"], centralised=centralised, kind=protocol_cls
+    )
 
     requests = raw.get("unlearning", [])
     if isinstance(requests, dict):
