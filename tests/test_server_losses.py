@@ -477,3 +477,38 @@ def test_no_exact_removal_latency_is_claimed_over_lossy_server_links():
     entry = theory["removal_latency"][0]
     assert entry["expected"] is None and "lose transfers" in entry["method"], entry
     assert "exact_cover_moves" in theory  # the schedule itself loses nothing
+
+
+def _expected_transfer(link: dict[str, float]) -> tuple[float, float, float]:
+    """(P(delivered), E[seconds], E[attempts]) of one transfer of PAYLOAD bits by stop-and-wait
+    ARQ: F failed attempts, P(F = f) = loss^f (1 − loss), lost for good when F > max_retries."""
+    p, m, timeout = link["loss"], int(link["retries"]), link["timeout"]
+    delivered = 1.0 - p ** (m + 1)
+    attempt = PAYLOAD / link["rate"] + link["latency"]
+    seconds = (1 - delivered) * (m + 1) * timeout
+    attempts = (1 - delivered) * (m + 1)
+    for f in range(m + 1):
+        seconds += p**f * (1 - p) * (f * timeout + attempt)
+        attempts += p**f * (1 - p) * (f + 1)
+    return delivered, seconds, attempts
+
+
+def test_the_mean_slot_time_bits_and_updates_are_the_arq_formulas():
+    """Over many slots: the mean slot time, bits and share of slots with an update against their
+    exact expectations (a download, then only if it arrived the computation and an upload)."""
+    res = gs.run(_server(runs=2, iterations=4000, **_lossy_links()), plots=False)
+    d_ok, d_seconds, d_attempts = _expected_transfer(DOWN)
+    u_ok, u_seconds, u_attempts = _expected_transfer(UP)
+    exact_time = d_seconds + d_ok * (COMPUTE + u_seconds)
+    exact_bits = PAYLOAD * (d_attempts + d_ok * u_attempts)
+    m = res.metrics.sort_values(["run", "iteration"])
+    dt = m.groupby("run")["time"].diff().dropna()
+    dbits = m.groupby("run")["bits"].diff().dropna()
+    for measured, exact in ((dt, exact_time), (dbits, exact_bits)):
+        se = measured.std(ddof=1) / math.sqrt(len(measured))
+        assert abs(measured.mean() - exact) < 4 * se, (measured.mean(), exact, se)
+    rounds = 2 * 4000
+    lost = res.runs["lost_messages"].sum()  # a slot loses one transfer at most
+    updated = 1 - lost / rounds
+    se = math.sqrt(d_ok * u_ok * (1 - d_ok * u_ok) / rounds)
+    assert abs(updated - d_ok * u_ok) < 4 * se, (updated, d_ok * u_ok)
