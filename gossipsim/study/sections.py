@@ -307,6 +307,8 @@ def check_requests_can_arrive(
                 if protocol.architecture == "server"
                 else "message bits / links.rate_bps + links.latency_s"
             )
+            if link.lossy:
+                transmissions += ", each with every retry's timeout where its link loses"
             slowest = (
                 "the slowest node's "
                 if scenario.compute_attribute is not None

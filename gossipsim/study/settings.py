@@ -344,14 +344,9 @@ class SchedulerSettings:
 EDGE_LINK_KEYS = ("rate_bps", "latency_s", "loss", "timeout_s", "max_retries")
 #: the ``[links]`` keys that may be drawn per edge from a distribution (``{ lognormal = [mu, sd] }``)
 DRAWN_LINK_KEYS = ("rate_bps", "latency_s")
-#: the server's link keys per direction, each with the walk's key it defaults to
-SERVER_LINK_FALLBACKS = {
-    direction: tuple(
-        (f"{direction}_{name}", name)
-        for name in ("rate_bps", "latency_s", "loss", "timeout_s", "max_retries")
-    )
-    for direction in ("downlink", "uplink")
-}
+#: the values of each of the server's links: ``downlink_<name>`` and ``uplink_<name>``, each
+#: defaulting to the walk's ``<name>``
+SERVER_LINK_VALUES = ("rate_bps", "latency_s", "loss", "timeout_s", "max_retries")
 
 
 @dataclass(frozen=True)
@@ -423,11 +418,10 @@ class LinkSettings:
                     f"is {loss:g}, but a centralised protocol's upload of every node's data to "
                     "the centre (slot 1) needs lossless uplinks: set it to 0",
                 )
-            timeout, timeout_key = self.server_value(direction, "timeout_s")
-            if timeout is None:
+            if self.server_value(direction, "timeout_s")[0] is None:
                 own = f"links.{direction}_timeout_s"
                 raise ConfigError(
-                    own if loss_key != "links.loss" else "links.timeout_s",
+                    "links.timeout_s" if loss_key == "links.loss" else own,
                     f"is required with {loss_key} = {loss:g}: the seconds from the start of a "
                     f"lost attempt until it is sent again (a number > 0; {own} for the "
                     f"{direction}s alone)",
@@ -452,7 +446,7 @@ class LinkSettings:
         ``(index u, index v, (label u, label v), attributes)``, whose attributes named like the
         keys (:data:`EDGE_LINK_KEYS`) override them for that edge. For the server, its downlinks
         and uplinks (each value not given taken from the walk's key of the same name:
-        :data:`SERVER_LINK_FALLBACKS`): :class:`ServerLinks` where neither loses anything, else
+        :data:`SERVER_LINK_VALUES`): :class:`ServerLinks` where neither loses anything, else
         :class:`~gossipsim.network.arq.LossyServerLinks`; edge attributes do not apply (no hop
         uses a graph edge). With values drawn per edge (:attr:`drawn`) ``edges`` must list every
         edge, in a fixed order, and ``rng`` draws each edge's values in that order (before its
@@ -465,7 +459,7 @@ class LinkSettings:
             return edge_channel(self._link(), own, names)
         self.check(architecture)
         down, up = (
-            {name: self.server_value(d, name) for _, name in SERVER_LINK_FALLBACKS[d]}
+            {name: self.server_value(d, name) for name in SERVER_LINK_VALUES}
             for d in ("downlink", "uplink")
         )
         if not self.server_lossy():
