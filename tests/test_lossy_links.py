@@ -176,12 +176,6 @@ def test_bad_links_are_one_line(tmp_path, capsys, links, key, words):
     assert key in err and words in err, err
 
 
-def test_loss_on_the_server_links_is_refused(tmp_path, capsys):
-    raw = base_scenario(links={"loss": 0.1, "timeout_s": 1.0}, protocol={"architecture": "server"})
-    err = validate_error(raw, tmp_path, capsys)
-    assert "links.loss: applies to the walk so far" in err, err
-
-
 GRAPHML = """<?xml version="1.0" encoding="UTF-8"?>
 <graphml xmlns="http://graphml.graphdrawing.org/xmlns">
   <key id="r" for="edge" attr.name="rate_bps" attr.type="{rate_type}"/>

@@ -183,8 +183,8 @@ class Lossy(Channel):
         return Delivery(1.0, lost=receiver == SERVER)
 
 
-def test_a_lost_transfer_is_refused():
-    with pytest.raises(ValueError, match="lossless links"):
+def test_a_lost_transfer_without_a_checkpoint_is_refused():
+    with pytest.raises(ValueError, match=r"nothing was saved .* lossy=True"):
         run_token(walker=_ring_walker(), protocol=ServerRounds(Growing()), start=0, iterations=3,
                   links=Lossy(), channel_rng=np.random.default_rng(0))  # fmt: skip
 
@@ -224,7 +224,9 @@ def test_a_sweep_over_the_architecture_on_workers(tmp_path, capsys):
     assert resolved["links"] == {
         "rate_bps": 256.0, "latency_s": 0.5, "downlink_rate_bps": 256.0,
         "downlink_latency_s": 0.25, "uplink_rate_bps": 64.0, "uplink_latency_s": 0.125,
-        "loss": 0.0, "timeout_s": None, "max_retries": 100,
+        "loss": 0.0, "timeout_s": None, "max_retries": 100, "downlink_loss": 0.0,
+        "downlink_timeout_s": None, "downlink_max_retries": 100, "uplink_loss": 0.0,
+        "uplink_timeout_s": None, "uplink_max_retries": 100,
     }  # fmt: skip
 
 

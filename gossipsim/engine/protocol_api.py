@@ -6,7 +6,9 @@ The engine (:mod:`gossipsim.engine.token`) knows nothing about models: at every 
 :class:`~gossipsim.network.messages.Round` of transfers between a server and clients), delivers unlearning
 requests through :meth:`Protocol.on_request`, tells it of lost transmissions
 (:meth:`Protocol.on_loss`, which decides who holds the token next) and of a round's outcome
-(:meth:`Protocol.on_round`), and asks :meth:`Protocol.done` whether anything is left to do. A new
+(:meth:`Protocol.on_round`), and asks :meth:`Protocol.done` whether anything is left to do. A
+protocol that can take a slot back (:meth:`Protocol.checkpoint`, :meth:`Protocol.take_back`) runs
+with a parameter server whose links lose transfers. A new
 algorithm is a new :class:`Protocol` subclass (and a protocol kind,
 :mod:`gossipsim.protocols.registry`); the engine is never edited. This module imports nothing of
 gossipsim's but the messages, so the engine reaches no protocol implementation.
@@ -71,6 +73,11 @@ class StateTrace:
         """Index into :attr:`states` of the state in force at each of ``slots`` (-1 before any)."""
         return np.searchsorted(self.slots, np.asarray(slots), side="right") - 1
 
+    def truncate(self, length: int) -> None:
+        """Keep the first ``length`` records only (a slot taken back: :meth:`Protocol.take_back`)."""
+        del self._slots[length:]
+        del self._states[length:]
+
 
 class RecordedTrace(StateTrace):
     """A trace recorded elsewhere, as arrays: its record slots (ascending) and the states recorded
@@ -85,6 +92,9 @@ class RecordedTrace(StateTrace):
         self._state_array = np.asarray(states, dtype=float)
 
     def record(self, slot: int, state: np.ndarray) -> None:
+        raise TypeError("a RecordedTrace takes no further records")
+
+    def truncate(self, length: int) -> None:
         raise TypeError("a RecordedTrace takes no further records")
 
     def __len__(self) -> int:
@@ -156,9 +166,28 @@ class Protocol(ABC):
         return False
 
     def on_round(self, slot: int, delivered: Sequence[bool]) -> None:
-        """Which transfers of the :class:`Round` returned for ``slot`` arrived (in its order);
-        ignored by default (a protocol without rounds never gets this call)."""
+        """Which transfers of the :class:`Round` returned for ``slot`` arrived (in its order; in a
+        chained round, those not sent after a lost one are False too); ignored by default (a
+        protocol without rounds never gets this call)."""
         return None
+
+    def checkpoint(self, holder: int) -> Any:
+        """What :meth:`on_token` for ``holder`` may change, saved just before it, for
+        :meth:`take_back`: a parameter server on links that lose transfers
+        (:class:`~gossipsim.protocols.server.ServerRounds`) takes a slot back when the agent's
+        download or upload is lost for good. A protocol that cannot take a slot back raises
+        :class:`NotImplementedError` (the default; its kind's ``takes_back`` is then False)."""
+        raise NotImplementedError(
+            f"{type(self).__name__} cannot take a slot back (no checkpoint/take_back): it needs "
+            "server links that lose nothing"
+        )
+
+    def take_back(self, saved: Any, slot: int) -> None:
+        """Undo the update :meth:`on_token` made in ``slot`` after :meth:`checkpoint` returned
+        ``saved``: the state, every node's own state, the counters, the removals and the recorded
+        states as they were before it, as if the slot had changed nothing; the random draws it
+        made stay spent (the streams never rewind)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot take a slot back")
 
     def removals(self) -> dict[int, int]:
         """For each forgotten node (by index), the slot at whose end its contribution had left the

@@ -21,7 +21,11 @@ trying again, another node regenerating it, or no one: the run ends). A protocol
 slot on a :class:`~gossipsim.network.messages.Round` of transfers between a server and clients: the slot
 then lasts the compute time plus the transfers' time (the slowest, or their sum when sequential), no
 token moves, and the protocol learns which transfers arrived (:meth:`Protocol.on_round`); a round
-without transfers (a centralised protocol's slot at the centre) costs the compute time only. Losses,
+without transfers (a centralised protocol's slot at the centre) costs the compute time only. On a
+lossy channel a transfer lost for good costs its attempts' timeouts; in a chained round
+(:attr:`Round.chained <gossipsim.network.messages.Round.chained>`, the parameter server's) the
+transfers after it are not sent, and one lost before the computation means the slot computes
+nothing (its compute time is not spent). Losses,
 regenerations, rounds and an early end are listed in :attr:`RunRecord.events`. The token process advances slot after slot without returning to the SimPy
 scheduler while no other event is due before the next slot starts; this is exact (no other process
 can run in between) and keeps the per-hop cost close to that of a plain loop.
@@ -216,17 +220,22 @@ def run_token(
                         events.append(Event(slot, s, "delegated", k, node))
                         break
             message = on_token(k, slot)
-            t = s + (compute if per_node is None else per_node[k])
             lost_at = None  # when the holder went down with the token (failures)
-            if churn:
-                if t >= due:
-                    yield from advance_while_up(t, k)
-                    due = env.peek()
-                if node_down_at[k] >= s:
-                    lost_at = node_down_at[k]
             if message.__class__ is Round:  # a server round: no token moves
-                t, total_bits = _round(links, protocol, message, k, slot, t, total_bits,
-                                       channel_rng, events)  # fmt: skip
+                t, total_bits, resent = _round(
+                    links, protocol, message, k, slot, s,
+                    compute if per_node is None else per_node[k], total_bits, channel_rng, events,
+                )  # fmt: skip
+                if resent:
+                    state["retransmissions"] += resent
+            else:
+                t = s + (compute if per_node is None else per_node[k])
+                if churn:
+                    if t >= due:
+                        yield from advance_while_up(t, k)
+                        due = env.peek()
+                    if node_down_at[k] >= s:
+                        lost_at = node_down_at[k]
             hold(k)
             mark(t if lost_at is None else lost_at)
             count(total_bits)
@@ -350,28 +359,57 @@ def _round(
     round_: Round,
     holder: int,
     slot: int,
-    t: float,
+    s: float,
+    compute: float,
     total_bits: float,
     rng: np.random.Generator | None,
     events: list[Event],
-) -> tuple[float, float]:
-    """Carry out a slot's round over the channel: its end time and the bits sent by then."""
+) -> tuple[float, float, int]:
+    """Carry out a slot's round over the channel, the slot starting at ``s`` and computing for
+    ``compute`` seconds: its end time, the bits sent by then and the retransmissions of its
+    transfers. Its time is ``s + compute`` then the transfers' (:func:`round_seconds`), added in
+    that order. On a lossy channel a transfer lost for good is listed as ``lost`` (at the moment
+    its loss is known); in a chained round the transfers after it are not sent, and if it came
+    before the computation (``Round.compute_after``) nothing is computed: the slot lasts ``s`` +
+    the transfers sent."""
     delays, delivered = [], []
-    for transfer in round_.transfers:
-        if links.lossy:
-            outcome = links.transmit(transfer.sender, transfer.receiver, transfer.message, rng)  # type: ignore[arg-type]
-            delays.append(outcome.delay)
-            delivered.append(not outcome.lost)
-            total_bits += transfer.message.bits if outcome.bits is None else outcome.bits
-        else:
+    retransmissions = 0
+    if not links.lossy:
+        for transfer in round_.transfers:
             delays.append(links.delay(transfer.sender, transfer.receiver, transfer.message.bits))
             delivered.append(True)
             total_bits += transfer.message.bits
+    else:
+        lost: list[int] = []
+        for transfer in round_.transfers:
+            if lost and round_.chained:  # depends on a transfer lost for good: not sent
+                delivered.append(False)
+                continue
+            outcome = links.transmit(transfer.sender, transfer.receiver, transfer.message, rng)  # type: ignore[arg-type]
+            if outcome.lost:
+                lost.append(len(delays))
+            delays.append(outcome.delay)
+            delivered.append(not outcome.lost)
+            total_bits += transfer.message.bits if outcome.bits is None else outcome.bits
+            retransmissions += outcome.attempts - 1
+        if lost:
+            # a chained round that lost a transfer before its computation computed nothing
+            start = s if round_.chained and lost[0] < round_.compute_after else s + compute
+            for index in lost:  # each loss when it is known
+                known = sum(delays[: index + 1]) if round_.sequential else delays[index]
+                sent = round_.transfers[index]
+                events.append(Event(slot, start + known, "lost", sent.sender, sent.receiver))
+            spent = round_seconds(delays, round_.sequential)
+            protocol.on_round(slot, delivered)
+            events.append(Event(slot, start + spent, "round", holder, -1, len(delays),
+                                sum(delivered)))  # fmt: skip
+            return start + spent, total_bits, retransmissions
+    t = s + compute
     spent = round_seconds(delays, round_.sequential)
     protocol.on_round(slot, delivered)
     if delivered:  # a round without transfers (a centralised protocol's slot) is no event
         events.append(Event(slot, t + spent, "round", holder, -1, len(delivered), sum(delivered)))
-    return t + spent, total_bits
+    return t + spent, total_bits, retransmissions
 
 
 def _timed_request(

@@ -50,7 +50,8 @@ def theory_for(world: Any, arrival_slots: Mapping[int, int] | None = None) -> di
       up to n − r + 1, also ``restricted_expected`` = E[min(L, τ)] with τ = ``restricted_to`` =
       n − r + 2 (what a Kaplan–Meier restricted mean of censored runs estimates) and
       ``served_within_run`` = P(L ≤ n − r + 1); for a request at a time whose slot depends on the walk (links that
-      take time), or a slot too late for the exact law, ``expected`` is None and ``method`` says
+      take time), a slot too late for the exact law, or the server over links that lose
+      transfers (a removal waits for a delivered round), ``expected`` is None and ``method`` says
       why (graphs up to 20,000 nodes);
     * ``next_visit_latency`` of each requested node: the expected slots until it holds the token
       from a holder drawn from the stationary distribution, its factor present
@@ -122,13 +123,32 @@ def theory_for(world: Any, arrival_slots: Mapping[int, int] | None = None) -> di
             out["next_visit_latency"] = {  # 1 + Σ_v π(v) H(v, k): ct.next_visit_latency
                 str(labels[node]): 1.0 + float(pi @ h) for node, h in hitting.items()
             }
-            out["next_visit_latency_assumes"] = (
+            assumes = (
                 "holder drawn from the stationary distribution of the "
                 f"{kind} scheduler and the node's factor in the state (a request long after the "
                 "start); latency = slots until the node holds the token, the request slot included"
             )
+            if _lossy_server(world):
+                assumes += (
+                    "; over the server's lossy links the runs measure more: a removal waits for "
+                    "a round whose download and upload both arrive"
+                )
+            out["next_visit_latency_assumes"] = assumes
     out.update(target_summary(world))
     return out
+
+
+#: why no exact removal latency is given where the server's links lose transfers
+LOSSY_SERVER_NOTE = (
+    "not computed: the server's links lose transfers, and a node's contribution leaves the state "
+    "at its first round whose download and upload both arrive, later than the scheduler's next "
+    "visit whose law is known"
+)
+
+
+def _lossy_server(world: Any) -> bool:
+    """Whether ``world`` runs the parameter server over links that lose transfers."""
+    return world.scenario.protocol.architecture == "server" and bool(world.links.lossy)
 
 
 def request_slot(world: Any, request: int, observed: int | None) -> int | None:
@@ -182,6 +202,9 @@ def removal_latency_entry(
         return entry
     # none known with data drawn per run: the node holds some in every run then (the models whose
     # data are drawn per run refuse a node without rows)
+    if _lossy_server(world):
+        entry["method"] = LOSSY_SERVER_NOTE
+        return entry
     points = world.points
     if points and points[req.node] == 0:
         entry.update(expected=0.0, nothing_to_remove=1.0, method="the node has no data: 0")

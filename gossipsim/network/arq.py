@@ -19,8 +19,10 @@ Bernoulli draw per attempt.
 ``[links]`` values on every other edge; a hop u → v uses edge (u, v)'s (one dictionary look-up per
 hop). Nothing is lost: the engine asks only for :meth:`EdgeLinks.delay`. :class:`LossyLinks`: the
 same with loss on at least one link (homogeneous lossy links are a :class:`LossyLinks` without edge
-links); the engine asks for :meth:`LossyLinks.transmit`. Neither declares a vectorised kernel: they
-run on the event engine, and ``engine = "auto"`` says why (:meth:`EdgeLinks.why_event_engine`).
+links); the engine asks for :meth:`LossyLinks.transmit`. :class:`LossyServerLinks`: the parameter
+server's downlinks and uplinks, each a :class:`Link`, when either loses transfers. None declares a
+vectorised kernel: they run on the event engine, and ``engine = "auto"`` says why
+(:meth:`EdgeLinks.why_event_engine`).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from typing import ClassVar
 import numpy as np
 
 from gossipsim.network.channels import Channel, Delivery
-from gossipsim.network.messages import Message
+from gossipsim.network.messages import SERVER, Message
 
 #: ``[links] max_retries`` when not given: with loss 0.5 a message is lost for good once in 2^101
 DEFAULT_MAX_RETRIES = 100
@@ -170,6 +172,71 @@ class LossyLinks(EdgeLinks):
 
     def why_event_engine(self) -> str:
         return "lossy links (links.loss > 0) run on the event engine"
+
+
+#: the settings a :class:`LossyServerLinks`'s values come from, for the errors of
+#: :func:`~gossipsim.network.links.check_horizon`: per direction (downlink, then uplink) the rate,
+#: latency and timeout keys
+LOSSY_SERVER_LINK_KEYS = (
+    "links.downlink_rate_bps",
+    "links.downlink_latency_s",
+    "links.downlink_timeout_s",
+    "links.uplink_rate_bps",
+    "links.uplink_latency_s",
+    "links.uplink_timeout_s",
+)
+
+
+@dataclass(frozen=True, eq=False)
+class LossyServerLinks(Channel):
+    """The parameter server's links when they lose transfers: every agent's ``downlink`` (server →
+    agent) and ``uplink`` (agent → server) a :class:`Link` of its own loss, timeout and retry limit
+    (the same for every agent), each transfer sent by stop-and-wait ARQ (:meth:`Link.send`) with
+    one draw from the run's channel stream per transfer over a link that loses (none over the
+    other). ``keys``: the settings each value came from (:data:`LOSSY_SERVER_LINK_KEYS` order).
+    No vectorised kernel: the event engine runs it."""
+
+    lossy: ClassVar[bool] = True
+
+    downlink: Link = Link()
+    uplink: Link = Link()
+    keys: tuple[str, ...] = field(default=LOSSY_SERVER_LINK_KEYS, compare=False, repr=False)
+    _uniforms: Uniforms = field(
+        default_factory=lambda: Uniforms(np.random.default_rng(0)), init=False, repr=False
+    )
+
+    def link(self, sender: int, receiver: int) -> Link:
+        """The link of a transfer: the agent's downlink from the server, its uplink to it."""
+        if sender == SERVER:
+            return self.downlink
+        if receiver == SERVER:
+            return self.uplink
+        raise ValueError(
+            f"the server's links carry transfers to or from the server, not {sender} -> {receiver}"
+        )
+
+    def delay(self, sender: int, receiver: int, bits: float) -> float:
+        """Seconds of a transfer delivered at its first attempt."""
+        return self.link(sender, receiver).delay(bits)
+
+    def transmit(
+        self, sender: int, receiver: int, message: Message, rng: np.random.Generator
+    ) -> Delivery:
+        uniforms = self._uniforms
+        if uniforms.rng is not rng:  # a new run's stream (runs of a worker share the channel)
+            uniforms = Uniforms(rng)
+            object.__setattr__(self, "_uniforms", uniforms)
+        return self.link(sender, receiver).send(message.bits, uniforms)
+
+    @property
+    def takes_no_time(self) -> bool:
+        return False  # a lost attempt costs its timeout
+
+    def why_event_engine(self) -> str:
+        return (
+            "lossy server links (links.downlink_loss or links.uplink_loss > 0) run on the event "
+            "engine"
+        )
 
 
 def edge_channel(

@@ -6,13 +6,15 @@ payload takes ``bits / rate_bps + latency_s`` simulated seconds and is never los
 
 :class:`ServerLinks`, the parameter server's (``[protocol] architecture = "server"``): every agent
 has a downlink (server → agent) and an uplink (agent → server), each a :class:`LinkModel` of its own
-rate and latency, the same for every agent; nothing is lost. Per-link rates, losses and failures are
-other :class:`~gossipsim.network.channels.Channel` subclasses.
+rate and latency, the same for every agent; nothing is lost (server links that lose transfers:
+:class:`~gossipsim.network.arq.LossyServerLinks`). Per-link rates, losses and failures are other
+:class:`~gossipsim.network.channels.Channel` subclasses.
 
 A run's simulated time is at most ``iterations × (seconds_per_iteration + bits / rate_bps +
 latency_s)`` on the walk, ``iterations × (seconds_per_iteration + bits / downlink_rate_bps +
 downlink_latency_s + bits / uplink_rate_bps + uplink_latency_s)`` with the server (the slowest
-node's ``seconds_per_iteration`` when nodes compute at their own speeds);
+node's ``seconds_per_iteration`` when nodes compute at their own speeds), each transfer at its
+worst (every retry's timeout, then a delivered attempt) over links that lose messages;
 :func:`check_horizon` refuses settings for which that bound exceeds :data:`MAX_SIMULATED_SECONDS`,
 so the clock never overflows to infinity (where the engine could not tell one event time from the
 next).
@@ -25,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from gossipsim.errors import ConfigError
-from gossipsim.network.arq import EdgeLinks
+from gossipsim.network.arq import EdgeLinks, LossyServerLinks
 from gossipsim.network.channels import Channel
 from gossipsim.network.messages import SERVER
 
@@ -119,7 +121,9 @@ def check_horizon(
     :data:`MAX_SIMULATED_SECONDS`. A slot's transmissions: one hop, ``bits / rate + latency``, on
     the walk; a download and an upload of ``bits`` each with the server; with lossy or per-edge
     links (:mod:`gossipsim.network.arq`) the longest hop over any link, ``bits / rate + latency +
-    (max_retries + 1) × timeout`` where it loses messages. Compute times per node (a sequence, one
+    (max_retries + 1) × timeout`` where it loses messages; with lossy server links
+    (:class:`~gossipsim.network.arq.LossyServerLinks`) a download and an upload each at its worst,
+    ``bits / rate + latency + (max_retries + 1) × timeout`` of its own link where it loses. Compute times per node (a sequence, one
     per node) bound it by the slowest node's; ``compute_key`` names the setting they come from."""
     per_node = not isinstance(compute_seconds, int | float)
     compute = float(max(compute_seconds)) if per_node else float(compute_seconds)  # type: ignore[arg-type]
@@ -130,6 +134,8 @@ def check_horizon(
     ]  # fmt: skip
     if isinstance(links, EdgeLinks):
         return _bound(iterations, parts + _edge_parts(links, bits), _EDGE_FORMULA)
+    if isinstance(links, LossyServerLinks):
+        return _bound(iterations, parts + _lossy_server_parts(links, bits), _LOSSY_SERVER_FORMULA)
     if isinstance(links, ServerLinks):
         down_rate, down_latency, up_rate, up_latency = links.keys
         named = [
@@ -172,6 +178,33 @@ def _edge_parts(links: EdgeLinks, bits: float) -> list[tuple[str, float, str]]:
     if worst.loss > 0:
         parts.append((f"{where}timeout_s", (worst.max_retries + 1) * worst.timeout_s,
                       f"{worst.max_retries + 1} timeouts of {worst.timeout_s:g} s per hop"))  # fmt: skip
+    return parts
+
+
+_LOSSY_SERVER_FORMULA = (
+    "bits / downlink_rate_bps + downlink_latency_s + (downlink_max_retries + 1) × "
+    "downlink_timeout_s + the same of the uplink"
+)
+
+
+def _lossy_server_parts(links: LossyServerLinks, bits: float) -> list[tuple[str, float, str]]:
+    """The parts of a slot's download and upload over lossy server links, each at its worst
+    (:meth:`~gossipsim.network.arq.Link.worst_seconds`: every retry's timeout, then a delivered
+    attempt), named by the key that sets them."""
+    parts = []
+    keys = links.keys
+    for (rate, latency, timeout), link in (
+        (keys[:3], links.downlink),
+        (keys[3:], links.uplink),
+    ):
+        parts.append((rate, float(bits) / link.rate_bps,  # inf when the rate is too small
+                      f"{bits:g}-bit messages at {link.rate_bps:g} bit/s"))  # fmt: skip
+        parts.append(
+            (latency, float(link.latency_s), f"{link.latency_s:g} s of latency per transfer")
+        )
+        if link.loss > 0:
+            parts.append((timeout, (link.max_retries + 1) * link.timeout_s,
+                          f"{link.max_retries + 1} timeouts of {link.timeout_s:g} s per transfer"))  # fmt: skip
     return parts
 
 

@@ -47,10 +47,29 @@ class Transfer:
 @dataclass(frozen=True, slots=True)
 class Round:
     """A slot spent on ``transfers`` between a server and clients (``sequential``: one after another,
-    else all at once: the slot lasts as long as the slowest)."""
+    else all at once: the slot lasts as long as the slowest).
+
+    A ``chained`` round is sequential and each of its transfers depends on the ones before it: on a
+    channel that loses a transfer for good, the transfers after it are not sent (no bits, no time).
+    ``compute_after`` places the slot's computation in a chained round: after its first
+    ``compute_after`` transfers (0: before them all); a transfer lost before it means that nothing is
+    computed (no compute time). The parameter server's round (a download, the agent's computation,
+    an upload: :func:`~gossipsim.protocols.server.server_round`) is chained with
+    ``compute_after = 1``."""
 
     transfers: Sequence[Transfer] = field(default_factory=tuple)
     sequential: bool = False
+    chained: bool = False
+    compute_after: int = 0
+
+    def __post_init__(self) -> None:
+        if self.chained and not self.sequential:
+            raise ValueError("a chained round is sequential: its transfers go one after another")
+        if not 0 <= self.compute_after <= len(self.transfers):
+            raise ValueError(
+                f"compute_after must be 0..{len(self.transfers)} (the transfers before the "
+                f"computation), got {self.compute_after}"
+            )
 
     @property
     def bits(self) -> float:

@@ -21,6 +21,8 @@ the slot before the request (nothing to remove).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from gossipsim.network.messages import Message, Round
@@ -195,6 +197,46 @@ class DistributedSVGD(ParticleProtocol):
             self.particles = paper_forget(
                 self.particles, local, self.likelihood_score(holder), self.paper_settings
             )
+
+    def checkpoint(self, holder: int) -> tuple[Any, ...]:
+        """The global state, the holder's own (its score g_k and the server's copy ĝ_k, or its
+        local particles; its AdaGrad history), its score for a scheduler, whether it was to be
+        forgotten, visited or removed, every agent's history (a removal restarts them all) and
+        error-feedback residual, and the trace's length: all that a visit changes."""
+        residual = dict(self.uploader.residual) if self.uploader is not None else None
+        return (
+            holder, self.particles, self.state, self.own.get(holder), self.local.get(holder),
+            float(self.scores[holder]), holder in self.pending, holder in self.visited,
+            self._removals.get(holder), dict(self.histories), residual, len(self.trace),
+        )  # fmt: skip
+
+    def take_back(self, saved: tuple[Any, ...], slot: int) -> None:
+        """The visit never happened: the particles (and the aggregate S and AdaGrad's history the
+        server holds) as before, and the agent's own state with them: g_k (= ĝ_k, the copy the
+        server holds, with compression) or its local particles t_k, its history and residual, so
+        that S = Σ_k g_k still holds at both ends; a removal it made is still to come."""
+        (holder, particles, state, own, local, score, pending, visited, removal, histories,
+         residual, length) = saved  # fmt: skip
+        self.particles, self.state = particles, state
+        for kept, value in ((self.own, own), (self.local, local)):
+            if value is None:
+                kept.pop(holder, None)
+            else:
+                kept[holder] = value
+        self.scores[holder] = score
+        if pending:
+            self.pending.add(holder)
+            self.forgotten.discard(holder)
+        if not visited:
+            self.visited.discard(holder)
+        if removal is None:
+            self._removals.pop(holder, None)
+        else:
+            self._removals[holder] = removal
+        self.histories = histories
+        if self.uploader is not None:
+            self.uploader.residual = residual
+        self.rewind(length, slot)
 
     def on_request(self, node: int, slot: int) -> None:
         if node in self.forgotten or node in self.pending:

@@ -38,6 +38,8 @@ the node stops contributing: its later slots leave θ unchanged (with compressio
 
 from __future__ import annotations
 
+from typing import Any
+
 from gossipsim.network.messages import Message, Round
 from gossipsim.protocols.particle_base import FloatArray, ParticleProtocol
 from gossipsim.protocols.registry import BuildRequest
@@ -90,6 +92,23 @@ class FederatedAveraging(ParticleProtocol):
             self.contributed.add(holder)
         self.record(slot)
         return server_round(holder, self.message, Message(bits))
+
+    def checkpoint(self, holder: int) -> tuple[Any, ...]:
+        """θ, whether the holder has contributed, the error-feedback residuals and the trace's
+        length: all that a slot changes."""
+        residual = dict(self.uploader.residual) if self.uploader is not None else None
+        return holder, self.particles, holder in self.contributed, residual, len(self.trace)
+
+    def take_back(self, saved: tuple[Any, ...], slot: int) -> None:
+        """The slot never happened: θ as before at the server and the agent, and the agent's
+        error-feedback residual (its update is computed afresh at its next slot)."""
+        holder, particles, contributed, residual, length = saved
+        self.particles = particles
+        if not contributed:
+            self.contributed.discard(holder)
+        if self.uploader is not None:
+            self.uploader.residual = residual
+        self.rewind(length, slot)
 
     def on_request(self, node: int, slot: int) -> None:
         """The node stops contributing; what it taught stays (its removal slot is the slot before

@@ -66,6 +66,7 @@ class FedAvg(ProtocolKind):
     #: its requests are served by the retrain baseline alone: the main protocol never removes a
     #: node's contribution (the forgotten node stops contributing; what it taught stays)
     removes_at = "never"
+    takes_back = True
 
     def settings(self, table: Mapping[str, Any], model: type) -> FedAvgSettings:
         own = {k: v for k, v in table.items() if k not in COMMON_KEYS}

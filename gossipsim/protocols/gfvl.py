@@ -61,6 +61,11 @@ class FactorTrace(StateTrace):
     def record(self, slot: int, state: np.ndarray) -> None:
         raise TypeError("a FactorTrace records factor events (add, reset), not states")
 
+    def truncate(self, length: int) -> None:
+        del self._slots[length:]
+        del self._nodes[length:]
+        del self._signs[length:]
+
     @property
     def states(self) -> np.ndarray:
         signs = np.asarray(self._signs, dtype=float)
@@ -152,6 +157,27 @@ class ConjugateGFVL(Protocol):
         self._idle[holder] = 1
         self._outstanding -= 1
         return self.message
+
+    def checkpoint(self, holder: int) -> tuple[int, int, int, int, int | None, int]:
+        """The holder's flags, the count of outstanding nodes, its removal slot and the trace's
+        length: all that a visit changes."""
+        return (
+            holder, self.contributed[holder], self._idle[holder], self._outstanding,
+            self.removed.get(holder), len(self.trace),
+        )  # fmt: skip
+
+    def take_back(self, saved: tuple[int, int, int, int, int | None, int], slot: int) -> None:
+        """The visit never happened: the node's factor t_k is as before (its factor still to be
+        added, or still to be removed, at its next visit), and so is q."""
+        holder, contributed, idle, outstanding, removed, length = saved
+        self.contributed[holder] = contributed
+        self._idle[holder] = idle
+        self._outstanding = outstanding
+        if removed is None:
+            self.removed.pop(holder, None)
+        else:
+            self.removed[holder] = removed
+        self.trace.truncate(length)
 
     def on_request(self, node: int, slot: int) -> None:
         if self.forgotten[node]:

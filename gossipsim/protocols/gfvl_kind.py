@@ -124,6 +124,7 @@ class GFVL(ProtocolKind):
         "parameter (eq. 21)"
     )
     keys = NATGRAD_KEYS
+    takes_back = True  # ConjugateGFVL and NaturalGradientGFVL
 
     def settings(self, table: Mapping[str, Any], model: type) -> GFVLSettings:
         own = {k: v for k, v in table.items() if k not in COMMON_KEYS}

@@ -38,6 +38,7 @@ recovery count i from 1 again, so they do not start with a decayed step.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -159,6 +160,32 @@ class NaturalGradientGFVL(Protocol):
             self.domain_recoveries += 1
         self.removed[node] = slot
         self.trace.record(slot, self.eta)
+
+    def checkpoint(self, holder: int) -> tuple[Any, ...]:
+        """q, the holder's factor η_k (every factor, and the removals, when the holder is to be
+        forgotten: a domain recovery zeroes them all), the schedule's origin, the counters and
+        the trace's length: all that a visit changes."""
+        removal = bool(self.forgotten[holder])
+        return (
+            holder, self.eta, self.local.copy() if removal else self.local[holder].copy(),
+            dict(self.removed) if removal else None, self.origin, self.frozen,
+            self.damped_steps, self.domain_recoveries, len(self.trace),
+        )  # fmt: skip
+
+    def take_back(self, saved: tuple[Any, ...], slot: int) -> None:
+        """The visit never happened: q and the agent's factor η_k as before (so η = η₀ + Σ_k η_k
+        still holds at the server and the agents), and so its steps, damped steps included, and
+        a removal or a domain recovery it made."""
+        holder, eta, local, removed, origin, frozen, damped, recoveries, length = saved
+        self.eta = eta
+        if removed is None:
+            self.local[holder] = local
+        else:
+            self.local[:] = local
+            self.removed = removed
+        self.origin, self.frozen = origin, frozen
+        self.damped_steps, self.domain_recoveries = damped, recoveries
+        self.trace.truncate(length)
 
     def on_request(self, node: int, slot: int) -> None:
         if self.forgotten[node]:

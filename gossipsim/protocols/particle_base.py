@@ -47,6 +47,14 @@ class ParticleProtocol(Protocol):
         if force or slot == 1 or slot % self.every == 0 or slot == self.last:
             self.trace.record(slot, self.particles)
 
+    def rewind(self, length: int, slot: int) -> None:
+        """The trace as it was when it held ``length`` records, the particles (restored by the
+        caller) recorded again at ``slot`` if metrics.csv writes it (a slot taken back:
+        :meth:`~gossipsim.protocols.base.Protocol.take_back`)."""
+        if len(self.trace) > length:
+            self.trace.truncate(length)
+            self.record(slot)
+
     def likelihood_score(self, node: int) -> Any:
         """θ ↦ (1/α)·∇θ log p(D_node | θ), on a fresh mini-batch per call with ``batch_size``."""
         model, data, batch = self.model, self.data, self.settings.batch_size

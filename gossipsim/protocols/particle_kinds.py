@@ -198,6 +198,7 @@ class DSVGD(_ParticleKind):
         "sound (aggregated scores, the default) or paper (KDE factors as written)"
     )
     keys = DSVGD_KEYS
+    takes_back = True
 
     def settings(self, table: Mapping[str, Any], model: type) -> ParticleSettings:
         own = {k: v for k, v in table.items() if k not in COMMON_KEYS}

@@ -96,6 +96,10 @@ class ProtocolKind(ABC):
     #: every node's data is charged in slot 1 and nothing afterwards, no cover time or visits are
     #: written (:mod:`gossipsim.protocols.centre`)
     centralised: ClassVar[bool] = False
+    #: whether its protocols can take a slot back (:meth:`Protocol.checkpoint
+    #: <gossipsim.protocols.base.Protocol.checkpoint>`, ``take_back``): what a parameter server on
+    #: links that lose transfers needs (a scenario with such links and a kind without it is refused)
+    takes_back: ClassVar[bool] = False
 
     def settings(self, table: Mapping[str, Any], model: type) -> Any:
         """The validated settings of this kind for a model class, from the ``[protocol]`` table

@@ -5,7 +5,10 @@ which serves unlearning requests its own way, and a ``retrain`` world that serve
 restarting from the prior and learning again without every node forgotten so far. Both see the same
 holders in the same slots (the same walk realisation and slot times), so the difference between their
 latencies is due to the protocol alone. Before the first request the retrain world is identical to
-the main one and is not simulated; the token's payload and timing are those of the main world.
+the main one and is not simulated; the token's payload and timing are those of the main world. What
+the walk or the server's links do to the main world's messages happens to the retrain world too: a
+lost token (:meth:`~gossipsim.protocols.base.Protocol.on_loss`), a round's outcome and a slot taken
+back (:meth:`~gossipsim.protocols.base.Protocol.take_back`) reach both.
 """
 
 from __future__ import annotations
@@ -49,10 +52,34 @@ class WithRetrainBaseline(Protocol):
         return self.main.done() and (self.retrain is None or self.retrain.done())
 
     def on_loss(self, sender: int, receiver: int, slot: int, message: Message) -> Recovery:
+        """Both worlds learn of the loss (the same walk loses the same token); the main world's
+        recovery is the walk's (its payload and timing are the token's)."""
+        if self.retrain is not None:
+            self.retrain.on_loss(sender, receiver, slot, message)
         return self.main.on_loss(sender, receiver, slot, message)
 
     def on_round(self, slot: int, delivered: Sequence[bool]) -> None:
+        """Both worlds learn the round's outcome (the same transfers, realised once)."""
         self.main.on_round(slot, delivered)
+        if self.retrain is not None:
+            self.retrain.on_round(slot, delivered)
+
+    def checkpoint(self, holder: int) -> Any:
+        """Both worlds' checkpoints (the retrain world's once it exists)."""
+        retrain = self.retrain
+        return (
+            self.main.checkpoint(holder),
+            retrain,
+            retrain.checkpoint(holder) if retrain is not None else None,
+        )
+
+    def take_back(self, saved: Any, slot: int) -> None:
+        """Both worlds take the slot back: a lost transfer is lost to both (one walk, one
+        channel)."""
+        main, retrain, retrain_saved = saved
+        self.main.take_back(main, slot)
+        if retrain is not None:
+            retrain.take_back(retrain_saved, slot)
 
     def hand_over(self, slot: int, holder: int) -> None:
         self._custody = (slot, holder)

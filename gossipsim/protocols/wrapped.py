@@ -23,6 +23,12 @@ class Wrapped(Protocol):
     def on_round(self, slot: int, delivered: Sequence[bool]) -> None:
         self.protocol.on_round(slot, delivered)
 
+    def checkpoint(self, holder: int) -> Any:
+        return self.protocol.checkpoint(holder)
+
+    def take_back(self, saved: Any, slot: int) -> None:
+        self.protocol.take_back(saved, slot)
+
     def on_request(self, node: int, slot: int) -> None:
         self.protocol.on_request(node, slot)
 

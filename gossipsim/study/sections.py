@@ -142,7 +142,10 @@ def parse_scenario(
     ln = read_keys(SCHEMA["links"], ln_raw, "links")
     links = LinkSettings(**ln, drawn=drawn)
     # a centralised kind's upload goes over the server's links, whatever the architecture
-    links.check("server" if getattr(protocol_cls, "centralised", False) else pr["architecture"])
+    centralised = bool(getattr(protocol_cls, "centralised", False))
+    links.check(
+        "server" if centralised else pr["architecture"], centralised=centralised, kind=protocol_cls
+    )
 
     failures = _failures(raw, protocol_cls, protocol, scheduler.kind, model_cls)
 
@@ -379,6 +382,8 @@ def check_requests_can_arrive(
                 if protocol.architecture == "server"
                 else "message bits / links.rate_bps + links.latency_s"
             )
+            if link.lossy:
+                transmissions += ", each with every retry's timeout where its link loses"
             slowest = (
                 "the slowest node's "
                 if scenario.compute_attribute is not None

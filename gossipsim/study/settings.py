@@ -26,7 +26,7 @@ from gossipsim.core.frozen import FrozenDict, freeze
 from gossipsim.core.registry import import_object
 from gossipsim.core.schema import Key
 from gossipsim.errors import ConfigError
-from gossipsim.network.arq import DEFAULT_MAX_RETRIES, Link, edge_channel
+from gossipsim.network.arq import DEFAULT_MAX_RETRIES, Link, LossyServerLinks, edge_channel
 from gossipsim.network.channels import Channel
 from gossipsim.network.links import LinkModel, ServerLinks
 
@@ -140,11 +140,12 @@ LINKS_KEYS = (
         "an edge attribute `latency_s` overrides it", minimum=0),
     Key("loss", "number", 0.0, "probability that one attempt of a hop is lost; lost attempts are "
         "sent again (stop-and-wait ARQ, [Lossy and per-edge links](#lossy-and-per-edge-links)); "
-        "the walk only; > 0: event engine", minimum=0, maximum=1, exclusive_maximum=True),
+        "with the server, of each transfer unless `downlink_loss` / `uplink_loss` say otherwise; "
+        "> 0: event engine", minimum=0, maximum=1, exclusive_maximum=True),
     Key("timeout_s", "number", None, "seconds from the start of a lost attempt until it is sent "
         "again (required when `loss` > 0)", minimum=0, exclusive_minimum=True),
     Key("max_retries", "integer", DEFAULT_MAX_RETRIES, "retries of a lost message before it is "
-        "lost for good (the sender keeps the token)", minimum=0),
+        "lost for good (on the walk the sender keeps the token)", minimum=0),
     Key("downlink_rate_bps", "number", None, "server architecture: rate of each server → agent "
         "link in bit/s (inf: no limit)", minimum=0, exclusive_minimum=True, finite=False,
         default_text="`rate_bps`"),
@@ -156,6 +157,25 @@ LINKS_KEYS = (
     Key("uplink_latency_s", "number", None, "server architecture (and a centralised protocol's "
         "upload of the data): latency of each agent → server link (s)", minimum=0,
         default_text="`latency_s`"),
+    Key("downlink_loss", "number", None, "server architecture: probability that one attempt of a "
+        "download is lost (ARQ as on the walk); a download lost for good: the agent computes "
+        "nothing and uploads nothing that slot ([Lost transfers with the "
+        "server](#lost-transfers-with-the-server)); > 0: event engine", minimum=0, maximum=1,
+        exclusive_maximum=True, default_text="`loss`"),
+    Key("downlink_timeout_s", "number", None, "server architecture: seconds from the start of a "
+        "lost download attempt until it is sent again (required when the downlink loses)",
+        minimum=0, exclusive_minimum=True, default_text="`timeout_s`"),
+    Key("downlink_max_retries", "integer", None, "server architecture: retries of a lost download "
+        "before it is lost for good", minimum=0, default_text="`max_retries`"),
+    Key("uplink_loss", "number", None, "server architecture: probability that one attempt of an "
+        "upload is lost (ARQ as on the walk); an upload lost for good is not applied: the slot is "
+        "an iteration without an update; > 0: event engine", minimum=0, maximum=1,
+        exclusive_maximum=True, default_text="`loss`"),
+    Key("uplink_timeout_s", "number", None, "server architecture: seconds from the start of a "
+        "lost upload attempt until it is sent again (required when the uplink loses)", minimum=0,
+        exclusive_minimum=True, default_text="`timeout_s`"),
+    Key("uplink_max_retries", "integer", None, "server architecture: retries of a lost upload "
+        "before it is lost for good", minimum=0, default_text="`max_retries`"),
 )  # fmt: skip
 
 FAILURES_KEYS = (
@@ -352,11 +372,9 @@ class SchedulerSettings:
 EDGE_LINK_KEYS = ("rate_bps", "latency_s", "loss", "timeout_s", "max_retries")
 #: the ``[links]`` keys that may be drawn per edge from a distribution (``{ lognormal = [mu, sd] }``)
 DRAWN_LINK_KEYS = ("rate_bps", "latency_s")
-#: why ``links.loss`` is refused with the server's links
-SERVER_LOSS = (
-    "applies to the walk so far: the server architecture's lost transfers come with issue 33's "
-    'failures (set loss = 0, or architecture = "walk")'
-)
+#: the values of each of the server's links: ``downlink_<name>`` and ``uplink_<name>``, each
+#: defaulting to the walk's ``<name>``
+SERVER_LINK_VALUES = ("rate_bps", "latency_s", "loss", "timeout_s", "max_retries")
 
 
 @dataclass(frozen=True)
@@ -374,17 +392,35 @@ class LinkSettings:
     downlink_latency_s: float | None = None
     uplink_rate_bps: float | None = None
     uplink_latency_s: float | None = None
+    downlink_loss: float | None = None
+    downlink_timeout_s: float | None = None
+    downlink_max_retries: int | None = None
+    uplink_loss: float | None = None
+    uplink_timeout_s: float | None = None
+    uplink_max_retries: int | None = None
     #: values drawn per edge (by key: :data:`DRAWN_LINK_KEYS`), the walk's only
     drawn: Mapping[str, Drawn] = field(default_factory=FrozenDict)
 
     def __post_init__(self) -> None:
         _freeze_fields(self, "drawn")
 
-    def check(self, architecture: str) -> None:
-        """Refuse what no run of ``architecture``'s links can do: loss or values drawn per edge on
-        the server's links, loss without a timeout."""
-        if self.loss > 0 and architecture == "server":
-            raise ConfigError("links.loss", SERVER_LOSS)
+    def server_value(self, direction: str, name: str) -> tuple[Any, str]:
+        """The value of the server's ``direction`` link (``downlink``, ``uplink``) for ``name``
+        (``rate_bps``, ``loss``, ...): its own key's, else the walk's; and the key it came from."""
+        own = getattr(self, f"{direction}_{name}")
+        if own is not None:
+            return own, f"links.{direction}_{name}"
+        return getattr(self, name), f"links.{name}"
+
+    def server_lossy(self) -> bool:
+        """Whether the server's downlinks or uplinks lose transfers."""
+        return any(self.server_value(d, "loss")[0] > 0 for d in ("downlink", "uplink"))
+
+    def check(self, architecture: str, *, centralised: bool = False, kind: Any = None) -> None:
+        """Refuse what no run of ``architecture``'s links can do: values drawn per edge on the
+        server's links, loss without a timeout; loss on a centralised protocol's upload of the
+        data (``centralised``), and on the server's links for a protocol ``kind`` (a
+        :class:`~gossipsim.protocols.registry.ProtocolKind`) that cannot take a slot back."""
         if self.drawn and architecture == "server":
             name = next(iter(self.drawn))
             raise ConfigError(
@@ -392,12 +428,39 @@ class LinkSettings:
                 "is drawn per edge of the graph, which the server's links are not: give a number "
                 "(or downlink_* and uplink_* keys)",
             )
-        if self.loss > 0 and self.timeout_s is None:
-            raise ConfigError(
-                "links.timeout_s",
-                f"is required with links.loss = {self.loss:g}: the seconds from the start of a "
-                "lost attempt until it is sent again (a number > 0)",
-            )
+        if architecture != "server":
+            if self.loss > 0 and self.timeout_s is None:
+                raise ConfigError(
+                    "links.timeout_s",
+                    f"is required with links.loss = {self.loss:g}: the seconds from the start of "
+                    "a lost attempt until it is sent again (a number > 0)",
+                )
+            return
+        for direction in ("downlink", "uplink") if not centralised else ("uplink",):
+            loss, loss_key = self.server_value(direction, "loss")
+            if loss == 0:
+                continue
+            if centralised:
+                raise ConfigError(
+                    loss_key,
+                    f"is {loss:g}, but a centralised protocol's upload of every node's data to "
+                    "the centre (slot 1) needs lossless uplinks: set it to 0",
+                )
+            if self.server_value(direction, "timeout_s")[0] is None:
+                own = f"links.{direction}_timeout_s"
+                raise ConfigError(
+                    "links.timeout_s" if loss_key == "links.loss" else own,
+                    f"is required with {loss_key} = {loss:g}: the seconds from the start of a "
+                    f"lost attempt until it is sent again (a number > 0; {own} for the "
+                    f"{direction}s alone)",
+                )
+            if kind is not None and not getattr(kind, "takes_back", False):
+                raise ConfigError(
+                    loss_key,
+                    f"is {loss:g}, but protocol kind {getattr(kind, 'name', kind)!r} cannot take a "
+                    "slot back (its ProtocolKind declares no takes_back): with the server a lost "
+                    "transfer means a slot without an update; set it to 0",
+                )
 
     def channel(
         self,
@@ -410,10 +473,12 @@ class LinkSettings:
         or :class:`~gossipsim.network.arq.LossyLinks`); ``edges``: the graph's edges as
         ``(index u, index v, (label u, label v), attributes)``, whose attributes named like the
         keys (:data:`EDGE_LINK_KEYS`) override them for that edge. For the server, its downlinks
-        and uplinks (each value not given taken from ``rate_bps`` / ``latency_s``); edge
-        attributes do not apply (no hop uses a graph edge). With values drawn per edge
-        (:attr:`drawn`) ``edges`` must list every edge, in a fixed order, and ``rng`` draws each
-        edge's values in that order (before its attributes override them)."""
+        and uplinks (each value not given taken from the walk's key of the same name:
+        :data:`SERVER_LINK_VALUES`): :class:`ServerLinks` where neither loses anything, else
+        :class:`~gossipsim.network.arq.LossyServerLinks`; edge attributes do not apply (no hop
+        uses a graph edge). With values drawn per edge (:attr:`drawn`) ``edges`` must list every
+        edge, in a fixed order, and ``rng`` draws each edge's values in that order (before its
+        attributes override them)."""
         if architecture != "server":
             own, names = self._edge_links(edges, rng) if edges is not None else ({}, {})
             if self.loss == 0 and not own:
@@ -421,21 +486,28 @@ class LinkSettings:
             self.check(architecture)
             return edge_channel(self._link(), own, names)
         self.check(architecture)
-        values, keys = [], []
-        for name, fallback in (
-            ("downlink_rate_bps", "rate_bps"),
-            ("downlink_latency_s", "latency_s"),
-            ("uplink_rate_bps", "rate_bps"),
-            ("uplink_latency_s", "latency_s"),
-        ):
-            own_value = getattr(self, name)
-            values.append(own_value if own_value is not None else getattr(self, fallback))
-            keys.append(f"links.{name if own_value is not None else fallback}")
-        down_rate, down_latency, up_rate, up_latency = values
-        named = (keys[0], keys[1], keys[2], keys[3])
-        return ServerLinks(
-            LinkModel(down_rate, down_latency), LinkModel(up_rate, up_latency), named
+        down, up = (
+            {name: self.server_value(d, name) for name in SERVER_LINK_VALUES}
+            for d in ("downlink", "uplink")
         )
+        if not self.server_lossy():
+            return ServerLinks(
+                LinkModel(down["rate_bps"][0], down["latency_s"][0]),
+                LinkModel(up["rate_bps"][0], up["latency_s"][0]),
+                (down["rate_bps"][1], down["latency_s"][1], up["rate_bps"][1],
+                 up["latency_s"][1]),
+            )  # fmt: skip
+        links = []
+        for values in (down, up):
+            timeout = values["timeout_s"][0]
+            links.append(Link(
+                values["rate_bps"][0], values["latency_s"][0], values["loss"][0],
+                timeout if timeout is not None else math.inf, values["max_retries"][0],
+            ))  # fmt: skip
+        keys = tuple(
+            v[name][1] for v in (down, up) for name in ("rate_bps", "latency_s", "timeout_s")
+        )
+        return LossyServerLinks(links[0], links[1], keys)
 
     def _link(self) -> Link:
         timeout = self.timeout_s if self.timeout_s is not None else math.inf
@@ -495,6 +567,9 @@ class LinkSettings:
         out["loss"] = self.loss
         out["timeout_s"] = self.timeout_s
         out["max_retries"] = self.max_retries
+        for direction in ("downlink", "uplink"):
+            for name in ("loss", "timeout_s", "max_retries"):
+                out[f"{direction}_{name}"] = self.server_value(direction, name)[0]
         return out
 
 

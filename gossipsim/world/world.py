@@ -263,6 +263,8 @@ def _channel(scenario: Scenario, indexed: IndexedGraph, graph: nx.Graph | None) 
     architecture = _links_of(scenario)
     links = scenario.links
     if architecture != "walk":
+        if protocol_kind(scenario.protocol.kind).centralised:  # no downloads: uplinks only
+            links = dataclasses.replace(links, downlink_loss=0.0)
         return links.channel(architecture)
     if links.drawn:  # every edge draws its values, in the indexed graph's edge order
         rng = np.random.default_rng(np.random.SeedSequence([scenario.run.seed, LINKS_TAG]))
@@ -399,7 +401,8 @@ def make_protocol(world: World, data: Any, seed: np.random.SeedSequence) -> Prot
     if protocol_kind(world.scenario.protocol.kind).centralised:
         protocol = AtTheCentre(protocol, centre_upload(world, data))
     elif world.scenario.protocol.architecture == "server":
-        protocol = ServerRounds(protocol)
+        # on links that lose transfers a slot whose round loses one is taken back
+        protocol = ServerRounds(protocol, lossy=world.links.lossy)
     return protocol
 
 
