@@ -200,6 +200,7 @@ def test_failures_give_the_same_tables_with_one_or_two_workers(tmp_path):
         ({"token_timeout_s": 1.0, "outage": [{"node": 1, "from_s": 3.0}]},
          "failures.outage[0].to_s"),
         ({"token_timeout_s": 1.0, "requests_from_down": "drop"}, "failures.requests_from_down"),
+        ({"token_timeout_s": 1.0, "down_clients": "skip"}, "failures.down_clients: is for the"),
     ],
 )  # fmt: skip
 def test_bad_failure_settings_are_one_line_and_exit_2(tmp_path, capsys, failures, expected):
@@ -212,9 +213,19 @@ def test_what_cannot_run_under_failures_is_refused_in_one_line(tmp_path, capsys)
     raw["scheduler"] = {"kind": "uniform"}
     err = validate_error(raw, tmp_path, capsys)
     assert "scheduler.kind" in err and "metropolis-hastings" in err, err
-    raw = _failing(token_timeout_s=1.0, node_up_s=5.0, node_down_s=1.0)
+    raw = _failing(token_timeout_s=1.0, link_up_s=5.0, link_down_s=1.0)
     raw["protocol"] = {"kind": "gfvl", "architecture": "server"}
-    assert "token walk only" in validate_error(raw, tmp_path, capsys)
+    assert "failures.link_up_s" in validate_error(raw, tmp_path, capsys)
+    raw = _failing(token_timeout_s=1.0, node_up_s=5.0, node_down_s=1.0)
+    raw["protocol"] = {"kind": "svgd"}
+    raw["model"] = {"kind": "logistic-regression"}
+    raw["data"] = {"dataset": "breast_cancer"}
+    assert "learns at a centre" in validate_error(raw, tmp_path, capsys)
+    raw = _failing(token_timeout_s=1.0, node_up_s=5.0, node_down_s=1.0)
+    raw["protocol"] = {"kind": "fedavg", "retrain_baseline": True}
+    raw["model"] = {"kind": "logistic-regression"}
+    raw["data"] = {"dataset": "breast_cancer"}
+    assert "does not recover a token" in validate_error(raw, tmp_path, capsys)
 
 
 @pytest.mark.parametrize("variant", ["sound", "paper"])
@@ -293,3 +304,37 @@ def test_the_churn_figure_draws_the_runs_medians_against_the_down_fraction(tmp_p
         points.loc[points["x"] == 0.0, "median"][points["what"] == "regenerations_per_1000"].iloc[0]
         == 0.0
     )
+
+
+@pytest.mark.parametrize("mode", ["skip", "wait"])
+def test_the_server_skips_or_waits_for_agents_that_are_down_and_learns_exactly(mode):
+    """Conjugate G-FVL with the server, round robin over 10 agents that fail: a round with an
+    agent down at its start is skipped (an iteration without an update, token_timeout_s long) or
+    waits for it; a round whose agent fails before it ends is taken back. The run still ends at
+    the exact posterior (KL 0) once every agent has had a round since its last failure."""
+    raw = base_scenario(
+        protocol={"kind": "gfvl", "architecture": "server"},
+        scheduler={"kind": "round-robin"},
+        compute={"seconds_per_iteration": 0.1},
+        links={"rate_bps": 1e4, "latency_s": 0.01},
+        failures={"node_up_s": 20.0, "node_down_s": 5.0, "token_timeout_s": 0.5,
+                  "down_clients": mode, "outage": [{"node": 3, "from_s": 0.0, "to_s": 30.0}]},
+    )  # fmt: skip
+    raw["scenario"].update(runs=3, iterations=600)
+    res = gs.run(raw, plots=False)
+    m = res.metrics.sort_values(["run", "iteration"])
+    runs = res.runs.set_index("run")
+    for run, g in m.groupby("run"):
+        dt = np.diff(np.concatenate([[0.0], g["time"].to_numpy()]))
+        holders = g["holder"].to_numpy()
+        round_time = 0.1 + 2 * (128 / 1e4 + 0.01)
+        if mode == "skip":
+            # node 3's rounds in its outage: skipped, token_timeout_s each, nothing learnt
+            early3 = (holders == 3) & (g["time"].to_numpy() < 30.0)
+            np.testing.assert_allclose(dt[early3], 0.5)
+            assert runs.loc[run, "lost_messages"] > 0
+        else:
+            assert dt.max() >= 25.0  # the first round with node 3 waited for its outage to end
+            assert runs.loc[run, "token_wait_s"] >= 25.0
+        assert (np.isclose(dt, round_time) | (dt > round_time)).all() or mode == "skip"
+        assert g["kl"].iloc[-1] == 0.0  # the exact posterior

@@ -190,6 +190,7 @@ def run_token(
             timeout_s = liveness.failures.token_timeout_s
             links_fail = liveness.failures.link_churn
             waits = liveness.failures.requests_from_down == "wait"
+            skips = liveness.failures.down_clients == "skip"
             protocol.hand_over(0, start)
         custodian = start  # who keeps the copy of the token the holder received (failures)
         delegated: list[int] = []  # down nodes whose requests a neighbour may serve (failures)
@@ -222,9 +223,21 @@ def run_token(
             message = on_token(k, slot)
             lost_at = None  # when the holder went down with the token (failures)
             if message.__class__ is Round:  # a server round: no token moves
+                fails_at = _INF
+                if churn and not node_up[k]:  # the scheduled agent is down
+                    if skips:  # the server hears nothing for token_timeout_s and moves on
+                        fails_at = s
+                    else:  # it waits for the agent
+                        yield liveness.when_up(env, k)  # type: ignore[union-attr]
+                        state["waited"] += env.now - s
+                        s = env.now
+                        due = env.peek()
+                if churn and fails_at == _INF:
+                    fails_at = liveness.next_down(k, s)  # type: ignore[union-attr]
                 t, total_bits, resent = _round(
                     links, protocol, message, k, slot, s,
                     compute if per_node is None else per_node[k], total_bits, channel_rng, events,
+                    fails_at, timeout_s if churn else 0.0,
                 )  # fmt: skip
                 if resent:
                     state["retransmissions"] += resent
@@ -364,6 +377,8 @@ def _round(
     total_bits: float,
     rng: np.random.Generator | None,
     events: list[Event],
+    fails_at: float = _INF,
+    timeout_s: float = 0.0,
 ) -> tuple[float, float, int]:
     """Carry out a slot's round over the channel, the slot starting at ``s`` and computing for
     ``compute`` seconds: its end time, the bits sent by then and the retransmissions of its
@@ -371,45 +386,61 @@ def _round(
     that order. On a lossy channel a transfer lost for good is listed as ``lost`` (at the moment
     its loss is known); in a chained round the transfers after it are not sent, and if it came
     before the computation (``Round.compute_after``) nothing is computed: the slot lasts ``s`` +
-    the transfers sent."""
-    delays, delivered = [], []
+    the transfers sent. Under failures the agent ``holder`` goes down at ``fails_at``: if that is
+    before the round ends, every transfer not finished by then is lost (one not yet begun is not
+    sent), and the slot ends ``timeout_s`` after the failure (the server's wait for an answer)."""
+    delays, delivered, sent_bits = [], [], []
     retransmissions = 0
-    if not links.lossy:
-        for transfer in round_.transfers:
+    lost: list[int] = []
+    for transfer in round_.transfers:
+        if not links.lossy:
             delays.append(links.delay(transfer.sender, transfer.receiver, transfer.message.bits))
             delivered.append(True)
-            total_bits += transfer.message.bits
-    else:
-        lost: list[int] = []
-        for transfer in round_.transfers:
-            if lost and round_.chained:  # depends on a transfer lost for good: not sent
-                delivered.append(False)
-                continue
-            outcome = links.transmit(transfer.sender, transfer.receiver, transfer.message, rng)  # type: ignore[arg-type]
-            if outcome.lost:
-                lost.append(len(delays))
-            delays.append(outcome.delay)
-            delivered.append(not outcome.lost)
-            total_bits += transfer.message.bits if outcome.bits is None else outcome.bits
-            retransmissions += outcome.attempts - 1
-        if lost:
-            # a chained round that lost a transfer before its computation computed nothing
-            start = s if round_.chained and lost[0] < round_.compute_after else s + compute
-            for index in lost:  # each loss when it is known
-                known = sum(delays[: index + 1]) if round_.sequential else delays[index]
-                sent = round_.transfers[index]
-                events.append(Event(slot, start + known, "lost", sent.sender, sent.receiver))
-            spent = round_seconds(delays, round_.sequential)
-            protocol.on_round(slot, delivered)
-            events.append(Event(slot, start + spent, "round", holder, -1, len(delays),
-                                sum(delivered)))  # fmt: skip
-            return start + spent, total_bits, retransmissions
-    t = s + compute
+            sent_bits.append(transfer.message.bits)
+            continue
+        if lost and round_.chained:  # depends on a transfer lost for good: not sent
+            delivered.append(False)
+            continue
+        outcome = links.transmit(transfer.sender, transfer.receiver, transfer.message, rng)  # type: ignore[arg-type]
+        if outcome.lost:
+            lost.append(len(delays))
+        delays.append(outcome.delay)
+        delivered.append(not outcome.lost)
+        sent_bits.append(transfer.message.bits if outcome.bits is None else outcome.bits)
+        retransmissions += outcome.attempts - 1
+    # a chained round that lost a transfer before its computation computed nothing
+    start = s if lost and round_.chained and lost[0] < round_.compute_after else s + compute
     spent = round_seconds(delays, round_.sequential)
+    if fails_at < start + spent:  # the agent went down before the round ended
+        begun = start
+        for i, delay in enumerate(delays):
+            sent = round_.transfers[i]
+            if begun > fails_at and sent.sender == holder:  # the agent was down: not sent
+                sent_bits[i] = 0.0
+                delivered[i] = False
+            elif begun + delay > fails_at and delivered[i]:  # under way when the agent failed
+                delivered[i] = False
+                events.append(Event(slot, fails_at, "lost", sent.sender, sent.receiver))
+            if round_.sequential:
+                begun += delay
+        delivered[len(delays) :] = [False] * (len(delivered) - len(delays))
+        for bits in sent_bits:  # in order, as the bits of every slot are added
+            total_bits += bits
+        protocol.on_round(slot, delivered)
+        end = max(fails_at, s) + timeout_s
+        events.append(Event(slot, end, "round", holder, -1, len(delivered), sum(delivered)))
+        return end, total_bits, retransmissions
+    for bits in sent_bits:
+        total_bits += bits
+    for index in lost:  # each loss when it is known
+        known = sum(delays[: index + 1]) if round_.sequential else delays[index]
+        sent = round_.transfers[index]
+        events.append(Event(slot, start + known, "lost", sent.sender, sent.receiver))
     protocol.on_round(slot, delivered)
     if delivered:  # a round without transfers (a centralised protocol's slot) is no event
-        events.append(Event(slot, t + spent, "round", holder, -1, len(delivered), sum(delivered)))
-    return t + spent, total_bits, retransmissions
+        events.append(Event(slot, start + spent, "round", holder, -1, len(delivered),
+                            sum(delivered)))  # fmt: skip
+    return start + spent, total_bits, retransmissions
 
 
 def _timed_request(

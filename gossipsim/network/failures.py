@@ -70,6 +70,9 @@ class Failures:
     link_down_s: float | None = None
     outages: tuple[Outage, ...] = ()
     requests_from_down: str = "wait"
+    #: with the parameter server: a round with an agent that is down is ``skip``-ped (an
+    #: iteration without an update, ``token_timeout_s`` long) or ``wait``-s for it
+    down_clients: str = "skip"
 
     @property
     def node_churn(self) -> bool:

@@ -73,6 +73,8 @@ class ServerRounds(Wrapped):
     def __init__(self, protocol: Protocol, lossy: bool = False) -> None:
         super().__init__(protocol)
         self.lossy = lossy
+        # no token to lose: a round with an agent that fails is taken back (on_round) instead
+        self.recovers_token = lossy
         self._saved: Any = None  # the protocol's checkpoint before the current slot (lossy)
         self._saved_bits: float | None = None
         self._state_bits: float | None = None  # size of the state the server holds
@@ -101,6 +103,9 @@ class ServerRounds(Wrapped):
         if found is None:
             found = self._rounds[holder] = server_round(holder, Message(down), message)
         return found
+
+    def hand_over(self, slot: int, holder: int) -> None:
+        """Nothing to keep: the server holds the state, and no token moves (failures)."""
 
     def on_round(self, slot: int, delivered: Sequence[bool]) -> None:
         if not all(delivered):

@@ -264,17 +264,36 @@ def _failures(
             "is required when nodes or links fail: the seconds after which a lost token is "
             "regenerated (a number > 0)",
         )
-    if protocol.architecture != "walk" or getattr(protocol_cls, "centralised", False):
+    if getattr(protocol_cls, "centralised", False):
         raise ConfigError(
             "failures",
-            'runs on the token walk only so far (protocol.architecture = "walk", a protocol '
-            "that is not centralised)",
+            f"protocol {protocol.kind!r} learns at a centre holding every node's data: no node "
+            "takes part after its upload, so none can fail",
         )
-    why = protocol_cls.without_recovery(protocol.options, model_cls)
-    if why is not None:
-        raise ConfigError("failures", f"{why}; remove [failures] or choose another protocol")
+    server = protocol.architecture == "server"
+    if server:
+        if f["link_up_s"] is not None:
+            raise ConfigError(
+                "failures.link_up_s",
+                "links of the graph fail on the walk; with the server (architecture = "
+                '"server") the agents fail, not its links',
+            )
+        if not getattr(protocol_cls, "takes_back", False):
+            raise ConfigError(
+                "failures",
+                f"protocol {protocol.kind!r} cannot take a slot back, which a round with an agent "
+                "that fails needs with the server",
+            )
+    else:
+        if "down_clients" in table:
+            raise ConfigError(
+                "failures.down_clients", 'is for the parameter server (architecture = "server")'
+            )
+        why = protocol_cls.without_recovery(protocol.options, model_cls)
+        if why is not None:
+            raise ConfigError("failures", f"{why}; remove [failures] or choose another protocol")
     walk = scheduler_for(scheduler)
-    if not walk.reads_liveness:
+    if not server and not walk.reads_liveness:
         live = [k for k, v in SCHEDULERS.items() if v.reads_liveness]
         raise ConfigError(
             "scheduler.kind",
@@ -289,6 +308,7 @@ def _failures(
         link_down_s=f["link_down_s"],
         outages=tuple(outages),
         requests_from_down=f["requests_from_down"],
+        down_clients=f["down_clients"],
     )
 
 

@@ -196,6 +196,9 @@ FAILURES_KEYS = (
     Key("requests_from_down", "choice", "wait", "an unlearning request from a node that is "
         "down: `wait` until it is up (its latency includes the wait) or `delegate` (served at "
         "once, by a neighbour holding what the node would need)", choices=("wait", "delegate")),
+    Key("down_clients", "choice", "skip", "with the parameter server, a round with an agent that "
+        "is down: `skip` (an iteration without an update, `token_timeout_s` long) or `wait` for "
+        "the agent to be up", choices=("skip", "wait")),
 )  # fmt: skip
 
 OUTAGE_KEYS = (
@@ -593,6 +596,7 @@ class FailureSettings:
     link_down_s: float | None = None
     outages: tuple[OutageSettings, ...] = ()
     requests_from_down: str = default("failures", "requests_from_down")
+    down_clients: str = default("failures", "down_clients")
 
 
 @dataclass(frozen=True)

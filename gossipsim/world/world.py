@@ -204,7 +204,7 @@ def _failures(scenario: Scenario, indexed: IndexedGraph) -> Failures | None:
     return Failures(
         token_timeout_s=f.token_timeout_s, node_up_s=f.node_up_s, node_down_s=f.node_down_s,
         link_up_s=f.link_up_s, link_down_s=f.link_down_s, outages=outages,
-        requests_from_down=f.requests_from_down,
+        requests_from_down=f.requests_from_down, down_clients=f.down_clients,
     )  # fmt: skip
 
 
@@ -402,7 +402,7 @@ def make_protocol(world: World, data: Any, seed: np.random.SeedSequence) -> Prot
         protocol = AtTheCentre(protocol, centre_upload(world, data))
     elif world.scenario.protocol.architecture == "server":
         # on links that lose transfers a slot whose round loses one is taken back
-        protocol = ServerRounds(protocol, lossy=world.links.lossy)
+        protocol = ServerRounds(protocol, lossy=world.links.lossy or world.failures is not None)
     return protocol
 
 
