@@ -2,21 +2,22 @@
 
 The engine asks the channel of every hop (and of every transfer of a server round) for a
 :class:`Delivery`: the seconds until the message arrives, or, for a lost message, until the loss is
-known (a timeout), with ``lost`` set. :class:`~gossipsim.network.links.LinkModel` (homogeneous links: rate
-and latency, never lost) is the default channel; per-edge rates, losses and ARQ are further
-:class:`Channel` subclasses (lossy and per-edge links: :mod:`gossipsim.network.arq`). A channel that never loses anything says so
-(``lossy = False``) and gives its delay as a plain number, which keeps the engine's per-hop work
-small. The fast path runs a channel only if it declares a kernel (``kernel``).
+known (a timeout), with ``lost`` set. :class:`~gossipsim.network.links.LinkModel` (homogeneous
+links: rate and latency, never lost) is the default channel; per-edge rates, losses and ARQ are
+further :class:`Channel` subclasses (lossy and per-edge links: :mod:`gossipsim.network.arq`). A
+channel that never loses anything says so (``lossy = False``) and gives its delay as a plain
+number, which keeps the engine's per-hop work small. The fast path runs a channel only if it
+declares a kernel (``kernel``).
 
 A channel of one's own is a :class:`Channel` subclass named by import path in the scenario,
-``[links] kind = "module:Class"`` (:func:`channel_class`; worker processes and Dask workers import it
-again by that path when they build the variant). It states the ``[links]`` keys it reads
-(:attr:`Channel.link_keys`, checked like every key when the scenario is read) and is built from them
-once per variant by :meth:`Channel.from_settings`, which receives a :class:`ChannelRequest`: the
-keys' values, the graph, the architecture and a seed for values drawn once per variant. Each run
-then uses :meth:`Channel.for_run` of it (the channel itself, or a fresh copy for a channel whose
-state evolves over a run), and a lossy one draws from the run's channel stream. The simulated-time
-bound asks it for :meth:`Channel.worst_seconds`.
+``[links] kind = "module:Class"`` (:func:`channel_class`; worker processes and Dask workers import
+it again by that path when they build the variant). It states the ``[links]`` keys it reads
+(:attr:`Channel.link_keys`, checked like every key when the scenario is read) and is built from
+them once per variant by :meth:`Channel.from_settings`, which receives a :class:`ChannelRequest`:
+the keys' values, the graph, the architecture and a seed for values drawn once per variant. Each
+run then uses :meth:`Channel.for_run` of it (the channel itself, or a fresh copy for a channel
+whose state evolves over a run), and a lossy one draws from the run's channel stream. The
+simulated-time bound asks it for :meth:`Channel.worst_seconds`.
 """
 
 from __future__ import annotations
