@@ -64,3 +64,24 @@ def validate_error(raw: dict[str, Any], folder: Path, capsys: Any) -> str:
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0, err
     return err
+
+
+def slot_hops(res: Any) -> Any:
+    """Per run of a :class:`gossipsim.Results`, each slot and its successor: the holders (sender,
+    receiver: the same when the token stayed), and the simulated seconds (``dt``) and bits
+    (``dbits``) between the two slots' ends, from metrics.csv (every slot recorded)."""
+    import numpy as np
+    import pandas as pd
+
+    m = res.metrics.sort_values(["run", "iteration"])
+    same_run = m["run"].to_numpy()[1:] == m["run"].to_numpy()[:-1]
+    out = pd.DataFrame(
+        {
+            "run": m["run"].to_numpy()[:-1],
+            "sender": m["holder"].to_numpy()[:-1],
+            "receiver": m["holder"].to_numpy()[1:],
+            "dt": np.diff(m["time"].to_numpy()),
+            "dbits": np.diff(m["bits"].to_numpy()),
+        }
+    )
+    return out[same_run].reset_index(drop=True)

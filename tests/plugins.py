@@ -1,5 +1,5 @@
 """Plug-ins named by import path in test scenarios (``kind = "tests.plugins:..."``): a protocol
-kind, a model and a scheduler of one's own, without editing gossipsim."""
+kind, a model, a scheduler and channels of one's own, without editing gossipsim."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ from typing import Any
 import numpy as np
 
 from gossipsim.core.capabilities import LOGLIK_GRADIENT
+from gossipsim.core.schema import Key
 from gossipsim.errors import ConfigError
 from gossipsim.models.conjugate import BetaBernoulliModel
+from gossipsim.network.channels import Channel, ChannelRequest
 from gossipsim.protocols import GFVL
 from gossipsim.protocols.registry import BuildRequest, ProtocolKind
 from gossipsim.scheduling.kinds import MetropolisHastings, Uniform
@@ -105,3 +107,40 @@ class LeastScored(Uniform):
             return int(np.argmin(masked))
 
         return least
+
+
+class FixedDelay(Channel):
+    """A channel of one's own built the default way, from its keys as constructor arguments
+    (``[links] kind = "tests.plugins:FixedDelay"``, ``seconds``): every hop takes ``seconds``,
+    nothing is lost; it declares no kernel and knows no bound on a hop (worst_seconds None)."""
+
+    link_keys = (Key("seconds", "number", 0.001, "seconds of every hop", minimum=0.0),)
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def delay(self, sender: int, receiver: int, bits: float) -> float:
+        return self.seconds
+
+
+class EdgeCount(FixedDelay):
+    """A channel built from the graph (its own from_settings): every hop takes ``seconds`` × the
+    number of the graph's edges, and it knows that bound."""
+
+    @classmethod
+    def from_settings(cls, request: ChannelRequest) -> EdgeCount:
+        edges = int(request.graph.indices.size // 2)
+        return cls(request.settings["seconds"] * edges)
+
+    def worst_seconds(self, bits: float) -> float:
+        return self.seconds
+
+
+class NotBuilt(Channel):
+    """A channel whose constructor does not take the keys it declares (the default from_settings
+    cannot build it)."""
+
+    link_keys = (Key("seconds", "number", 0.001, "seconds of every hop", minimum=0.0),)
+
+    def delay(self, sender: int, receiver: int, bits: float) -> float:
+        return 0.0

@@ -152,7 +152,10 @@ def test_the_docs_show_the_examples_as_they_are():
     it, and every scenario block is the whole shipped file (the page cannot drift from the code the
     tests run)."""
     doc = (ROOT / "docs" / "extending.md").read_text(encoding="utf-8")
-    examples = {"partial_participation", "lazy_walk", "gamma_exponential", "poisson_regression"}
+    examples = {
+        "partial_participation", "lazy_walk", "gamma_exponential", "poisson_regression",
+        "gilbert_elliott",
+    }  # fmt: skip
     for marker, suffix, language, whole in (
         ("from ", "py", "python", False),
         ("", "toml", "toml", True),

@@ -486,6 +486,38 @@ def test_resume_refuses_a_plug_in_edited_since_the_runs(tmp_path, capsys, monkey
     assert "plug21:Tagged" in record["allowed_code_changes"][0]
 
 
+CHANNEL_PLUGIN = '''
+from gossipsim.network.channels import Channel
+
+
+class Slow(Channel):
+    """Every hop takes {seconds} s."""
+
+    def delay(self, sender, receiver, bits):
+        return {seconds}
+'''
+
+
+def test_resume_refuses_a_channel_plug_in_edited_since_the_runs(tmp_path, capsys, monkeypatch):
+    """A channel of one's own (``[links] kind``) is fingerprinted like the other plug-ins: edited
+    between an interrupt and --resume (its hops now slower), refused, naming it and its file."""
+    module = tmp_path / "chan33.py"
+    module.write_text(CHANNEL_PLUGIN.format(seconds=0.5))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    raw = sweep_raw()
+    raw["links"] = {"kind": "chan33:Slow"}
+    path = _file(tmp_path, raw)
+    out = tmp_path / "R"
+    interrupted(gs.load_scenario(path), out, [(0, [0, 1])])
+    record = json.loads((out / ".gossipsim" / "study.json").read_text())
+    assert record["code"]["plugins"]["links.kind=chan33:Slow"]["file"] == str(module)
+    module.write_text(CHANNEL_PLUGIN.format(seconds=2.0))
+    capsys.readouterr()
+    assert main(["run", str(path), "--out", str(out), "--no-plots", "--resume"]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert "chan33:Slow" in line and str(module) in line and "--allow-code-change" in line
+
+
 def test_resume_refuses_another_gossipsim_source_or_version(tmp_path, capsys, monkeypatch):
     """gossipsim's own source is fingerprinted file by file (a development install keeps its
     version while it is edited): an edited file, or another version, is named in the refusal."""

@@ -15,7 +15,7 @@ import gossipsim as gs
 from gossipsim.errors import ConfigError
 from gossipsim.network.arq import Link, LossyLinks
 from gossipsim.network.messages import Message
-from tests.helpers import base_scenario, validate_error
+from tests.helpers import base_scenario, slot_hops, validate_error
 
 PAYLOAD = 128.0  # beta-Bernoulli: 2 natural parameters × 64 bits
 
@@ -26,28 +26,12 @@ def _lossy(iterations: int, runs: int, **links: float) -> dict:
     return raw
 
 
-def _hops(res: gs.Results) -> pd.DataFrame:
-    """Per run, each slot's successor: the time and bits between them and whether it moved."""
-    m = res.metrics.sort_values(["run", "iteration"])
-    same_run = m["run"].to_numpy()[1:] == m["run"].to_numpy()[:-1]
-    out = pd.DataFrame(
-        {
-            "run": m["run"].to_numpy()[:-1],
-            "sender": m["holder"].to_numpy()[:-1],
-            "receiver": m["holder"].to_numpy()[1:],
-            "dt": np.diff(m["time"].to_numpy()),
-            "dbits": np.diff(m["bits"].to_numpy()),
-        }
-    )
-    return out[same_run].reset_index(drop=True)
-
-
 def test_the_mean_hop_time_and_attempts_are_the_arq_formulas():
     rate, latency, loss, timeout = 1000.0, 0.01, 0.3, 0.5
     raw = _lossy(2000, 2, rate_bps=rate, latency_s=latency, loss=loss, timeout_s=timeout)
     res = gs.run(raw, plots=False)
     assert "lossy links (links.loss > 0) run on the event engine" in res.engines["t"]
-    hops = _hops(res)
+    hops = slot_hops(res)
     assert (hops["sender"] != hops["receiver"]).all()  # complete graph, a retry limit of 100
     attempts = hops["dbits"] / PAYLOAD
     np.testing.assert_array_equal(attempts, np.round(attempts))  # bits = payload × attempts
@@ -82,7 +66,7 @@ def test_per_edge_links_from_graph_attributes_give_each_edge_its_delay():
     raw["scenario"].update(runs=2, iterations=300)
     res = gs.run(raw, plots=False)
     assert "per-edge links" in res.engines["t"]
-    hops = _hops(res)
+    hops = slot_hops(res)
     assert (hops["sender"] != hops["receiver"]).all()
     edge = graph.edges
     expected = [
@@ -99,7 +83,7 @@ def test_an_edge_without_attributes_keeps_the_scenario_links():
     graph.edges[0, 1]["rate_bps"] = 256.0
     raw = base_scenario(topology={"graph": graph}, links={"rate_bps": 1024.0, "latency_s": 0.5})
     raw["scenario"].update(runs=1, iterations=100)
-    hops = _hops(gs.run(raw, plots=False))
+    hops = slot_hops(gs.run(raw, plots=False))
     moved = hops[hops["sender"] != hops["receiver"]]
     fast = moved["sender"].isin([2]) | moved["receiver"].isin([2])
     np.testing.assert_allclose(moved.loc[fast, "dt"], PAYLOAD / 1024 + 0.5)
@@ -124,7 +108,7 @@ def test_a_message_lost_for_good_leaves_the_token_with_the_sender():
     timeout = 0.2
     raw = _lossy(400, 2, rate_bps=1000.0, loss=0.9, timeout_s=timeout, max_retries=1)
     res = gs.run(raw, plots=False)
-    hops = _hops(res)
+    hops = slot_hops(res)
     stayed = hops["sender"] == hops["receiver"]
     assert stayed.sum() > 100  # P(lost for good) = 0.81 per message
     np.testing.assert_allclose(hops.loc[stayed, "dt"], 2 * timeout)  # both attempts timed out
@@ -214,7 +198,7 @@ def test_edge_attributes_from_a_graph_file_set_the_links(tmp_path):
     raw["scenario"].update(runs=2, iterations=300)
     res = gs.run(raw, plots=False)
     assert "lossy links" in res.engines["t"]
-    hops = _hops(res)
+    hops = slot_hops(res)
     hops = hops[hops["sender"] != hops["receiver"]]  # Metropolis–Hastings stays at "a" at times
     slow = (hops["sender"] == "a") | (hops["receiver"] == "a")
     np.testing.assert_allclose(hops.loc[slow, "dt"], PAYLOAD / 64.0)
@@ -238,7 +222,7 @@ def test_rates_drawn_per_edge_give_each_edge_its_own_fixed_rate():
     raw["scenario"].update(runs=3, iterations=300)
     res = gs.run(raw, plots=False)
     assert "per-edge links" in res.engines["t"]
-    hops = _hops(res)
+    hops = slot_hops(res)
     assert (hops["sender"] != hops["receiver"]).all()
     edge = np.minimum(hops["sender"], hops["receiver"]) * 10 + np.maximum(
         hops["sender"], hops["receiver"]
@@ -251,7 +235,7 @@ def test_rates_drawn_per_edge_give_each_edge_its_own_fixed_rate():
     again = gs.run(raw, plots=False)
     pd.testing.assert_frame_equal(res.metrics, again.metrics)
     other = gs.run({**raw, "scenario": {**raw["scenario"], "seed": 8}}, plots=False)
-    assert not np.allclose(_hops(other)["dt"].to_numpy()[:50], hops["dt"].to_numpy()[:50])
+    assert not np.allclose(slot_hops(other)["dt"].to_numpy()[:50], hops["dt"].to_numpy()[:50])
 
 
 @pytest.mark.parametrize(

@@ -101,8 +101,9 @@ def run_token(
     slot at whose end the protocol is done and no request is still to arrive. A budget ends it
     after the first slot whose recorded bits (sent by its end) reach ``max_bits``, or whose end
     time reaches ``max_time``: a cut like ``iterations`` (the record is the prefix of the run
-    without it; not ``stopped_early``). ``links`` is the channel (homogeneous links by default);
-    a lossy one draws from ``channel_rng``. ``compute_seconds`` is each slot's computation: one
+    without it; not ``stopped_early``). ``links`` is the channel (homogeneous links by default;
+    the run uses its :meth:`~gossipsim.network.channels.Channel.for_run`); a lossy one draws
+    from ``channel_rng``. ``compute_seconds`` is each slot's computation: one
     number, or one per node index (the holder k's, ``compute_seconds[k]``; with a server, the
     scheduled agent's). ``liveness`` (``[failures]``) makes nodes and links fail while the token
     moves: the walker must read its view (its sampler built with ``liveness.view``), and the
@@ -113,6 +114,7 @@ def run_token(
         raise ValueError("a lossy channel needs channel_rng")
     if liveness is not None and not protocol.recovers_token:
         raise ValueError(f"{type(protocol).__name__} cannot recover a lost token")
+    links = links.for_run(channel_rng)  # a channel with state starts the run afresh
     events: list[Event] = []
     import simpy  # here: the vectorised engine and the other commands do without it
 

@@ -95,7 +95,13 @@ class Link:
         if self.loss == 0:
             return Delivery(bits / self.rate_bps + self.latency_s, bits=bits)
         u = rng.next() if isinstance(rng, Uniforms) else float(rng.random())
-        failed = failed_attempts(u, self.loss)
+        return self.outcome(failed_attempts(u, self.loss), bits)
+
+    def outcome(self, failed: int, bits: float) -> Delivery:
+        """The delivery of ``bits`` by stop-and-wait ARQ after ``failed`` failed attempts (however
+        they were drawn): delivered at the next attempt, ``failed · timeout_s + bits / rate_bps +
+        latency_s`` seconds and ``failed + 1`` attempts' bits; lost for good once ``failed``
+        exceeds ``max_retries``, after ``max_retries + 1`` attempts and their timeouts."""
         if failed > self.max_retries:
             attempts = self.max_retries + 1
             return Delivery(attempts * self.timeout_s, lost=True, bits=attempts * bits,

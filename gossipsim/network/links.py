@@ -8,16 +8,18 @@ payload takes ``bits / rate_bps + latency_s`` simulated seconds and is never los
 has a downlink (server → agent) and an uplink (agent → server), each a :class:`LinkModel` of its own
 rate and latency, the same for every agent; nothing is lost (server links that lose transfers:
 :class:`~gossipsim.network.arq.LossyServerLinks`). Per-link rates, losses and failures are other
-:class:`~gossipsim.network.channels.Channel` subclasses.
+:class:`~gossipsim.network.channels.Channel` subclasses: the lossy and per-edge links of
+:mod:`gossipsim.network.arq`, or a channel of one's own (``[links] kind = "module:Class"``).
 
 A run's simulated time is at most ``iterations × (seconds_per_iteration + bits / rate_bps +
 latency_s)`` on the walk, ``iterations × (seconds_per_iteration + bits / downlink_rate_bps +
 downlink_latency_s + bits / uplink_rate_bps + uplink_latency_s)`` with the server (the slowest
 node's ``seconds_per_iteration`` when nodes compute at their own speeds), each transfer at its
-worst (every retry's timeout, then a delivered attempt) over links that lose messages;
-:func:`check_horizon` refuses settings for which that bound exceeds :data:`MAX_SIMULATED_SECONDS`,
-so the clock never overflows to infinity (where the engine could not tell one event time from the
-next).
+worst (every retry's timeout, then a delivered attempt) over links that lose messages, and over a
+channel of one's own ``iterations × (seconds_per_iteration + the transmissions of a slot × its
+worst_seconds(bits))``; :func:`check_horizon` refuses settings for which that bound exceeds
+:data:`MAX_SIMULATED_SECONDS`, so the clock never overflows to infinity (where the engine could not
+tell one event time from the next).
 """
 
 from __future__ import annotations
@@ -28,8 +30,11 @@ from dataclasses import dataclass, field
 
 from gossipsim.errors import ConfigError
 from gossipsim.network.arq import EdgeLinks, LossyServerLinks
-from gossipsim.network.channels import Channel
+from gossipsim.network.channels import KIND_KEY, Channel
 from gossipsim.network.messages import SERVER
+
+#: the setting of one compute time for every node (or one per node)
+COMPUTE_KEY = "compute.seconds_per_iteration"
 
 #: largest simulated time a run may reach: far below the float maximum (1.8e308) so that sums and
 #: means of times over many runs stay finite too
@@ -114,7 +119,9 @@ def check_horizon(
     compute_seconds: float | Sequence[float],
     links: Channel,
     bits: float,
-    compute_key: str = "compute.seconds_per_iteration",
+    compute_key: str = COMPUTE_KEY,
+    *,
+    transmissions: int = 1,
 ) -> float:
     """The bound ``iterations × (compute + the transmissions of a slot)`` of a run's simulated
     time, or a :class:`ConfigError` naming the setting that makes it exceed
@@ -123,8 +130,16 @@ def check_horizon(
     links (:mod:`gossipsim.network.arq`) the longest hop over any link, ``bits / rate + latency +
     (max_retries + 1) × timeout`` where it loses messages; with lossy server links
     (:class:`~gossipsim.network.arq.LossyServerLinks`) a download and an upload each at its worst,
-    ``bits / rate + latency + (max_retries + 1) × timeout`` of its own link where it loses. Compute times per node (a sequence, one
-    per node) bound it by the slowest node's; ``compute_key`` names the setting they come from."""
+    ``bits / rate + latency + (max_retries + 1) × timeout`` of its own link where it loses.
+    Compute times per node (a sequence, one per node) bound it by the slowest node's;
+    ``compute_key`` names the setting they come from.
+
+    Any other channel (one of one's own, ``[links] kind``) is asked for the longest one
+    transmission can take, :meth:`~gossipsim.network.channels.Channel.worst_seconds`, and a slot
+    makes ``transmissions`` of them (1 on the walk, 2 with the server); an overflow names
+    ``links.kind``. A channel that knows no bound (None) is bounded by its compute time alone and
+    the bound returned is infinite (no request time is refused; the engine stops a run whose
+    clock overflows, naming ``links``)."""
     per_node = not isinstance(compute_seconds, int | float)
     compute = float(max(compute_seconds)) if per_node else float(compute_seconds)  # type: ignore[arg-type]
     slowest = "the slowest node's " if per_node else ""
@@ -132,6 +147,8 @@ def check_horizon(
     parts = [
         (compute_key, compute, f"{slowest}{compute:g} s of compute per slot"),
     ]  # fmt: skip
+    if not isinstance(links, EdgeLinks | ServerLinks | LinkModel | LossyServerLinks):
+        return _own_bound(iterations, parts, links, bits, transmissions)
     if isinstance(links, EdgeLinks):
         return _bound(iterations, parts + _edge_parts(links, bits), _EDGE_FORMULA)
     if isinstance(links, LossyServerLinks):
@@ -149,13 +166,34 @@ def check_horizon(
     elif isinstance(links, LinkModel):
         named = [("links.rate_bps", "links.latency_s", links, "hop")]
         formula = "bits / rate_bps + latency_s"
-    else:
+    else:  # pragma: no cover - the built-in kinds above
         raise TypeError(f"no time horizon is known for the channel {type(links).__name__}")
     for rate, latency, link, per in named:
         parts.append((rate, float(bits) / link.rate_bps,  # inf when the rate is too small
                       f"{bits:g}-bit messages at {link.rate_bps:g} bit/s"))  # fmt: skip
         parts.append((latency, float(link.latency_s), f"{link.latency_s:g} s of latency per {per}"))
     return _bound(iterations, parts, formula)
+
+
+def _own_bound(
+    iterations: int,
+    parts: list[tuple[str, float, str]],
+    links: Channel,
+    bits: float,
+    transmissions: int,
+) -> float:
+    """The bound over a channel of one's own (:func:`check_horizon`)."""
+    name = f"{type(links).__module__}:{type(links).__qualname__}"
+    worst = links.worst_seconds(float(bits))
+    if worst is None:
+        _bound(iterations, parts, "the transmissions of a slot")
+        return math.inf
+    what = "transmission" if transmissions == 1 else f"each of {transmissions} transmissions"
+    parts.append((KIND_KEY, transmissions * float(worst),
+                  f"up to {float(worst):g} s per {what} of {bits:g}-bit messages over {name} "
+                  "(its worst_seconds)"))  # fmt: skip
+    times = "" if transmissions == 1 else f"{transmissions} × "
+    return _bound(iterations, parts, f"{times}the channel's worst_seconds(bits)")
 
 
 _EDGE_FORMULA = "bits / rate_bps + latency_s + (max_retries + 1) × timeout_s of the slowest link"

@@ -1,12 +1,12 @@
 """The fingerprint of the code that makes a sweep's numbers, so that ``--resume`` never mixes runs
 of two versions of it.
 
-:func:`code_fingerprint` records gossipsim's version, the hash of each of its own source files,
-the versions of Python and of the libraries the runs compute with (NumPy, SciPy, NetworkX,
-SimPy), and the hash of the source file of every plug-in the scenario names (``[model]``,
-``[protocol]`` or ``[scheduler]`` ``kind = "module:Class"``, or a kind registered from Python
-whose class is not gossipsim's own). :func:`code_changes` says, in a few words each, what differs
-between two fingerprints.
+:func:`code_fingerprint` records gossipsim's version, the hash of each of its own source files, the
+versions of Python and of the libraries the runs compute with (NumPy, SciPy, NetworkX, SimPy), and
+the hash of the source file of every plug-in the scenario names (``[model]``, ``[protocol]``,
+``[scheduler]`` or ``[links]`` ``kind = "module:Class"``, or a kind registered from Python whose
+class is not gossipsim's own). :func:`code_changes` says, in a few words each, what differs between
+two fingerprints.
 
 gossipsim's own source is part of the fingerprint, not only its version: in a development
 install (``pip install -e``) the version stays the same while the code is edited, and an edit
@@ -67,7 +67,8 @@ def _library_versions() -> dict[str, str | None]:
 
 def plugin_hashes(study: Study) -> dict[str, dict[str, str | None]]:
     """Each plug-in kind the study's variants use (``model.kind``, ``protocol.kind``,
-    ``scheduler.kind``), by ``key=kind``: the file that defines it and the hash of its bytes."""
+    ``scheduler.kind``, a channel's ``links.kind``), by ``key=kind``: the file that defines it and
+    the hash of its bytes."""
     out: dict[str, dict[str, str | None]] = {}
     for variant in study.variants:
         sc = variant.scenario
@@ -75,7 +76,10 @@ def plugin_hashes(study: Study) -> dict[str, dict[str, str | None]]:
             ("model.kind", sc.model.kind),
             ("protocol.kind", sc.protocol.kind),
             ("scheduler.kind", sc.scheduler.kind),
+            ("links.kind", sc.links.kind),
         ):
+            if kind is None:  # the built-in links
+                continue
             name = f"{key}={kind}"
             if name in out:
                 continue

@@ -322,7 +322,10 @@ def check_time(
     """Refuse compute and link times whose sum over the run overflows the simulated clock
     (:func:`gossipsim.network.links.check_horizon`, with the model's real message size and the
     slowest node's compute time). Compute times read from a node attribute are checked once
-    read (``node_seconds``, one per node), not before."""
+    read (``node_seconds``, one per node), not before; a channel of one's own (``[links] kind``)
+    once built for the graph (by the world)."""
+    if scenario.links.kind is not None:
+        return
     links = scenario.links.channel(scenario.protocol.architecture)
     bits = scenario.protocol.message_bits(sizes)
     if scenario.compute_attribute is None:

@@ -14,6 +14,7 @@ from typing import Any
 from gossipsim.core.registry import MODEL_KINDS, PROTOCOL_KINDS
 from gossipsim.core.schema import read_keys
 from gossipsim.errors import ConfigError
+from gossipsim.network.channels import channel_class
 from gossipsim.network.links import check_horizon
 from gossipsim.scheduling import SCHEDULERS, check_scheduler, scheduler_for
 from gossipsim.study.settings import (
@@ -132,15 +133,7 @@ def parse_scenario(
             "give one of seconds_per_iteration (a number, or one per node) and node_attribute "
             "(each node's own, from the graph)",
         )
-    ln_raw = _table(raw, "links")
-    drawn = {}  # link values drawn per edge: { lognormal = [mu, sd] }, ...
-    for name in DRAWN_LINK_KEYS:
-        if isinstance(ln_raw.get(name), Mapping):
-            from gossipsim.families.drawn import parse_drawn  # here: only a drawn value needs it
-
-            drawn[name] = parse_drawn(ln_raw.pop(name), "positive", f"links.{name}")
-    ln = read_keys(SCHEMA["links"], ln_raw, "links")
-    links = LinkSettings(**ln, drawn=drawn)
+    links = _links(_table(raw, "links"))
     # a centralised kind's upload goes over the server's links, whatever the architecture
     centralised = bool(getattr(protocol_cls, "centralised", False))
     links.check(
@@ -216,10 +209,12 @@ def parse_scenario(
     )
     # a node attribute's times, and links an edge may set slower than [links], are known once the
     # graph is built (the world checks the time horizon then): request times wait for it
+    # (a channel of one's own is built for the graph: the world checks it)
     edge_links = (topology.kind in EDGE_ATTRIBUTE_KINDS or bool(links.drawn)) and (
         protocol.architecture == "walk"
     )
-    timed = not (edge_links or failures is not None)  # failures make waits no bound can know
+    # failures make waits no bound can know; a channel of one's own is bounded once it is built
+    timed = not (edge_links or failures is not None or links.kind is not None)
     check_requests_can_arrive(scenario, scenario.slowest_compute if timed else None, model_cls)
     return scenario
 
@@ -310,6 +305,26 @@ def _failures(
         requests_from_down=f["requests_from_down"],
         down_clients=f["down_clients"],
     )
+
+
+def _links(ln_raw: dict[str, Any]) -> LinkSettings:
+    """``[links]``: the built-in links' keys (values drawn per edge among them), or, with ``kind``
+    (a channel of one's own, imported here by its path), that channel's own keys
+    (:attr:`~gossipsim.network.channels.Channel.link_keys`) and no other."""
+    if "kind" in ln_raw:
+        kind_key = SCHEMA["links"][0]
+        kind = kind_key.read(ln_raw, "links")
+        own = read_keys((kind_key, *channel_class(kind).link_keys), ln_raw, "links")
+        del own["kind"]
+        return LinkSettings(kind=kind, options=own)
+    drawn = {}  # link values drawn per edge: { lognormal = [mu, sd] }, ...
+    for name in DRAWN_LINK_KEYS:
+        if isinstance(ln_raw.get(name), Mapping):
+            from gossipsim.families.drawn import parse_drawn  # here: only a drawn value needs it
+
+            drawn[name] = parse_drawn(ln_raw.pop(name), "positive", f"links.{name}")
+    ln = read_keys(SCHEMA["links"], ln_raw, "links")
+    return LinkSettings(**ln, drawn=drawn)
 
 
 def _topology(t_raw: dict[str, Any], graph: Any) -> TopologySettings:

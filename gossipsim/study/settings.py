@@ -27,11 +27,12 @@ from gossipsim.core.registry import import_object
 from gossipsim.core.schema import Key
 from gossipsim.errors import ConfigError
 from gossipsim.network.arq import DEFAULT_MAX_RETRIES, Link, LossyServerLinks, edge_channel
-from gossipsim.network.channels import Channel
+from gossipsim.network.channels import Channel, ChannelRequest, channel_class
 from gossipsim.network.links import LinkModel, ServerLinks
 
 if TYPE_CHECKING:  # the families (and SciPy) stay unimported by commands that only read settings
     from gossipsim.families.drawn import Drawn
+    from gossipsim.scheduling import IndexedGraph
 
 _LIMITS = "see [Limits](#limits-memory-and-simulated-time)"
 
@@ -132,6 +133,10 @@ COMPUTE_KEYS = (
 )  # fmt: skip
 
 LINKS_KEYS = (
+    Key("kind", "string", None, "a channel of one's own: an import path `module:Class` to a "
+        "Channel subclass, whose own keys then take the place of those below "
+        "([A channel of one's own](#a-channel-of-ones-own))",
+        default_text="the built-in links"),
     Key("rate_bps", "number", math.inf, "link rate in bit/s (inf: no limit), or drawn per edge "
         "(`{ lognormal = [mu, sd] }`, `gamma`, `uniform`; "
         "[Lossy and per-edge links](#lossy-and-per-edge-links)); an edge attribute `rate_bps` "
@@ -403,9 +408,40 @@ class LinkSettings:
     uplink_max_retries: int | None = None
     #: values drawn per edge (by key: :data:`DRAWN_LINK_KEYS`), the walk's only
     drawn: Mapping[str, Drawn] = field(default_factory=FrozenDict)
+    #: a channel of one's own (``module:Class``, a :class:`Channel` subclass), or None: the
+    #: built-in links of the keys above
+    kind: str | None = None
+    #: the values of the channel of one's own's keys (:attr:`Channel.link_keys`), by name
+    options: Mapping[str, Any] = field(default_factory=FrozenDict)
 
     def __post_init__(self) -> None:
-        _freeze_fields(self, "drawn")
+        _freeze_fields(self, "drawn", "options")
+
+    @property
+    def own(self) -> type[Channel] | None:
+        """The class of the channel of one's own (``kind``), imported by its path (in every
+        process that builds the variant), or None for the built-in links."""
+        return None if self.kind is None else channel_class(self.kind)
+
+    def own_channel(
+        self,
+        architecture: str,
+        graph: IndexedGraph,
+        seed: np.random.SeedSequence,
+        networkx: Any = None,
+    ) -> Channel:
+        """The channel of one's own (``kind``) built for ``graph`` by its
+        :meth:`~gossipsim.network.channels.Channel.from_settings`."""
+        cls = channel_class(self.kind or "")
+        channel = cls.from_settings(
+            ChannelRequest(self.options, graph, architecture, seed, networkx)
+        )
+        if not isinstance(channel, Channel):
+            raise ConfigError(
+                "links.kind",
+                f"{self.kind}.from_settings returned {type(channel).__name__}, not a Channel",
+            )
+        return channel
 
     def server_value(self, direction: str, name: str) -> tuple[Any, str]:
         """The value of the server's ``direction`` link (``downlink``, ``uplink``) for ``name``
@@ -424,6 +460,16 @@ class LinkSettings:
         server's links, loss without a timeout; loss on a centralised protocol's upload of the
         data (``centralised``), and on the server's links for a protocol ``kind`` (a
         :class:`~gossipsim.protocols.registry.ProtocolKind`) that cannot take a slot back."""
+        plugin = self.own
+        if plugin is not None:
+            if plugin.lossy and architecture == "server":
+                raise ConfigError(
+                    "links.kind",
+                    f"{self.kind!r} can lose messages, which applies to the walk: the server's "
+                    "lost transfers are [links] downlink_loss and uplink_loss (name a lossless "
+                    'channel, or architecture = "walk")',
+                )
+            return
         if self.drawn and architecture == "server":
             name = next(iter(self.drawn))
             raise ConfigError(
@@ -481,7 +527,10 @@ class LinkSettings:
         :class:`~gossipsim.network.arq.LossyServerLinks`; edge attributes do not apply (no hop
         uses a graph edge). With values drawn per edge (:attr:`drawn`) ``edges`` must list every
         edge, in a fixed order, and ``rng`` draws each edge's values in that order (before its
-        attributes override them)."""
+        attributes override them). A channel of one's own (``kind``) is built by
+        :meth:`own_channel` instead, once the graph is known."""
+        if self.kind is not None:
+            raise ValueError(f"links.kind = {self.kind!r} is built for a graph: own_channel")
         if architecture != "server":
             own, names = self._edge_links(edges, rng) if edges is not None else ({}, {})
             if self.loss == 0 and not own:
@@ -557,7 +606,16 @@ class LinkSettings:
         return own, names
 
     def resolved(self) -> dict[str, Any]:
-        """Every value, the server's filled in from the walk's (plain data for summary.json)."""
+        """Every value, the server's filled in from the walk's (plain data for summary.json); a
+        channel of one's own's kind and its keys' values."""
+        if self.kind is not None:
+            return {
+                "kind": self.kind,
+                **{
+                    name: jsonable_float(value) if isinstance(value, float) else value
+                    for name, value in self.options.items()
+                },
+            }
         out: dict[str, Any] = {}
         for name in ("rate_bps", "latency_s", "downlink_rate_bps", "downlink_latency_s",
                      "uplink_rate_bps", "uplink_latency_s"):  # fmt: skip

@@ -27,7 +27,7 @@ from gossipsim.models import Model, model_class
 from gossipsim.network.arq import EdgeLinks
 from gossipsim.network.channels import Channel
 from gossipsim.network.failures import Failures, Outage
-from gossipsim.network.links import check_horizon
+from gossipsim.network.links import COMPUTE_KEY, check_horizon
 from gossipsim.network.messages import Message, Round
 from gossipsim.protocols import (
     BuildRequest,
@@ -131,8 +131,8 @@ def world_for_run(world: World, seed: int) -> World:
     if tuple(indexed.labels) != tuple(world.indexed.labels):  # pragma: no cover - random kinds
         raise ConfigError("topology.draw", "a graph drawn per run changed the node labels")
     links = world.links
-    if world.scenario.links.drawn:  # the run's own edges draw their links
-        links = _channel(world.scenario, indexed, graph)
+    if world.scenario.links.drawn or world.scenario.links.kind is not None:
+        links = _channel(world.scenario, indexed, graph)  # the run's own edges' links
     return dataclasses.replace(world, indexed=indexed, built_graph=graph, links=links)
 
 
@@ -259,9 +259,14 @@ def node_compute_seconds(
 
 def _channel(scenario: Scenario, indexed: IndexedGraph, graph: nx.Graph | None) -> Channel:
     """The runs' channel: ``[links]``, and on the walk the link attributes of the graph's edges
-    (a graph file's or a NetworkX graph's; the indexed graph keeps none)."""
+    (a graph file's or a NetworkX graph's; the indexed graph keeps none). A channel of one's own
+    (``[links] kind``) is built from its keys for the graph, with the seed of values drawn per
+    edge."""
     architecture = _links_of(scenario)
     links = scenario.links
+    if links.kind is not None:
+        seed = np.random.SeedSequence([scenario.run.seed, LINKS_TAG])
+        return links.own_channel(architecture, indexed, seed, graph)
     if architecture != "walk":
         if protocol_kind(scenario.protocol.kind).centralised:  # no downloads: uplinks only
             links = dataclasses.replace(links, downlink_loss=0.0)
@@ -288,30 +293,43 @@ def _channel(scenario: Scenario, indexed: IndexedGraph, graph: nx.Graph | None) 
 
 
 def _check_time(world: World) -> None:
-    """Refuse per-edge links whose longest hop overflows the simulated clock, and a request at a
-    time after the longest a run can last where the scenario's check could not know it (edges
-    that may set their own links: :data:`~gossipsim.study.sections.EDGE_ATTRIBUTE_KINDS`)."""
+    """Refuse per-edge links (or a channel of one's own) whose longest hop overflows the
+    simulated clock, and a request at a time after the longest a run can last where the
+    scenario's check could not know it (edges that may set their own links:
+    :data:`~gossipsim.study.sections.EDGE_ATTRIBUTE_KINDS`; a channel of one's own)."""
     sc = world.scenario
     timed = [(i, r) for i, r in enumerate(world.requests) if r.at_time is not None]
     edge_kind = _edge_kind(sc)
-    if not isinstance(world.links, EdgeLinks) and not (timed and edge_kind):
+    own = sc.links.kind is not None
+    if not own and not isinstance(world.links, EdgeLinks) and not (timed and edge_kind):
         return
+    server = _links_of(sc) == "server" and not protocol_kind(sc.protocol.kind).centralised
     horizon = check_horizon(
-        sc.run.iterations, world.compute_seconds, world.links, world.message_bits
+        sc.run.iterations,
+        world.compute_seconds,
+        world.links,
+        world.message_bits,
+        "compute.node_attribute" if sc.compute_attribute is not None else COMPUTE_KEY,
+        transmissions=2 if server else 1,
     )
+    hop = "one download and one upload" if server else "the longest hop"
+    links = f"{sc.links.kind}'s worst_seconds" if own else "any edge's links"
     for i, req in timed if edge_kind and sc.failures is None else ():
         if req.at_time is not None and req.at_time > horizon:
             raise ConfigError(
                 f"unlearning[{i}].at_time",
                 f"is {req.at_time:g} s, after the longest a run can last ({horizon:g} s: "
-                "scenario.iterations × (compute.seconds_per_iteration + the longest hop of any "
-                "edge's links)): the request could never arrive",
+                f"scenario.iterations × (compute.seconds_per_iteration + {hop} of {links})): "
+                "the request could never arrive",
             )
 
 
 def _edge_kind(scenario: Scenario) -> bool:
-    """Whether the graph's edges may set their own links (a graph file's or a NetworkX graph's
-    attributes, or values drawn per edge) on the walk."""
+    """Whether a hop's links are known only once the graph is built: the graph's edges may set
+    their own links (a graph file's or a NetworkX graph's attributes, or values drawn per edge)
+    on the walk, or a channel of one's own (``[links] kind``) is built for the graph."""
+    if scenario.links.kind is not None:
+        return True
     return (scenario.topology.kind in EDGE_ATTRIBUTE_KINDS or bool(scenario.links.drawn)) and (
         _links_of(scenario) == "walk"
     )

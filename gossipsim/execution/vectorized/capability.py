@@ -54,7 +54,7 @@ def unavailable(world: World) -> str | None:
     if any(r.at_time is not None for r in world.requests):
         return "an unlearning request arrives at a simulated time"
     channel = getattr(world.links, "kernel", None)
-    if channel not in CHANNEL_KERNELS:
+    if channel not in CHANNEL_KERNELS or world.links.lossy:  # no kernel of this engine loses one
         return world.links.why_event_engine()
     if sc.metrics.tolerance is None and kernel == "batched-steps":
         kind = protocol_kind(sc.protocol.kind)
