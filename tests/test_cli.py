@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -175,20 +174,8 @@ def test_missing_values_are_empty_cells(tmp_path, capsys):
     assert runs["convergence_iteration"].isna().any()
 
 
-def test_validate_loads_no_pandas(tmp_path):
-    """What a command does not need, it does not import (measured: pandas is a quarter of a second
-    of `validate`'s start-up): checked in a fresh interpreter."""
-    scenario = _write(tmp_path, SMALL.format(record_every=1))
-    code = f"""
-import sys
-from gossipsim.cli.parser import main
-assert main(["validate", {str(scenario)!r}]) == 0
-assert "pandas" not in sys.modules, "validate imported pandas"
-"""
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120
-    )
-    assert done.returncode == 0, done.stderr
+# That `validate` imports no pandas (a quarter of a second of its start-up) is checked in a fresh
+# interpreter by tests/test_startup.py::test_validate_status_and_plot_import_no_engine[validate].
 
 
 def test_a_run_whose_stderr_is_not_a_terminal_imports_no_progress_bar(

@@ -40,7 +40,9 @@ def _scenario(**scenario: Any) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("axes") / "svw"
-    gs.run(_scenario(), out=out, progress=False)
+    # the tables: the tests below draw what they check from them (and the default figures of
+    # such a folder are drawn by test_a_budget_ends_each_run_at_the_first_slot_that_reaches_it)
+    gs.run(_scenario(), out=out, progress=False, plots=False)
     return out
 
 
@@ -156,9 +158,9 @@ def test_a_budget_ends_each_run_at_the_first_slot_that_reaches_it(
 
 
 def test_a_budget_gives_the_same_tables_with_one_or_two_workers(tmp_path: Path) -> None:
-    raw = _scenario(max_bits=4000.0)
-    gs.run(raw, out=tmp_path / "one", progress=False, workers=1)
-    gs.run(raw, out=tmp_path / "two", progress=False, workers=2)
+    raw = _scenario(max_bits=4000.0)  # the tables only: a budget's figures are drawn above
+    gs.run(raw, out=tmp_path / "one", progress=False, workers=1, plots=False)
+    gs.run(raw, out=tmp_path / "two", progress=False, workers=2, plots=False)
     for table in ("metrics.csv", "runs.csv", "requests.csv"):
         assert (tmp_path / "one" / table).read_bytes() == (tmp_path / "two" / table).read_bytes()
 
@@ -167,7 +169,7 @@ def test_the_vectorized_engine_refuses_a_budget_and_auto_says_why(tmp_path: Path
     raw = _scenario(max_bits=4000.0, runs=16)
     with pytest.raises(ConfigError, match=r"scenario\.max_bits"):
         gs.run(raw, out=tmp_path / "v", progress=False, engine="vectorized")
-    res = gs.run(raw, out=tmp_path / "a", progress=False, engine="auto")
+    res = gs.run(raw, out=tmp_path / "a", progress=False, engine="auto", plots=False)
     assert all("scenario.max_bits" in note for note in res.engines.values())
 
 

@@ -167,10 +167,13 @@ def test_status_counts_the_runs_of_a_committed_batch(tmp_path):
     assert (info["done"], info["failed"], info["remaining"]) == (7, 0, 33)
 
 
+@pytest.mark.slow
 def test_engines_agree_statistically_on_independent_seeds():
     """Two-sample tests (Mann-Whitney U, level 0.001 each) between the event engine at one seed and
     the vectorized engine at another: cover iteration, convergence iteration, unlearning latency.
-    (At the same seed the tables are identical, tested above; this compares the distributions.)"""
+    (At the same seed the tables are identical, tested above; this compares the distributions.)
+    Slow set: the fast suite runs the same code path, both engines on a ring with requests, in
+    test_engines_give_identical_tables["requests, retrain"], whose tables must agree exactly."""
     from scipy.stats import mannwhitneyu
 
     raw = base_scenario(

@@ -8,6 +8,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -40,7 +42,29 @@ def _same_tables(a: Path, b: Path) -> None:
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
 
 
+@contextmanager
+def _dashboard_port_held() -> Iterator[None]:
+    """Port 8787 (where Dask serves its HTTP routes unless told otherwise) held, as by another
+    local cluster on the same machine; if something else holds it already, that is the case too."""
+    import socket
+
+    holder = socket.socket()
+    try:
+        holder.bind(("", 8787))
+        holder.listen()
+    except OSError:
+        pass  # held by something else already: the case under test
+    try:
+        yield
+    finally:
+        holder.close()
+
+
 def test_identical_tables_for_serial_pool_and_dask_local_cluster(tmp_path, capsys):
+    """The same tables in series, in a pool and on a local Dask cluster; and a local cluster
+    beside another one prints nothing: a second sweep on the same machine used to print a
+    three-line warning about port 8787 (Dask's HTTP routes), held here during the runs (this was
+    test_a_local_cluster_beside_another_one_prints_nothing, which started a cluster of its own)."""
     pytest.importorskip("dask.distributed")
     # event-engine runs with a request, and (40 runs, learning only) vectorised batches
     event = _scenario(tmp_path)
@@ -48,18 +72,24 @@ def test_identical_tables_for_serial_pool_and_dask_local_cluster(tmp_path, capsy
     batches.write_text(
         to_toml(base_scenario(scenario={"name": "b", "seed": 4, "runs": 40, "iterations": 150}))
     )
-    for path in (event, batches):
-        for out, extra in (
-            ("serial", []),
-            ("pool", ["--workers", "2"]),
-            ("dask", ["--cluster", "local:2"]),
-        ):
-            folder = tmp_path / f"{path.stem}-{out}"
-            assert main(["run", str(path), "--out", str(folder), "--no-plots", *extra]) == 0
-        _same_tables(tmp_path / f"{path.stem}-serial", tmp_path / f"{path.stem}-pool")
-        _same_tables(tmp_path / f"{path.stem}-serial", tmp_path / f"{path.stem}-dask")
-        assert not (tmp_path / f"{path.stem}-dask" / ".gossipsim" / "parts").exists()  # merged
-    assert "vectorized" in capsys.readouterr().out
+    printed = []
+    with _dashboard_port_held():
+        for path in (event, batches):
+            for out, extra in (
+                ("serial", []),
+                ("pool", ["--workers", "2"]),
+                ("dask", ["--cluster", "local:2"]),
+            ):
+                folder = tmp_path / f"{path.stem}-{out}"
+                assert main(["run", str(path), "--out", str(folder), "--no-plots", *extra]) == 0
+                captured = capsys.readouterr()
+                printed.append(captured.out)
+                if out == "dask" and path == event:  # (the batches' one says it uses 1 worker)
+                    assert captured.err == "", captured.err
+            _same_tables(tmp_path / f"{path.stem}-serial", tmp_path / f"{path.stem}-pool")
+            _same_tables(tmp_path / f"{path.stem}-serial", tmp_path / f"{path.stem}-dask")
+            assert not (tmp_path / f"{path.stem}-dask" / ".gossipsim" / "parts").exists()  # merged
+    assert "vectorized" in "".join(printed)
 
 
 # ``gossipsim run`` with small commits (store.COMMIT_RUNS runs of the event engine, batches of
@@ -211,30 +241,6 @@ def test_python_api_streams_to_a_folder_and_resumes(tmp_path):
     assert (
         json.loads((tmp_path / "api" / ".gossipsim" / "study.json").read_text())["complete"] is True
     )
-
-
-def test_a_local_cluster_beside_another_one_prints_nothing(tmp_path, capsys):
-    """Dask serves HTTP routes on port 8787 unless told otherwise: a second sweep on the same
-    machine used to print a three-line warning about the port. The port is held here."""
-    pytest.importorskip("dask.distributed")
-    import socket
-
-    holder = socket.socket()
-    try:
-        holder.bind(("", 8787))
-        holder.listen()
-    except OSError:
-        pass  # held by something else already: the case under test
-    try:
-        raw = base_scenario()
-        raw["scenario"]["runs"] = 4
-        path = tmp_path / "s.toml"
-        path.write_text(to_toml(raw))
-        args = ["run", str(path), "--out", str(tmp_path / "o"), "--cluster", "local:2"]
-        assert main([*args, "--no-plots"]) == 0
-        assert capsys.readouterr().err == ""
-    finally:
-        holder.close()
 
 
 def test_pool_workers_are_forked_frozen_and_the_caller_is_left_as_it_was(monkeypatch):
