@@ -113,6 +113,7 @@ def check_horizon(
     links: Channel,
     bits: float,
     compute_key: str = "compute.seconds_per_iteration",
+    local: tuple[float, int] = (0.0, 1),
 ) -> float:
     """The bound ``iterations × (compute + the transmissions of a slot)`` of a run's simulated
     time, or a :class:`ConfigError` naming the setting that makes it exceed
@@ -120,7 +121,9 @@ def check_horizon(
     the walk; a download and an upload of ``bits`` each with the server; with lossy or per-edge
     links (:mod:`gossipsim.network.arq`) the longest hop over any link, ``bits / rate + latency +
     (max_retries + 1) × timeout`` where it loses messages. Compute times per node (a sequence, one
-    per node) bound it by the slowest node's; ``compute_key`` names the setting they come from."""
+    per node) bound it by the slowest node's; ``compute_key`` names the setting they come from.
+    ``local``: ``[compute] seconds_per_local_iteration`` and the local iterations of a slot, whose
+    product a slot computes on top."""
     per_node = not isinstance(compute_seconds, int | float)
     compute = float(max(compute_seconds)) if per_node else float(compute_seconds)  # type: ignore[arg-type]
     slowest = "the slowest node's " if per_node else ""
@@ -128,6 +131,10 @@ def check_horizon(
     parts = [
         (compute_key, compute, f"{slowest}{compute:g} s of compute per slot"),
     ]  # fmt: skip
+    per_local, count = local
+    if per_local:
+        parts.append(("compute.seconds_per_local_iteration", float(per_local) * count,
+                      f"{per_local:g} s × {count} local iterations per slot"))  # fmt: skip
     if isinstance(links, EdgeLinks):
         return _bound(iterations, parts + _edge_parts(links, bits), _EDGE_FORMULA)
     if isinstance(links, ServerLinks):
