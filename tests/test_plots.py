@@ -292,6 +292,33 @@ def test_kl_against_time_ends_each_variant_where_its_runs_end(drawn, tmp_path):
     assert RUNS_END not in {t.replace("\n", " ") for t in _legend_texts(drawn[1])}
 
 
+def test_kl_against_time_gives_each_panel_its_own_time_axis_and_the_best_in_family(drawn, tmp_path):
+    """A sweep whose panels' slots cost 0.01 s and 10 s (links of different rates): each panel's
+    time axis and grid span its own lines, so the fast panel's lines are not pressed into a
+    thousandth of a shared axis; the divergence axis stays shared. A best-in-family KL that every
+    run of a variant shares is drawn once, with the tolerance above it (excess)."""
+    summary = _sweep_summary()
+    variants = list(summary["variants"])
+    fast = [v for v in variants if "metropolis" in v]
+    metrics = pd.concat(
+        [_timed(v, [30] * 3, 0.01 if v in fast else 10.0) for v in variants]
+    ).assign(best_family_kl=0.02)
+    plot_kl_vs_time(metrics, variants, tmp_path / "t.png", summary=summary, tolerance=0.1,
+                    excess=True)  # fmt: skip
+    (fig,) = drawn
+    panels = [a for a in fig.axes if a.get_title()]
+    assert len(panels) == 2
+    lims = {a.get_title(): a.get_xlim() for a in panels}
+    assert lims["scheduler.kind = metropolis-hastings"][1] < 1.0 < 100.0
+    assert lims["scheduler.kind = simple-random-walk"][1] > 100.0
+    assert panels[0].get_ylim() == panels[1].get_ylim()
+    for ax in panels:  # 400 grid points over each panel's own 0.3 s or 300 s, and the end
+        (line,) = [ln for ln in ax.get_lines() if ln.get_label() == "10"]  # nodes = 10
+        assert len(line.get_xdata()) == 400
+    texts = {t.replace("\n", " ") for t in _legend_texts(fig)}
+    assert {"best in family (0.02)", "best in family + tolerance 0.1"} <= texts
+
+
 def test_kl_figure_facets_a_sweep_marks_requests_and_explains_every_line(drawn, tmp_path):
     summary = _sweep_summary()
     variants = list(summary["variants"])

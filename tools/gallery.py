@@ -135,6 +135,8 @@ SCENARIOS = [
     Scenario("scenarios/compressed_fmnist_equal_time.toml", "compressed_fmnist_equal_time"),
     Scenario("scenarios/compressed_fmnist_tradeoff.toml", "compressed_fmnist_tradeoff"),
     Scenario("scenarios/compressed_fmnist_forget.toml", "compressed_fmnist_forget"),
+    Scenario("scenarios/fig4_wall_clock.toml", "fig4_wall_clock"),
+    Scenario("scenarios/karate_slow_links.toml", "karate_slow_links"),
 ]
 BY_NAME = {s.name: s for s in SCENARIOS}
 
@@ -907,6 +909,126 @@ def removal_slots(res: Any) -> list[str]:
     return out
 
 
+def expected_hop(res: Any, variant: str, bits: float) -> float:
+    """A hop's expected seconds on a variant's links: bits / rate + latency + timeout · loss /
+    (1 − loss) (stop-and-wait ARQ, its retry limit never reached)."""
+    rate, latency = (
+        setting(res, "links.rate_bps", variant),
+        setting(res, "links.latency_s", variant),
+    )
+    loss = setting(res, "links.loss", variant)
+    lost = setting(res, "links.timeout_s", variant) * loss / (1 - loss) if loss else 0.0
+    return float(bits / rate + latency + lost)
+
+
+def link_words(res: Any, variant: str) -> str:
+    """A variant's link as the caption names it: "10 Mbit/s", "10 kbit/s with 10% loss"."""
+    rate = float(setting(res, "links.rate_bps", variant))
+    loss = float(setting(res, "links.loss", variant))
+    words = f"{short(rate / 1e6, 3)} Mbit/s" if rate >= 1e6 else f"{short(rate / 1e3, 3)} kbit/s"
+    return words + (f" with {short(100 * loss)}% loss" if loss else "")
+
+
+def fig4_seconds(load: Load) -> list[str]:
+    res = load("fig4_wall_clock")
+    runs = res.runs
+    ls = sorted({int(setting(res, "protocol.local_iterations", v)) for v in res.variants})
+    links = list(dict.fromkeys(link_words(res, v) for v in res.variants))
+    by = {(int(setting(res, "protocol.local_iterations", v)), link_words(res, v)): v
+          for v in res.variants}  # fmt: skip
+    # a complete graph under Metropolis-Hastings never keeps the token: every slot but the last
+    # sends one message, every attempt of it counted in bits
+    plain = by[(ls[0], links[0])]
+    hops = column(runs, plain, "iterations").astype(float) - 1
+    bits = column(runs, plain, "bits").astype(float) / hops
+    if bits.nunique() != 1:
+        raise ValueError("messages of different sizes")
+    message = float(bits.iloc[0])
+    hop_ms = [num(1e3 * expected_hop(res, by[(ls[0], link)], message)) for link in links]
+    compute_ms = short(1e3 * float(scenario_of(res, plain).seconds_per_local_iteration), 3)
+    local = [count(round(mean_of(res, by[(L, links[0])], "convergence_iteration") * L)) for L in ls]
+    out = [
+        f"{compute_ms} ms of compute per local iteration",
+        f"its {count(message)}-bit message",
+        f"expected hop {slash(hop_ms)} ms",
+        f"{runs_of(res, plain)} runs",
+        f"takes a mean of {slash(local)} local iterations for L = {slash(map(str, ls))}",
+    ]
+    for link in links:
+        times = [num(mean_of(res, by[(L, link)], "convergence_time")) for L in ls]
+        out.append(f"{link} {slash(times)} s")
+    return out
+
+
+def share(x: float) -> str:
+    """A share in percent to three significant digits: "71.5%"."""
+    return f"{num(100 * x)}%"
+
+
+def time_map(load: Load) -> list[str]:
+    """The karate club with slow links: the time map's shares against their exact expectations
+    from the walk's transition matrix (computed here, not by the figure's code)."""
+    import networkx as nx
+
+    import gossipsim as gs
+    from gossipsim.figures.time_map import slot_compute_seconds, time_on_graph
+
+    res = load("karate_slow_links")
+    slow, fast = res.variants
+    n = float(setting(res, "run.iterations", slow))
+    out = [f"{runs_of(res, slow)} runs of {count(n)} slots"]
+    entries = res.summary()["variants"]
+    for v in (slow, fast):
+        graph = res.graphs[v]
+        compute = slot_compute_seconds(entries[v], graph)
+        spent = time_on_graph(res.metrics, graph, v, compute)
+        # exact: per slot, compute at a stationary holder (uniform under Metropolis-Hastings); per
+        # move, edge {a, b} is crossed with probability π_a P(a, b) + π_b P(b, a) and costs its
+        # link's hop: bits / rate + latency, the edge's own values where it has them
+        p = gs.transition_matrix(nx.Graph(graph))
+        p = p.toarray() if hasattr(p, "toarray") else np.asarray(p)
+        nodes = list(graph.nodes)
+        pi = 1.0 / len(nodes)
+        bits = float(column(res.runs, v, "bits").astype(float).sum()) / float(spent.edge_hops.sum())
+        rate, latency = setting(res, "links.rate_bps", v), setting(res, "links.latency_s", v)
+        flows, hops, own = [], [], []
+        for a, b in spent.edges:
+            data = graph.edges[a, b]
+            i, j = nodes.index(a), nodes.index(b)
+            flows.append(pi * (p[i, j] + p[j, i]))
+            hops.append(bits / data.get("rate_bps", rate) + data.get("latency_s", latency))
+            own.append("rate_bps" in data)
+        on_edges = (n - 1) * np.array(flows) * np.array(hops)
+        total = float(on_edges.sum()) + n * float(np.mean(compute))
+        mine = np.array(own)
+        if v == slow:
+            busiest = int(np.argmax(spent.edge_seconds))
+            a, b = spent.edges[busiest]
+            out += [
+                f"{count(mine.sum())} edges between the two clubs",
+                f"carry {share(spent.edge_hops[mine].sum() / spent.edge_hops.sum())} of the hops",
+                f"take {share(spent.edge_seconds[mine].sum() / spent.total_seconds)} of the time "
+                f"(exact expectation {share(on_edges[mine].sum() / total)})",
+                f"links take {share(spent.link_seconds / spent.total_seconds)} "
+                f"(exact {share(on_edges.sum() / total)})",
+                f"the busiest link, {a}–{b}, takes {share(spent.edge_seconds[busiest] / spent.total_seconds)} "
+                f"(exact {share(on_edges[busiest] / total)})",
+            ]
+        else:
+            out.append(
+                f"with every link fast links take {share(spent.link_seconds / spent.total_seconds)} "
+                f"(exact {share(on_edges.sum() / total)})"
+            )
+    covered = column(res.runs, slow, "convergence_iteration").notna()
+    out += [
+        f"in {int(covered.sum())} of the {runs_of(res, slow)} runs",
+        f"after a mean of {num(mean_of(res, slow, 'convergence_iteration'))} slots",
+        f"{seconds(mean_of(res, slow, 'convergence_time'))} with the slow links against "
+        f"{seconds(mean_of(res, fast, 'convergence_time'))}",
+    ]
+    return out
+
+
 @dataclass(frozen=True)
 class Figure:
     """A gallery row: the image in plots/, the results folder that draws it, the figure's file in
@@ -1016,6 +1138,8 @@ FIGURES = [
         "unlearning_accuracy.png",
         compressed_forget,
     ),
+    Figure("fig4_wall_clock_kl_vs_time.png", "fig4_wall_clock", "kl_vs_time.png", fig4_seconds),
+    Figure("karate_slow_links_time_map.png", "karate_slow_links", "time_map.png", time_map),
 ]
 
 #: numbers a caption quotes that no results folder holds: checked to be in the caption only

@@ -26,11 +26,13 @@ def plot_command(args: argparse.Namespace) -> int:
     # below are imported (about a second): on two cores, verifying costs the command little time
     check = start_check(folder)
     with _collector_paused(getattr(args, "own_process", False)):
+        from gossipsim.figures.costaxis import figure_name
         from gossipsim.figures.standard import (  # matplotlib: imported with the collector paused
             FIGURES,
             plot_results,
             x_refusal,
         )
+        from gossipsim.figures.time_map import time_map_refusal as not_drawn_reason
         from gossipsim.results.figuretables import load_figure_tables
         from gossipsim.results.folderfiles import check_output_folder
 
@@ -45,7 +47,7 @@ def plot_command(args: argparse.Namespace) -> int:
         if why is not None:
             raise ConfigError("--x", why)
         # a folder this gossipsim wrote: its tables and summary.json, without its study
-        drawn = load_figure_tables(folder, check, x=x)
+        drawn = load_figure_tables(folder, check, x=x, which=args.figure)
         results = None
         if drawn is None:  # another version's folder, or one without its graphs: the study too
             from gossipsim.results.results import load_results
@@ -89,6 +91,18 @@ def plot_command(args: argparse.Namespace) -> int:
         warn_nonfinite(results.nonfinite_values(), held)
     for path in written.values():
         print(path)
+    for name in args.figure or ():  # asked for and not drawn: say why
+        if figure_name(name, x) in written:
+            continue
+        why = f"it does not apply to {folder}"
+        if name == "time_map":
+            if drawn is not None:
+                reason = not_drawn_reason(drawn.metrics, drawn.summary, drawn.graphs)
+            else:
+                assert results is not None
+                reason = not_drawn_reason(results.metrics, results.figure_summary(), results.graphs)
+            why = reason or why
+        print(f"gossipsim: note: figure {name} not drawn: {why}", file=sys.stderr)
     if x != "iteration" and not written:
         what = "sends any bits" if x == "bits" else "takes any simulated time"
         print(

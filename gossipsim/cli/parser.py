@@ -230,7 +230,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="draw only this figure (repeat for several; default: all that apply): kl_vs_iteration, "
         "kl_vs_time, unlearning_kl, latency, cover_time, kl_vs_local_iterations, evaluation, "
-        "unlearning_accuracy, visits (the kl_ figures draw the KSD of particle protocols)",
+        "unlearning_accuracy, particles, visits, accuracy_vs_ece, time_map (the kl_ figures draw "
+        "the KSD of particle protocols; time_map, where the walk spends its time, is drawn by "
+        "default only where links differ by edge or lose messages)",
     )
     pl.add_argument(
         "--x",

@@ -13,7 +13,8 @@ iterations (:mod:`.divergence_curves`), the curves of several folders (:mod:`.co
 unlearning curves (:mod:`.unlearning_kl`), the latencies (:mod:`.latency`), the cover time
 (:mod:`.cover_time`), the map of visits (:mod:`.visits`), the held-out metrics
 (:mod:`.evaluation`), the accuracy on forgotten and remaining labels (:mod:`.unlearning_accuracy`),
-the particle sets (:mod:`.particles`); :mod:`.standard` holds the registry of the standard figures
+the particle sets (:mod:`.particles`), where a walk spends its simulated time (:mod:`.time_map`);
+:mod:`.standard` holds the registry of the standard figures
 and draws those of a folder (:func:`plot_results`, :func:`draw_figures`).
 
 Their helpers: one scheme of colours, line styles and sizes (:mod:`.style`), the statistics a
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
         plot_results,
     )
     from gossipsim.figures.style import COLUMN_WIDTH_IN
+    from gossipsim.figures.time_map import plot_time_map, time_on_graph
     from gossipsim.figures.tradeoff import plot_accuracy_vs_ece
     from gossipsim.figures.unlearning_accuracy import plot_unlearning_accuracy
     from gossipsim.figures.unlearning_kl import plot_unlearning_kl
@@ -77,6 +79,8 @@ _LAZY = {
     "plot_unlearning_accuracy": "unlearning_accuracy",
     "plot_unlearning_kl": "unlearning_kl",
     "plot_visits": "visits",
+    "plot_time_map": "time_map",
+    "time_on_graph": "time_map",
 }
 
 __all__ = [
@@ -100,6 +104,8 @@ __all__ = [
     "plot_unlearning_accuracy",
     "plot_unlearning_kl",
     "plot_visits",
+    "plot_time_map",
+    "time_on_graph",
     "plot_accuracy_vs_ece",
     "plot_churn",
 ]

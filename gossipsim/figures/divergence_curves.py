@@ -139,9 +139,11 @@ def divergence_figure(
     divergence: dict[str, Divergence] | None = None,
     notes: Sequence[str] = (),
     x: str = "iteration",
+    share_x: bool = True,
 ) -> Path | Figure:
     """Divergence curves (centre line and band per variant) in the panels of ``fac``, on one
-    shared scale (x and y); ``linestyles`` (variant -> style) outlines each band in its line's
+    shared scale (x and y; with ``share_x`` false each panel's x axis spans its own curves);
+    ``linestyles`` (variant -> style) outlines each band in its line's
     style, so that overlapping bands stay told apart (``gossipsim compare``); ``tolerances``
     replaces the single ``tolerance`` line. ``divergence`` says what each curve is (variant ->
     divergence; KL where not given): curves of different divergences never share a panel or a
@@ -222,7 +224,7 @@ def divergence_figure(
             kind = kinds[k]
             span, zero = scales[kind.column]
             first = firsts.get(kind.column)
-            main = lp.render(area, specs[r, c], sharex=first.main if first else None,
+            main = lp.render(area, specs[r, c], sharex=first.main if first and share_x else None,
                              sharey=first, span=span, zero=zero)  # fmt: skip
             firsts.setdefault(kind.column, lp)
             panel_marks = merge_marks(marks, panel.variants)
@@ -388,31 +390,46 @@ def plot_kl_vs_time(
     ax: Axes | None = None,
     fig: Figure | SubFigure | None = None,
 ) -> Path | Figure | None:
-    """KL (or the variant's divergence) vs simulated time, on a common time grid (each run's
-    divergence is a step function of time); None when no slot takes any time.
+    """KL (or the variant's divergence) vs simulated time, on a time grid common to the lines of
+    a panel (each run's divergence is a step function of time); None when no slot takes any time.
 
     Each variant's line ends where its runs end: at the latest time any of its runs reached (its
     last slot's end), a point of its own; a run that ended sooner keeps its last value up to there
     (what it ended with: a run stopped once done, or its last slot), which the legend says when
     some run did. A request arriving at different times in different runs is shaded from its
-    first to its last arrival (named in the legend)."""
+    first to its last arrival (named in the legend). The panels of a sweep share the divergence
+    axis; each panel's time axis and grid span its own lines (variants whose slots cost seconds
+    in one panel and milliseconds in another, as on links of different rates, stay readable).
+    Where every run of a variant has one best-in-family KL (a target outside the family, no
+    request changing it), it is drawn as on the slot figures."""
     if not (metrics["time"].max() > 0):
         return None
     kinds = divergences(metrics, variants)
-    grid_ = np.linspace(0.0, float(metrics["time"].max()), points)
+    fac = facets(summary, variants)
     curves = []
     runs, times = metrics["run"].to_numpy(), metrics["time"].to_numpy(dtype=float)
+    in_variant = {
+        v: (metrics["variant"] == v).to_numpy(dtype=bool, na_value=False) for v in variants
+    }  # the variant's rows of three columns (a filtered table copies all)
     ended_sooner = False
-    for variant in variants:  # the variant's rows of three columns (a filtered table copies all)
-        mask = (metrics["variant"] == variant).to_numpy(dtype=bool, na_value=False)
-        if not mask.any():
+    best: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for panel in fac.panels:
+        drawn = [v for v in panel.variants if in_variant.get(v, np.zeros(0, bool)).any()]
+        if not drawn:
             continue
-        column = metrics[kinds[variant].column].to_numpy(dtype=float, na_value=np.nan)[mask]
-        ends = run_ends(runs[mask], times[mask])
-        x = np.append(grid_[grid_ < ends.max()], ends.max())  # to the last run's end, no further
-        rows = step_values_on_grid(runs[mask], times[mask], column, x)
-        curves.append(Curve(variant, x, rows))
-        ended_sooner = ended_sooner or bool((ends < ends.max()).any())
+        longest = max(float(times[in_variant[v]].max()) for v in drawn)
+        grid_ = np.linspace(0.0, longest, points)
+        for variant in drawn:
+            mask = in_variant[variant]
+            column = metrics[kinds[variant].column].to_numpy(dtype=float, na_value=np.nan)[mask]
+            ends = run_ends(runs[mask], times[mask])
+            x = np.append(grid_[grid_ < ends.max()], ends.max())  # to the last run's end
+            rows = step_values_on_grid(runs[mask], times[mask], column, x)
+            curves.append(Curve(variant, x, rows))
+            ended_sooner = ended_sooner or bool((ends < ends.max()).any())
+            level = _one_best(metrics, mask)
+            if level is not None:
+                best[variant] = (x, np.full(x.shape, level))
     marks = (
         marks_by_variant(requests, variants, "request_time")
         if requests is not None
@@ -423,11 +440,11 @@ def plot_kl_vs_time(
     return divergence_figure(
         path,
         curves,
-        facets(summary, variants),
+        fac,
         statistic=statistic,
         tolerance=tolerance,
         excess=excess,
-        best={},  # best in family is per slot; it is drawn on the slot figures
+        best=best,
         marks=marks,
         xlabel="simulated time (s)",
         title=title or f"{divergence_title(kinds)} against simulated time",
@@ -435,7 +452,20 @@ def plot_kl_vs_time(
         fig=fig,
         divergence=kinds,
         notes=[RUNS_END] if ended_sooner else [],
+        share_x=False,
     )
+
+
+def _one_best(metrics: pd.DataFrame, mask: np.ndarray) -> float | None:
+    """The best-in-family KL of the rows ``mask`` when it is one number (None: not known, or it
+    changes, as at a request)."""
+    if "best_family_kl" not in metrics.columns:
+        return None
+    values = metrics["best_family_kl"].to_numpy(dtype=float, na_value=np.nan)[mask]
+    values = values[np.isfinite(values)]
+    if values.size == 0 or float(np.ptp(values)) > 1e-9 * max(1.0, float(np.abs(values).max())):
+        return None
+    return float(values[0])
 
 
 #: what the time figure says of runs that end before their variant's line does

@@ -38,7 +38,11 @@ module of its family:
 - ``accuracy_vs_ece``: each variant's held-out accuracy against its ECE at the last slot, the
   runs' medians with percentile bars, a colour per value of the sweep's first dimension and a
   marker per value of its second (paper 000's Fig. 4; two or more variants with both metrics;
-  :mod:`gossipsim.figures.tradeoff`).
+  :mod:`gossipsim.figures.tradeoff`);
+- ``time_map``: where the walk spends its simulated time, the graph of each variant with its edges
+  coloured and widened by the share of time on their links and its nodes by the share computing
+  there (every slot recorded; drawn by default where links differ by edge or lose messages,
+  otherwise on request; :mod:`gossipsim.figures.time_map`).
 
 Against cost (``x``: ``gossipsim plot --x bits|time``, ``Results.plot(x=...)``): the figures
 with a slot axis (``kl_vs_iteration``, ``evaluation``, ``unlearning_kl``, ``unlearning_accuracy``)
@@ -89,6 +93,7 @@ from gossipsim.figures.evaluation import evaluation_columns, plot_evaluation
 from gossipsim.figures.latency import plot_latency
 from gossipsim.figures.particles import plot_particles
 from gossipsim.figures.stats import STATISTICS
+from gossipsim.figures.time_map import per_edge_links, plot_time_map, time_map_refusal
 from gossipsim.figures.tradeoff import applies as tradeoff_applies
 from gossipsim.figures.tradeoff import plot_accuracy_vs_ece
 from gossipsim.figures.unlearning_accuracy import ACCURACY_SPLIT, plot_unlearning_accuracy
@@ -107,7 +112,7 @@ FORMATS = ("png", "pdf", "svg")
 FIGURES = (
     "kl_vs_iteration", "kl_vs_time", "unlearning_kl", "latency", "cover_time",
     "kl_vs_local_iterations", "evaluation", "unlearning_accuracy", "particles", "visits",
-    "accuracy_vs_ece", "churn",
+    "accuracy_vs_ece", "churn", "time_map",
 )  # fmt: skip
 
 
@@ -171,7 +176,8 @@ def plot_results(
     the figures with a slot axis against that cost instead, as :func:`figure_name` names them
     (the others are not drawn)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    jobs = _figure_jobs(metrics, runs, requests, visits, summary, statistic, graphs, particles, x)
+    jobs = _figure_jobs(metrics, runs, requests, visits, summary, statistic, graphs, particles, x,
+                        which)  # fmt: skip
     written = [
         job(out_dir / f"{figure_name(name, x)}.{fmt}")
         for name, job in jobs.items()
@@ -201,7 +207,7 @@ def draw_figures(
                                particles=results.particles, x=x)  # fmt: skip
         return {p.stem: p for p in written}
     figures = Figures()
-    jobs = _figure_jobs(*args, statistic, results.graphs, results.particles, x)
+    jobs = _figure_jobs(*args, statistic, results.graphs, results.particles, x, which)
     for name, job in jobs.items():
         if which is None or name in which:
             drawn = job(None)
@@ -220,9 +226,12 @@ def _figure_jobs(
     graphs: dict[str, nx.Graph] | None,
     particles: pd.DataFrame | None = None,
     x: str = "iteration",
+    which: Sequence[str] | None = None,
 ) -> dict[str, Callable[[Path | None], Path | Figure | None]]:
     """Each standard figure that may apply, by name: a function drawing it to a path (or, given
-    None, returning its Figure); with ``x`` a cost, those with a slot axis drawn against it."""
+    None, returning its Figure); with ``x`` a cost, those with a slot axis drawn against it.
+    ``which``: the figures asked for (None: every one that applies; ``time_map`` applies to
+    more folders when asked for)."""
     variants = list(summary.get("variants", {})) or list(
         dict.fromkeys(metrics["variant"].astype(str))
     )
@@ -278,6 +287,14 @@ def _figure_jobs(
         )
     if visits is not None and graphs:
         jobs["visits"] = lambda path: plot_visits(visits, graphs, path, summary, requests)
+    entries = summary.get("variants", {})
+    asked = which is not None and "time_map" in which
+    if (
+        graphs
+        and (asked or any(per_edge_links(entries[v], graphs[v]) for v in entries if v in graphs))
+        and time_map_refusal(metrics, summary, graphs) is None
+    ):  # where links differ by edge or lose messages, or on request
+        jobs["time_map"] = lambda path: plot_time_map(metrics, graphs, summary, path)
     if tradeoff_applies(metrics, variants):
         jobs["accuracy_vs_ece"] = lambda path: plot_accuracy_vs_ece(
             metrics, variants, path, summary=summary,

@@ -122,6 +122,7 @@ def check_horizon(
     compute_key: str = COMPUTE_KEY,
     *,
     transmissions: int = 1,
+    local: tuple[float, int] = (0.0, 1),
 ) -> float:
     """The bound ``iterations × (compute + the transmissions of a slot)`` of a run's simulated
     time, or a :class:`ConfigError` naming the setting that makes it exceed
@@ -139,7 +140,10 @@ def check_horizon(
     makes ``transmissions`` of them (1 on the walk, 2 with the server); an overflow names
     ``links.kind``. A channel that knows no bound (None) is bounded by its compute time alone and
     the bound returned is infinite (no request time is refused; the engine stops a run whose
-    clock overflows, naming ``links``)."""
+    clock overflows, naming ``links``).
+
+    ``local``: ``[compute] seconds_per_local_iteration`` and the local iterations of a slot, whose
+    product a slot computes on top."""
     per_node = not isinstance(compute_seconds, int | float)
     compute = float(max(compute_seconds)) if per_node else float(compute_seconds)  # type: ignore[arg-type]
     slowest = "the slowest node's " if per_node else ""
@@ -147,6 +151,10 @@ def check_horizon(
     parts = [
         (compute_key, compute, f"{slowest}{compute:g} s of compute per slot"),
     ]  # fmt: skip
+    per_local, count = local
+    if per_local:
+        parts.append(("compute.seconds_per_local_iteration", float(per_local) * count,
+                      f"{per_local:g} s × {count} local iterations per slot"))  # fmt: skip
     if not isinstance(links, EdgeLinks | ServerLinks | LinkModel | LossyServerLinks):
         return _own_bound(iterations, parts, links, bits, transmissions)
     if isinstance(links, EdgeLinks):

@@ -127,6 +127,10 @@ class FedAvg(ProtocolKind):
     def stochastic(self, settings: Any, model: type) -> bool:
         return settings.batch_size is not None
 
+    def slot_local_iterations(self, settings: Any) -> int:
+        """The agent's ``local_iterations`` SGD steps."""
+        return int(settings.local_iterations)
+
     def slot_work(self, settings: Any) -> SlotWork:
         """A likelihood gradient over the agent's rows (or a mini-batch) per local step, no
         kernel."""

@@ -215,6 +215,11 @@ class GFVL(ProtocolKind):
         nothing (a request arriving within a stay is handled by the engine)."""
         return EXACT_FACTORS in model.capabilities
 
+    def slot_local_iterations(self, settings: GFVLSettings) -> int:
+        """L natural-gradient steps (eq. 17) a visit; exact conjugate updates keep the default
+        L = 1 (they refuse the key)."""
+        return settings.local_iterations
+
     def stochastic(self, settings: Any, model: type) -> bool:
         capabilities: frozenset[str] = getattr(model, "capabilities", frozenset())
         return EXACT_FACTORS not in capabilities and settings.estimator != "exact"

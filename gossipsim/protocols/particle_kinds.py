@@ -268,6 +268,12 @@ class DSVGD(_ParticleKind):
             return None
         return "compressed DSVGD does not recover a token lost to a failure yet"
 
+    def slot_local_iterations(self, settings: Any) -> int:
+        """L SVGD steps on the global particles (the steps of a forgetting visit too); the paper
+        variant's L' steps fitting the node's local particles are local iterations as well."""
+        fits = int(settings.fit_iterations) if settings.variant == "paper" else 0
+        return int(settings.local_iterations) + fits
+
     def unbatched(self, settings: Any) -> str | None:
         """Compressed updates (:mod:`~.compressed`) run on the event engine only."""
         if settings.compression is None and settings.downlink_compression is None:

@@ -156,6 +156,12 @@ class ProtocolKind(ABC):
         (:class:`gossipsim.study.budget.ModelSizes`): the model's ``message_entries`` by default."""
         return int(sizes.message_entries)
 
+    def slot_local_iterations(self, settings: Any) -> int:
+        """Local iterations one slot computes with these ``settings`` (a visit's natural-gradient,
+        SGD or SVGD steps): what ``[compute] seconds_per_local_iteration`` is charged for, once
+        each. 1 by default: an exact update, or a protocol without local iterations."""
+        return 1
+
     def slot_work(self, settings: Any) -> SlotWork | None:
         """What one slot computes per particle, for the time estimate of
         :func:`gossipsim.study.budget.run_seconds` (particle protocols); None: not estimated."""

@@ -6,6 +6,7 @@ neither the scenario's models nor SciPy are imported)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     import networkx as nx
 
 #: metrics.csv's columns that no figure draws (``gossipsim plot`` does not read them; ``bits``
-#: only with ``--x bits``)
+#: only with ``--x bits``, ``holder`` only where the ``time_map`` figure may be drawn)
 UNDRAWN_COLUMNS = {"metrics": ("holder", "bits")}
 
 
@@ -49,7 +50,11 @@ class FigureTables:
 
 
 def load_figure_tables(
-    out_dir: str | os.PathLike[str], check: TableCheck | None = None, *, x: str = "iteration"
+    out_dir: str | os.PathLike[str],
+    check: TableCheck | None = None,
+    *,
+    x: str = "iteration",
+    which: Sequence[str] | None = None,
 ) -> FigureTables | None:
     """What the figures of a results folder draw, read without rebuilding its study (which imports
     the scenario's model, family and SciPy: about 0.15-0.3 s of ``gossipsim plot``): the
@@ -60,12 +65,18 @@ def load_figure_tables(
     :func:`gossipsim.results.results.load_results`. The tables are checked as it checks them (``check``:
     the verification of the folder's files, started early: :func:`gossipsim.results.manifest.start_check`),
     and a damaged folder is the same one-line ConfigError. ``x``: the x axis of the figures
-    (``bits`` reads the metrics' bits column too)."""
-    return read_folder(checked_path(out_dir, "DIR"), lambda d: _load_figure_tables(d, check, x))
+    (``bits`` reads the metrics' bits column too); ``which``: the figures to draw (None: all that
+    apply; the metrics' holder column is read where ``time_map`` may be one of them)."""
+    return read_folder(
+        checked_path(out_dir, "DIR"), lambda d: _load_figure_tables(d, check, x, which)
+    )
 
 
 def _load_figure_tables(
-    d: Path, check: TableCheck | None = None, x: str = "iteration"
+    d: Path,
+    check: TableCheck | None = None,
+    x: str = "iteration",
+    which: Sequence[str] | None = None,
 ) -> FigureTables | None:
     summary = read_summary(d)
     entries = summary.get("variants")
@@ -82,7 +93,8 @@ def _load_figure_tables(
         return None
     labels = list(entries)
     swept = {key for entry in entries.values() for key in flat_values(entry["values"])}
-    unread = {stem: swept | set(UNDRAWN_COLUMNS.get(stem, ())) - {x} for stem in TABLES}
+    drawn = {x, "holder"} if _may_draw_time_map(entries, graphs, x, which) else {x}
+    unread = {stem: swept | set(UNDRAWN_COLUMNS.get(stem, ())) - drawn for stem in TABLES}
     tables = read_tables(d, summary, labels, [{}] * len(labels), unread=unread, check=check)
     restore_node_labels(tables, graphs.values())
     figures = {
@@ -96,6 +108,22 @@ def _load_figure_tables(
         tables["metrics"], tables["runs"], tables["requests"], tables["visits"],
         tables["particles"], figures, graphs,
     )  # fmt: skip
+
+
+def _may_draw_time_map(
+    entries: dict[str, Any], graphs: dict[str, nx.Graph], x: str, which: Sequence[str] | None
+) -> bool:
+    """Whether the ``time_map`` figure, which reads the holder of every slot, may be drawn: asked
+    for, or (all figures drawn) a variant's links differ by edge or lose messages; and some
+    variant records what it needs (:func:`gossipsim.figures.time_map.variant_refusal`)."""
+    from gossipsim.figures.time_map import per_edge_links, variant_refusal
+
+    if x != "iteration" or (which is not None and "time_map" not in which):
+        return False
+    able = [v for v in entries if variant_refusal(entries[v], graphs.get(v)) is None]
+    return bool(able) and (
+        which is not None or any(per_edge_links(entries[v], graphs[v]) for v in able)
+    )
 
 
 def _written_by_this_code(d: Path) -> bool:

@@ -321,15 +321,19 @@ def check_time(
 ) -> None:
     """Refuse compute and link times whose sum over the run overflows the simulated clock
     (:func:`gossipsim.network.links.check_horizon`, with the model's real message size and the
-    slowest node's compute time). Compute times read from a node attribute are checked once
-    read (``node_seconds``, one per node), not before; a channel of one's own (``[links] kind``)
+    slowest node's compute time, and the slot's local iterations'). Compute times read from a
+    node attribute are checked once read (``node_seconds``, one per node: a world's slot compute
+    times, local iterations included), not before; a channel of one's own (``[links] kind``)
     once built for the graph (by the world)."""
     if scenario.links.kind is not None:
         return
     links = scenario.links.channel(scenario.protocol.architecture)
     bits = scenario.protocol.message_bits(sizes)
     if scenario.compute_attribute is None:
-        check_horizon(scenario.run.iterations, scenario.compute_seconds, links, bits)
+        check_horizon(
+            scenario.run.iterations, scenario.compute_seconds, links, bits,
+            local=(scenario.seconds_per_local_iteration, scenario.local_iterations_per_slot),
+        )  # fmt: skip
     elif node_seconds is not None:
         check_horizon(scenario.run.iterations, node_seconds, links, bits, "compute.node_attribute")
 

@@ -206,6 +206,8 @@ def parse_scenario(
         metrics=metrics,
         base_dir=base_dir,
         compute_attribute=compute["node_attribute"],
+        seconds_per_local_iteration=compute["seconds_per_local_iteration"],
+        local_iterations_per_slot=protocol_cls.slot_local_iterations(protocol.options),
     )
     # a node attribute's times, and links an edge may set slower than [links], are known once the
     # graph is built (the world checks the time horizon then): request times wait for it

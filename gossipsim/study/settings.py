@@ -130,6 +130,11 @@ COMPUTE_KEYS = (
     Key("node_attribute", "string", None, "instead: the name of a numeric node attribute of the "
         "graph (a GraphML file's or a NetworkX graph's) holding each node's compute time of a "
         "slot (s)"),
+    Key("seconds_per_local_iteration", "number", 0.0, "simulated compute time of one local "
+        "iteration (s), added to a slot's time once per local iteration the slot computes (L = "
+        "`protocol.local_iterations` natural-gradient, SGD or SVGD steps, with DSVGD's "
+        "`fit_iterations` as written; 1 for exact updates; [Local iterations cost time]"
+        "(#local-iterations-cost-time))", minimum=0),
 )  # fmt: skip
 
 LINKS_KEYS = (
@@ -721,16 +726,29 @@ class Scenario:
     #: ``[compute] node_attribute``: the node attribute holding each node's compute time (None:
     #: ``compute_seconds``); read when the world is built
     compute_attribute: str | None = None
+    #: ``[compute] seconds_per_local_iteration``
+    seconds_per_local_iteration: float = default("compute", "seconds_per_local_iteration")
+    #: local iterations one slot computes (the protocol kind's
+    #: :meth:`~gossipsim.protocols.ProtocolKind.slot_local_iterations`)
+    local_iterations_per_slot: int = 1
+
+    @property
+    def local_compute_seconds(self) -> float:
+        """The compute time a slot's local iterations add to it (every node alike): ``[compute]
+        seconds_per_local_iteration`` × the local iterations of a slot."""
+        return self.seconds_per_local_iteration * self.local_iterations_per_slot
 
     @property
     def slowest_compute(self) -> float | None:
         """The longest computation of a slot at any node, for bounds on a run's time: the one
-        number, or the largest of a per-node list; None when the times are a node attribute
+        number, or the largest of a per-node list, with the slot's local iterations'
+        (:attr:`local_compute_seconds`); None when the times are a node attribute
         (known once the graph is built: :func:`gossipsim.world.world.node_compute_seconds`)."""
         if self.compute_attribute is not None:
             return None
         compute = self.compute_seconds
-        return max(compute) if isinstance(compute, tuple) else compute
+        slowest = max(compute) if isinstance(compute, tuple) else compute
+        return slowest + self.local_compute_seconds
 
     @property
     def model_spec(self) -> ModelSpec:

@@ -214,8 +214,23 @@ def node_compute_seconds(
     """Each slot's compute time: ``[compute] seconds_per_iteration`` when it is one number, else
     one time per node index (the graph's node order, as ``indexed.labels``): the list given, or
     each node's ``[compute] node_attribute`` read from ``graph`` (a finite number >= 0 at every
-    node). A slot at holder k (with the server: the scheduled agent k) computes for entry k. A
-    centralised protocol computes at the centre, so it takes one number only."""
+    node); plus, at every node alike, the slot's local iterations at ``[compute]
+    seconds_per_local_iteration`` each (:attr:`Scenario.local_compute_seconds`, added after the
+    node's time: a zero adds nothing). A slot at holder k (with the server: the scheduled agent
+    k) computes for entry k. A centralised protocol computes at the centre, so it takes one
+    number only."""
+    local = scenario.local_compute_seconds
+    per_node = _per_node_seconds(scenario, indexed, graph)
+    if isinstance(per_node, tuple):
+        return tuple(c + local for c in per_node) if local else per_node
+    return per_node + local if local else per_node
+
+
+def _per_node_seconds(
+    scenario: Scenario, indexed: IndexedGraph, graph: nx.Graph | None
+) -> float | tuple[float, ...]:
+    """``[compute] seconds_per_iteration`` or ``node_attribute``, read and checked (see
+    :func:`node_compute_seconds`)."""
     compute = scenario.compute_seconds
     name = scenario.compute_attribute
     if name is None and not isinstance(compute, tuple):
