@@ -159,7 +159,7 @@ def plot_churn(
             ax.set_title(heading)
             ax.grid(True, alpha=0.3)
             if ax.get_legend_handles_labels()[1]:
-                ax.legend(fontsize=6)
+                ax.legend(fontsize=6, loc="upper left")
         counts = runs.groupby("variant").size()
         per_point = (
             f"{int(counts.min())}" if counts.min() == counts.max()

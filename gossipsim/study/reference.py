@@ -16,7 +16,8 @@ from pathlib import Path
 
 from gossipsim.core.registry import MODEL_KINDS, PROTOCOL_KINDS
 from gossipsim.core.schema import Key, reference_rows, reference_table
-from gossipsim.study.settings import OUTAGE_KEYS, SCHEMA
+from gossipsim.study.failure_settings import OUTAGE_KEYS
+from gossipsim.study.settings import SCHEMA
 from gossipsim.topology import reference_table as topology_reference_table
 
 _REGION = re.compile(r"(<!-- keys:([\w-]+) -->\n)(.*?)(<!-- /keys -->)", re.S)

@@ -17,10 +17,10 @@ from gossipsim.errors import ConfigError
 from gossipsim.network.channels import channel_class
 from gossipsim.network.links import check_horizon
 from gossipsim.scheduling import SCHEDULERS, check_scheduler, scheduler_for
+from gossipsim.study.failure_settings import OUTAGE_KEYS, OutageSettings
 from gossipsim.study.settings import (
     ABSOLUTE_TOLERANCE,
     DRAWN_LINK_KEYS,
-    OUTAGE_KEYS,
     SCHEMA,
     STOCHASTIC_LATENCY_WINDOW,
     DataSettings,
@@ -28,7 +28,6 @@ from gossipsim.study.settings import (
     LinkSettings,
     MetricsSettings,
     ModelSettings,
-    OutageSettings,
     ProtocolSettings,
     RunSettings,
     Scenario,
