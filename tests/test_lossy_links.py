@@ -249,3 +249,12 @@ def test_rates_drawn_per_edge_give_each_edge_its_own_fixed_rate():
 def test_bad_drawn_links_are_one_line(tmp_path, capsys, links, protocol, shown):
     err = validate_error(base_scenario(links=links, protocol=protocol), tmp_path, capsys)
     assert shown in err, err
+
+
+def test_summary_says_how_likely_a_message_is_lost_for_good():
+    raw = _lossy(50, 1, loss=0.3, timeout_s=0.5, max_retries=2)
+    theory = gs.run(raw, plots=False).summary()["variants"]["t"]["theory"]
+    assert "probability at most 0.027 per hop" in theory["lossy_links_note"]  # 0.3 ** 3
+    assert "exact_cover_moves" in theory  # still given, with the note beside it
+    quiet = gs.run(_lossy(50, 1, loss=0.0), plots=False).summary()["variants"]["t"]["theory"]
+    assert "lossy_links_note" not in quiet

@@ -60,7 +60,8 @@ def theory_for(world: Any, arrival_slots: Mapping[int, int] | None = None) -> di
 
     plus :func:`target_summary`. With ``[topology] draw = "per-run"`` every run walks its own
     graph: no exact or theoretical figure of one graph applies, and ``graph_note`` says so instead;
-    with ``[failures]`` the walk is not the failure-free one, and ``failures_note`` says so.
+    with ``[failures]`` the walk is not the failure-free one, and ``failures_note`` says so; over
+    links that can lose a message for good, ``lossy_links_note`` says how likely that is per hop.
     """
     sc = world.scenario
     kind = sc.scheduler.kind
@@ -78,6 +79,19 @@ def theory_for(world: Any, arrival_slots: Mapping[int, int] | None = None) -> di
         )
         out.update(target_summary(world))
         return out
+    lost_for_good = _loss_for_good(world)
+    if lost_for_good is None or lost_for_good > 0:
+        bound = (
+            "its probability per hop is not known for this channel"
+            if lost_for_good is None
+            else f"probability at most {lost_for_good:.3g} per hop: the worst link's "
+            "loss^(max_retries + 1)"
+        )
+        out["lossy_links_note"] = (
+            "a message lost for good keeps the token at its sender for another slot, which the "
+            "exact cover and hitting times here do not count: they hold where that never "
+            f"happens ({bound})"
+        )
     if sc.topology.draw == "per-run":
         out["graph_note"] = (
             "topology.draw = per-run: each run draws its own graph, so the exact cover and "
@@ -149,6 +163,23 @@ LOSSY_SERVER_NOTE = (
 def _lossy_server(world: Any) -> bool:
     """Whether ``world`` runs the parameter server over links that lose transfers."""
     return world.scenario.protocol.architecture == "server" and bool(world.links.lossy)
+
+
+def _loss_for_good(world: Any) -> float | None:
+    """The largest probability, over the walk's links, that a hop's message is lost for good
+    (every attempt of stop-and-wait ARQ lost): 0 for links that lose nothing, None for a lossy
+    channel that is not built of ARQ links (a channel of one's own)."""
+    links = world.links
+    if not links.lossy or world.scenario.protocol.architecture != "walk":
+        return 0.0
+    default = getattr(links, "default", None)
+    if default is None:
+        return None
+    candidates = [default, *getattr(links, "edges", {}).values()]
+    return max(
+        (float(link.loss) ** (int(link.max_retries) + 1) for link in candidates if link.loss > 0),
+        default=0.0,
+    )
 
 
 def request_slot(world: Any, request: int, observed: int | None) -> int | None:
