@@ -304,6 +304,15 @@ def test_the_churn_figure_draws_the_runs_medians_against_the_down_fraction(tmp_p
         points.loc[points["x"] == 0.0, "median"][points["what"] == "regenerations_per_1000"].iloc[0]
         == 0.0
     )
+    # a second swept key (the timeout too) makes series of their own, the down fraction the x
+    raw["sweep"]["failures.token_timeout_s"] = [0.5, 2.0]
+    res = gs.run(raw, plots=False)
+    points = panel_points(res.runs, res.requests, res.figure_summary(), list(res.variants))
+    assert sorted(set(points["series"])) == [
+        "failures.token_timeout_s = 0.5",
+        "failures.token_timeout_s = 2.0",
+    ]
+    assert sorted(set(points["x"])) == [0.0, 0.2]
 
 
 @pytest.mark.parametrize("mode", ["skip", "wait"])

@@ -12,8 +12,9 @@ the 87.5th percentile:
    runs that served it;
 3. recovery: tokens regenerated (lost messages and holders lost) per 1,000 slots.
 
-Variants that differ in something else than the failures (a second sweep dimension) are drawn as
-separate series, in the order of the sweep. Drawn for a study of two or more variants whose
+Variants that differ in something else than ``failures.node_up_s`` and ``node_down_s`` (a second
+sweep dimension, ``failures.token_timeout_s`` included) are drawn as separate series, in the order
+of the sweep; a panel nothing reached (no run converged) says so. Drawn for a study of two or more variants whose
 ``runs.csv`` has ``regenerations``.
 """
 
@@ -27,12 +28,15 @@ from typing import Any
 import matplotlib as mpl
 import numpy as np
 import pandas as pd
+from matplotlib.lines import Line2D
 
 from gossipsim.figures import style as S
 from gossipsim.figures.canvas import Where, drawing_area, finish, fit_height
 
 #: the runs' band drawn as bars (as the other figures' bands)
 BAND = (12.5, 87.5)
+#: the keys that place a variant on the x axis (any other swept key makes a series of its own)
+X_KEYS = ("failures.node_up_s", "failures.node_down_s")
 #: markers of the series (variants that differ besides the failures)
 MARKERS = ("o", "s", "^", "D", "v")
 
@@ -57,9 +61,7 @@ def _series(summary: dict[str, Any], variants: Sequence[str]) -> dict[str, list[
     for v in variants:
         entry = summary.get("variants", {}).get(v, {})
         values = entry.get("values", {})
-        rest = ", ".join(
-            f"{k} = {val}" for k, val in values.items() if not k.startswith("failures")
-        )
+        rest = ", ".join(f"{k} = {val}" for k, val in values.items() if k not in X_KEYS)
         x = down_fraction(entry.get("resolved", {}).get("failures"))
         out.setdefault(rest, []).append((v, x))
     return out
@@ -133,14 +135,10 @@ def plot_churn(
                             requests_drawn.index(req) if req >= 0 else s_index
                         )  # a request's colour in the latency panel, a series' elsewhere
                         marker = MARKERS[s_index % len(MARKERS)]
-                        label = None
-                        if req >= 0:
+                        label = None  # the series go to the figure's legend (markers)
+                        if req >= 0 and s_index == 0:
                             kind = "unlearning" if what == "latency_time" else "removal"
                             label = f"node {group['node'].iloc[0]}: {kind}"
-                            if len(series) > 1:
-                                label += f" ({name})"
-                        elif len(series) > 1:
-                            label = name
                         ax.errorbar(
                             group["x"], group["median"],
                             yerr=[group["median"] - group["lo"], group["hi"] - group["median"]],
@@ -154,6 +152,11 @@ def plot_churn(
                                     f"{int(row['missing'])} {gone}", (row["x"], row["median"]),
                                     fontsize=6, textcoords="offset points", xytext=(3, 3),
                                 )  # fmt: skip
+            drawn = points[points["what"].isin(whats)]["median"]
+            if not np.isfinite(drawn.astype(float)).any():  # e.g. no run converged: say so
+                ax.text(0.5, 0.5, "no run reached it", ha="center", va="center",
+                        transform=ax.transAxes, color="0.4")  # fmt: skip
+                ax.set_yticks([])
             ax.set_xlabel("fraction of time a node is down")
             ax.set_ylabel(ylabel)
             ax.set_title(heading)
@@ -165,9 +168,17 @@ def plot_churn(
             f"{int(counts.min())}" if counts.min() == counts.max()
             else f"{int(counts.min())} to {int(counts.max())}"
         )  # fmt: skip
+        artists = []
+        if len(series) > 1:
+            handles = [Line2D([], [], color=S.colour(i), marker=MARKERS[i % len(MARKERS)], lw=0.9)
+                       for i in range(len(series))]  # fmt: skip
+            artists.append(area.legend(
+                handles, series, loc="outside lower center", ncols=min(len(series), 3),
+                fontsize=7, title="series (marker; colour in the learning and recovery panels)",
+            ))  # fmt: skip
         suptitle = area.suptitle(
             f"{title or 'failures and churn'}\nmedian over {per_point} runs a point, bars "
             f"{BAND[0]:g}th to {BAND[1]:g}th percentile"
         )
-        fit_height(area, True, 2.4, suptitle)
+        fit_height(area, True, 2.4, suptitle, *artists)
         return finish(area, path)
