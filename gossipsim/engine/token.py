@@ -194,6 +194,7 @@ def run_token(
             waits = liveness.failures.requests_from_down == "wait"
             skips = liveness.failures.down_clients == "skip"
             protocol.hand_over(0, start)
+            hand_over = protocol.hand_over
         custodian = start  # who keeps the copy of the token the holder received (failures)
         delegated: list[int] = []  # down nodes whose requests a neighbour may serve (failures)
         for slot in range(1, iterations + 1):
@@ -311,6 +312,7 @@ def run_token(
                         events.append(Event(slot, lost_at, "holder-lost", k, custodian))
                         j = custodian
                         s_next = yield from restart(lost_at + timeout_s, j)
+                        due = env.peek()
                         events.append(Event(slot, s_next, "regenerated", k, j))
                         protocol.hand_over(slot, j)
                     elif not node_up[j] or link_failed:
@@ -323,13 +325,13 @@ def run_token(
                         j = recovery.holder
                         at = max(s_next, t + timeout_s) + recovery.after
                         s_next = yield from restart(at, j)
+                        due = env.peek()
                         events.append(Event(slot, s_next, "regenerated", k, j))
                         if j != k:
                             protocol.hand_over(slot, j)
                     else:
                         custodian = k
-                        protocol.hand_over(slot, j)
-                    due = env.peek()
+                        hand_over(slot, j)
             else:
                 s_next = t
             if not s_next < _INF:  # also NaN: an infinite clock would make every event "due"

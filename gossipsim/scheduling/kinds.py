@@ -86,7 +86,7 @@ class MetropolisHastings(Scheduler):
         indptr, indices, deg = machine_csr(g)
         buf, pos, refill = uniform_blocks(rng)
         if view is not None and view.has_failures:
-            return _live_sampler(indptr, indices, view, buf, pos, refill, accept=True)
+            return _live_sampler(indptr, indices, deg, view, buf, pos, refill, accept=True)
 
         def metropolis_hastings(k: int) -> int:
             if pos[0] >= UNIFORM_BLOCK:
@@ -146,7 +146,7 @@ class SimpleRandomWalk(Scheduler):
         indptr, indices, deg = machine_csr(g)
         buf, pos, refill = uniform_blocks(rng)
         if view is not None and view.has_failures:
-            return _live_sampler(indptr, indices, view, buf, pos, refill, accept=False)
+            return _live_sampler(indptr, indices, deg, view, buf, pos, refill, accept=False)
 
         def simple_random_walk(k: int) -> int:
             if pos[0] >= UNIFORM_BLOCK:
@@ -285,6 +285,7 @@ def _live_entries(g: IndexedGraph, view: NodeView) -> tuple[np.ndarray, np.ndarr
 def _live_sampler(
     indptr: Any,
     indices: Any,
+    deg: Any,
     view: NodeView,
     buf: list[list[float]],
     pos: list[int],
@@ -310,12 +311,11 @@ def _live_sampler(
         if d == 0:
             return k
         m = int(buf[0][i] * d)
-        first = indptr[k]
-        if d == indptr[k + 1] - first:  # every neighbour live: the m-th entry, as without failures
-            j = indices[first + m]
+        if d == deg[k]:  # every neighbour live: the m-th entry, as without failures
+            j = indices[indptr[k] + m]
         else:
             j = k
-            for e in range(first, indptr[k + 1]):
+            for e in range(indptr[k], indptr[k + 1]):
                 j = indices[e]
                 if up[j] and (edge_up is None or edge_up[e]):
                     if m == 0:
