@@ -347,3 +347,23 @@ def test_the_server_skips_or_waits_for_agents_that_are_down_and_learns_exactly(m
             assert runs.loc[run, "token_wait_s"] >= 25.0
         assert (np.isclose(dt, round_time) | (dt > round_time)).all() or mode == "skip"
         assert g["kl"].iloc[-1] == 0.0  # the exact posterior
+
+
+def test_tokens_regenerated_match_their_exact_expectation():
+    """Node up times are exponential (memoryless), so a slot's holder goes down during its
+    computation with probability 1 − exp(−c/U), or before its hop arrives 1 − exp(−(c + h)/U), and
+    the receiver (up when proposed) during the hop 1 − exp(−h/U): the expected regenerations of a
+    run from its hops (its bits / 128) and slots, against the runs' mean within 4 SE."""
+    up, c, h = 20.0, 0.1, 128 / 1e4 + 0.01
+    raw = _failing(runs=24, iterations=2000, token_timeout_s=0.5, node_up_s=up, node_down_s=5.0)
+    runs = gs.run(raw, plots=False).runs
+    hops, slots = runs["bits"] / 128.0, runs["iterations"]
+
+    def p(window: float) -> float:
+        return 1.0 - math.exp(-window / up)
+
+    expected = hops * (p(c + h) + (1 - p(c + h)) * p(h)) + (slots - hops) * p(c)
+    diff = runs["regenerations"] - expected
+    se = diff.std(ddof=1) / math.sqrt(len(diff))
+    assert runs["regenerations"].sum() > 200  # enough of them to test
+    assert abs(diff.mean()) < 4 * se, (runs["regenerations"].mean(), expected.mean(), se)
