@@ -51,6 +51,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from gossipsim.data.tables import Table
 from gossipsim.errors import ConfigError
 
 TaskKind = Literal["binary", "multiclass", "regression"]
@@ -314,25 +315,79 @@ def load_task(
         raise ConfigError("data.labels", f"must be one of {', '.join(LABEL_MODES)}, got {labels!r}")
     if labels == "classes" and DATASETS[name].task != "binary":
         raise ConfigError("data.labels", f"{name!r} is a regression set: it has no classes to keep")
-    fraction = check_fraction(test_fraction)
-    gen = as_generator(rng)
     spec = DATASETS[name]
     X, target, names = _raw(name)
-
     if spec.task == "binary":
         classes = target.astype(np.int64)
-        train, test = _stratified_split(classes, fraction, gen)
         y = _binary_labels(name, target) if labels == "binary" else classes.astype(float)
+        kind: TaskKind = "multiclass" if labels == "classes" else "binary"
+        return _build_task(name, kind, X, names, y, classes, test_fraction, bias, rng)
+    return _build_task(name, "regression", X, names, target, None, test_fraction, bias, rng)
+
+
+def table_task(
+    table: Table,
+    kind: TaskKind,
+    *,
+    test_fraction: float = 0.2,
+    bias: bool = True,
+    rng: RngLike,
+) -> Task:
+    """A user's table (:func:`gossipsim.data.tables.read_table`) as a :class:`Task` of ``kind``,
+    preprocessed exactly as :func:`load_task` preprocesses a bundled set. Classification: the
+    distinct labels in sorted order are the classes ``0..C-1`` (a binary task needs exactly two,
+    the smaller being 0); the groups are the classes. Regression: the label is a real target."""
+    name = table.path.name
+    if kind == "regression":
+        return _build_task(
+            name, kind, table.X, table.feature_names, table.target(), None, test_fraction, bias, rng
+        )
+    classes = table.classes()
+    if kind == "binary" and classes.size != 2:
+        shown = ", ".join(str(c) for c in classes[:5]) + (", ..." if classes.size > 5 else "")
+        raise ConfigError(
+            "data.path",
+            f"{table.path}: a binary model needs exactly 2 distinct labels, the file has "
+            f"{classes.size} ({shown})",
+        )
+    if classes.size < 2:
+        raise ConfigError(
+            "data.path", f"{table.path}: a classification model needs at least 2 distinct labels"
+        )
+    index = table.class_index()
+    return _build_task(
+        name, kind, table.X, table.feature_names, index.astype(float), index, test_fraction,
+        bias, rng,
+    )  # fmt: skip
+
+
+def _build_task(
+    name: str,
+    kind: TaskKind,
+    X: np.ndarray,
+    names: tuple[str, ...],
+    y: np.ndarray,
+    classes: np.ndarray | None,
+    test_fraction: float,
+    bias: bool,
+    rng: RngLike,
+) -> Task:
+    """Split (stratified by ``classes`` when given, else at random), standardise and add the
+    bias column; a regression target (``classes is None``) is standardised too."""
+    fraction = check_fraction(test_fraction)
+    gen = as_generator(rng)
+    if classes is not None:
+        train, test = _stratified_split(classes, fraction, gen)
         y_train, y_test = y[train], y[test]
         groups_train, groups_test = classes[train], classes[test]
         target_mean, target_scale = 0.0, 1.0
     else:
-        train, test = _random_split(target.size, fraction, gen)
-        raw_train = target[train].astype(float)
+        train, test = _random_split(y.size, fraction, gen)
+        raw_train = y[train].astype(float)
         target_mean = float(raw_train.mean())
         target_scale = float(raw_train.std()) or 1.0
         y_train = (raw_train - target_mean) / target_scale
-        y_test = (target[test].astype(float) - target_mean) / target_scale
+        y_test = (y[test].astype(float) - target_mean) / target_scale
         groups_train = quantile_groups(y_train)
         edges = np.quantile(y_train, np.arange(1, REGRESSION_GROUPS) / REGRESSION_GROUPS)
         groups_test = np.searchsorted(edges, y_test, side="right").astype(np.int64)
@@ -343,7 +398,7 @@ def load_task(
         names = (*names, "bias")
     return Task(
         name=name,
-        kind="multiclass" if labels == "classes" else spec.task,
+        kind=kind,
         X_train=X_train,
         y_train=np.asarray(y_train, dtype=float),
         X_test=X_test,

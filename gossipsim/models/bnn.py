@@ -29,9 +29,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from gossipsim.core.schema import Key
-from gossipsim.data.datasets import DATASETS, LabelMode, Task, load_task
+from gossipsim.data.datasets import DATASETS, LabelMode, Task, TaskKind, load_task, table_task
 from gossipsim.data.idx import FASHION_MNIST_CLASSES, FASHION_MNIST_FOLDER
 from gossipsim.data.imagetask import PIXELS, fashion_mnist_task
+from gossipsim.data.tables import Table
 from gossipsim.errors import ConfigError
 from gossipsim.families import ModelParam
 from gossipsim.logdensity.bnn import (
@@ -51,7 +52,14 @@ from gossipsim.models.classification import particle_spread
 from gossipsim.models.particle import ParticleClassifier
 from gossipsim.models.particlemodel import CHUNK_VALUES, ParticleModel, in_chunks
 from gossipsim.models.regression import DATA_KEYS as REGRESSION_DATA_KEYS
-from gossipsim.models.regression import RegressionData, _option, _test_fraction, partition_rows
+from gossipsim.models.regression import (
+    RegressionData,
+    _option,
+    _test_fraction,
+    data_file,
+    data_table,
+    partition_rows,
+)
 from gossipsim.scheduling import IndexedGraph
 from gossipsim.study import budget
 
@@ -61,6 +69,8 @@ if TYPE_CHECKING:
 FloatArray = NDArray[np.float64]
 
 FASHION_MNIST = "fashion_mnist"
+#: what :func:`_dataset` returns for a file of the user's (``[data] path``)
+FILE = "file"
 #: the sizes of Fashion-MNIST's original splits
 FASHION_MNIST_ROWS = (60_000, 10_000)
 TASKS = ("auto", "classification", "regression")
@@ -96,7 +106,8 @@ BNN_MODEL_KEYS = (
 DATASET_KEY = Key(
     "dataset", "choice", None, "a data set bundled with scikit-learn (classification sets keep "
     "their original classes), or `fashion_mnist` (Debian's dataset-fashion-mnist, on a PCA "
-    "feature map)", choices=(*DATASETS, FASHION_MNIST), required=True,
+    "feature map); required unless `path` names a file of your own",
+    choices=(*DATASETS, FASHION_MNIST), default_text="required without `path`",
 )  # fmt: skip
 COMPONENTS_KEY = Key(
     "components", "integer", 50, "`fashion_mnist`: principal components of the feature map "
@@ -110,7 +121,10 @@ BNN_DATA_KEYS = (
     DATASET_KEY,
     *(
         _shared(name)
-        for name in ("partition", "concentration", "labels_per_node", "node_classes", "sizes")
+        for name in (
+            "partition", "concentration", "labels_per_node", "node_classes", "sizes",
+            "label_column",
+        )
     ),
     Key("test_fraction", "number", 0.2, "held-out fraction of a scikit-learn set (stratified by "
         "class for classification sets); `fashion_mnist` keeps its own 10,000 test images",
@@ -125,8 +139,14 @@ BNN_DATA_KEYS = (
 _FASHION_ONLY = (COMPONENTS_KEY.name, FOLDER_KEY.name)
 
 
-def _dataset(options: dict[str, Any]) -> str:
-    """``[data] dataset``: one of the bundled sets or ``fashion_mnist``, with the keys it takes."""
+def _dataset(options: dict[str, Any], spec: ModelSpec | None = None) -> str:
+    """``[data] dataset``: one of the bundled sets or ``fashion_mnist``, with the keys it takes;
+    ``file`` for a file of the user's (``[data] path``, :func:`data_file`)."""
+    if spec is not None and data_file(spec) is not None:
+        for name in _FASHION_ONLY:
+            if name in options:
+                raise ConfigError(f"data.{name}", 'applies to dataset = "fashion_mnist" only')
+        return FILE
     dataset = options.get("dataset")
     if dataset is None:
         raise ConfigError("data.dataset", f"is required for bnn: {DATASET_KEY.allowed()}")
@@ -145,14 +165,29 @@ def _dataset(options: dict[str, Any]) -> str:
     return str(dataset)
 
 
-def _own_task(dataset: str) -> BnnTask:
-    """Regression for the regression sets, classification over the original classes otherwise."""
+def _own_task(dataset: str, table: Table | None = None) -> BnnTask:
+    """Regression for the regression sets, classification over the original classes otherwise;
+    a file is classification when every label is a string or a whole number."""
+    if table is not None:
+        return "classification" if table.whole_labels() else "regression"
     regression = dataset != FASHION_MNIST and DATASETS[dataset].task == "regression"
     return "regression" if regression else "classification"
 
 
-def _task(task: str, dataset: str) -> BnnTask:
-    """The network's task: the data set's, which ``[model] task`` may insist on."""
+def _task(task: str, dataset: str, table: Table | None = None) -> BnnTask:
+    """The network's task: the data set's, which ``[model] task`` may insist on (a file of whole
+    labels may be regression; one of real labels cannot be classification)."""
+    if table is not None:
+        own = _own_task(dataset, table)
+        if task == "regression" and table.numeric_labels:
+            return "regression"
+        if task not in ("auto", own):
+            raise ConfigError(
+                "model.task",
+                f"the labels of {table.path} are not all whole numbers or strings: "
+                "it is a regression set",
+            )
+        return own
     own = _own_task(dataset)
     if task not in ("auto", own):
         fitting = [name for name in (*DATASETS, FASHION_MNIST) if _own_task(name) == task]
@@ -166,9 +201,12 @@ def _task(task: str, dataset: str) -> BnnTask:
 def _layout(spec: ModelSpec) -> BnnLayout:
     """The network of the settings: inputs, hidden units and outputs (classes, or 1)."""
     options = spec.data.options
-    dataset = _dataset(dict(options))
-    task = _task(spec.model.options.get("task", "auto"), dataset)
-    if dataset == FASHION_MNIST:
+    dataset = _dataset(dict(options), spec)
+    table = data_table(spec)
+    task = _task(spec.model.options.get("task", "auto"), dataset, table)
+    if table is not None:
+        features, classes = int(table.X.shape[1]), int(table.classes().size)
+    elif dataset == FASHION_MNIST:
         features = int(_option(dict(options), "components", int, COMPONENTS_KEY.default))
         classes = len(FASHION_MNIST_CLASSES)
     else:
@@ -189,6 +227,7 @@ class BayesianNeuralNetwork(ParticleClassifier, ParticleModel):
     )
     model_keys: ClassVar[tuple[Key, ...]] = BNN_MODEL_KEYS
     data_keys: ClassVar[tuple[Key, ...]] = BNN_DATA_KEYS
+    reads_files: ClassVar[bool] = True
     prior_params = (
         ModelParam("weight_precision", "positive", "the weights' fixed precision λ "
                    "(weight_prior = \"fixed\")", math.e),
@@ -206,7 +245,8 @@ class BayesianNeuralNetwork(ParticleClassifier, ParticleModel):
         self.graph = graph
         self.temperature = spec.model.temperature
         self.options = dict(spec.data.options)
-        self.dataset = _dataset(self.options)
+        self.dataset = _dataset(self.options, spec)
+        self.table = data_table(spec)
         self.layout = _layout(spec)
         self.task = self.layout.task
         prior = spec.model.prior
@@ -255,6 +295,11 @@ class BayesianNeuralNetwork(ParticleClassifier, ParticleModel):
             components = int(_option(self.options, "components", int, COMPONENTS_KEY.default))
             task = fashion_mnist_task(folder.resolve(), components=components, key="data.folder")
             return task, task.X_train[:, :-1], task.X_test[:, :-1]
+        if self.table is not None:
+            kind: TaskKind = "multiclass" if self.task == "classification" else "regression"
+            test_fraction = _test_fraction(self.options)
+            task = table_task(self.table, kind, test_fraction=test_fraction, bias=False, rng=rng)
+            return task, task.X_train, task.X_test
         labels: LabelMode = "classes" if self.task == "classification" else "binary"
         task = load_task(
             self.dataset,
@@ -298,8 +343,14 @@ class BayesianNeuralNetwork(ParticleClassifier, ParticleModel):
         node and the held-out predictive of one recorded set."""
         layout = _layout(spec)
         options = dict(spec.data.options)
-        dataset = _dataset(options)
-        if dataset == FASHION_MNIST:
+        dataset = _dataset(options, spec)
+        table = data_table(spec)
+        if table is not None:
+            n = int(table.X.shape[0])
+            test = round(_test_fraction(options) * n)
+            train = n - test
+            loaded = 3.0 * (train + test) * (layout.features + 1)
+        elif dataset == FASHION_MNIST:
             train, test = FASHION_MNIST_ROWS
             loaded = (train + test) * (PIXELS + 2.0 * (layout.features + 1))
         else:
@@ -317,7 +368,7 @@ class BayesianNeuralNetwork(ParticleClassifier, ParticleModel):
             message_entries=layout.dimension,
             particle_entries=layout.dimension,
             data_values=loaded,
-            data_key="data.dataset",
+            data_key="data.path" if table is not None else "data.dataset",
             data_what=f"{train + test} rows of {layout.features} features",
             state_key="model.hidden",
             state_what=f"{nodes} nodes with {layout.dimension}-entry particles",

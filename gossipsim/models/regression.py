@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -43,12 +44,15 @@ from gossipsim.core.schema import Key
 from gossipsim.data.datasets import (
     DATASETS,
     Task,
+    TaskKind,
     check_fraction,
     load_task,
     partition,
     synthetic_linear_task,
     synthetic_logistic_task,
+    table_task,
 )
+from gossipsim.data.tables import DEFAULT_LABEL_COLUMN, Table, read_table
 from gossipsim.errors import ConfigError
 from gossipsim.families import ModelParam
 from gossipsim.families.gaussian import GaussianDiagonal, GaussianFull
@@ -105,6 +109,8 @@ DATA_KEYS = (
         "test_fraction/(1 − test_fraction) test rows per training row); stratified by class for "
         "binary tasks", minimum=0, exclusive_minimum=True, maximum=1, exclusive_maximum=True),
     Key("features", "integer", 5, "synthetic data: dimension, a bias column included", minimum=1),
+    Key("label_column", "string", DEFAULT_LABEL_COLUMN, "`[data] path` of a CSV or Parquet file: "
+        "the column holding the label or target (the other columns are the features)"),
     Key("noise", "number", None, "synthetic linear data: noise standard deviation",
         minimum=0, exclusive_minimum=True, default_text="`[model] sigma`"),
 )  # fmt: skip
@@ -143,10 +149,36 @@ def _features(options: dict[str, Any]) -> int:
     return features
 
 
+def data_file(spec: ModelSpec) -> Path | None:
+    """``[data] path`` (a user's table, relative to the scenario file's folder), or None. With it,
+    ``[data] dataset`` is an error; without it, ``[data] label_column`` is."""
+    options = spec.data.options
+    if spec.data.path is None:
+        if "label_column" in options:
+            raise ConfigError("data.label_column", "applies to a data file (data.path) only")
+        return None
+    if "dataset" in options:
+        raise ConfigError(
+            "data.dataset",
+            "give one of data.dataset (a bundled or synthetic set) and data.path (a file), not both",
+        )
+    path = Path(str(spec.data.path)).expanduser()
+    return path if path.is_absolute() else Path(spec.base_dir) / path
+
+
+def data_table(spec: ModelSpec) -> Table | None:
+    """The table of ``[data] path`` (read once per process; :func:`read_table`), or None."""
+    path = data_file(spec)
+    if path is None:
+        return None
+    column = _option(dict(spec.data.options), "label_column", str)
+    return read_table(path, column)
+
+
 def _largest_node(spec: ModelSpec, train_rows: int) -> int:
     """Rows of the largest node: known for synthetic data, at most every row otherwise."""
     points = spec.data.points_per_node
-    if _option(spec.data.options, "dataset", str) == "synthetic":
+    if _source(spec) == "synthetic":
         return max(points, default=0) if isinstance(points, tuple) else points
     return train_rows
 
@@ -157,6 +189,13 @@ def _synthetic_rows(
     """Training rows of all nodes, and held-out rows: test_fraction of all the rows (at least 1)."""
     total = int(sum(points)) if isinstance(points, tuple) else int(points) * nodes
     return total, max(int(round(total * test_fraction / (1 - test_fraction))), 1)
+
+
+def _source(spec: ModelSpec) -> str:
+    """``synthetic``, a bundled set's name, or ``file`` (``[data] path``)."""
+    if data_file(spec) is not None:
+        return "file"
+    return str(_option(dict(spec.data.options), "dataset", str))
 
 
 def _option(options: dict[str, Any], key: str, kind: type, default: Any = None) -> Any:
@@ -202,6 +241,7 @@ class GaussianRegression(Model):
     family: GaussianFull | GaussianDiagonal
     model_keys: ClassVar[tuple[Key, ...]] = (FAMILY_KEY,)
     data_keys: ClassVar[tuple[Key, ...]] = DATA_KEYS
+    reads_files: ClassVar[bool] = True
     prior_params = (
         ModelParam("mean", "real", "prior mean of every coefficient", 0.0),
         ModelParam(
@@ -214,8 +254,9 @@ class GaussianRegression(Model):
         self.graph = graph
         self.temperature = spec.model.temperature
         self.options = dict(spec.data.options)
-        self.dataset = _option(self.options, "dataset", str)
-        if self.dataset != "synthetic":
+        self.dataset = _source(spec)
+        self.table = data_table(spec)
+        if self.table is None and self.dataset != "synthetic":
             if self.dataset not in DATASETS:
                 raise ConfigError(
                     "data.dataset",
@@ -248,6 +289,9 @@ class GaussianRegression(Model):
         """d, the number of coefficients: the data set's features plus the bias column, or
         ``[data] features`` (bias included) for synthetic data."""
         options = spec.data.options
+        table = data_table(spec)
+        if table is not None:
+            return int(table.X.shape[1]) + 1
         dataset = _option(options, "dataset", str)
         if dataset == "synthetic":
             return _features(options)
@@ -259,6 +303,11 @@ class GaussianRegression(Model):
     def rows(cls, spec: ModelSpec, nodes: int) -> tuple[int, int]:
         """Training and held-out rows of the data."""
         options = spec.data.options
+        table = data_table(spec)
+        if table is not None:
+            n = int(table.X.shape[0])
+            test = round(_test_fraction(options) * n)
+            return n - test, test
         dataset = _option(options, "dataset", str)
         if dataset != "synthetic":
             n = DATASETS[dataset].n_samples
@@ -272,8 +321,9 @@ class GaussianRegression(Model):
         d = cls.dimension(spec)
         family = cls.make_family(spec.model.options.get("family", FAMILY_KEY.default), d)
         train, test = cls.rows(spec, nodes)
-        synthetic = _option(spec.data.options, "dataset", str) == "synthetic"
-        data_key = "data.dataset"
+        source = _source(spec)
+        synthetic = source == "synthetic"
+        data_key = "data.path" if source == "file" else "data.dataset"
         if synthetic:  # the setting that makes the rows × columns big
             data_key = (
                 "data.test_fraction"
@@ -321,6 +371,9 @@ class GaussianRegression(Model):
     def _task(self, rng: np.random.Generator) -> Task:
         opts = self.options
         test_fraction = _test_fraction(opts)
+        if self.table is not None:
+            kind: TaskKind = "regression" if self.task_kind == "regression" else "binary"
+            return table_task(self.table, kind, test_fraction=test_fraction, bias=True, rng=rng)
         if self.dataset != "synthetic":
             return load_task(self.dataset, test_fraction=test_fraction, bias=True, rng=rng)
         features = _features(opts)

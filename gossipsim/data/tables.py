@@ -1,0 +1,247 @@
+"""A user's own supervised data set: a table read from a CSV, Parquet or NumPy ``.npz`` file.
+
+The file is named by ``[data] path`` (relative to the scenario file's folder) for the
+classification and regression models, which read it in place of a bundled data set:
+
+- **CSV** (``.csv``): a header row, then one row per example. The column named by ``[data]
+  label_column`` (``label`` by default) is the label or target; every other column is a feature, in
+  file order. Every feature cell must be a finite number.
+- **Parquet** (``.parquet``, ``.pq``; needs pyarrow): the same layout, read with pandas.
+- **NumPy** (``.npz``): arrays ``X`` (rows × features, numbers) and ``y`` (one label per row);
+  the features are named ``x0, x1, ...``.
+
+Labels: a regression model needs a finite number in every row. A classification model takes any
+values (numbers or strings) and numbers the distinct ones in sorted order (numerically when every
+label is a number, else as strings): a binary task maps the smaller to 0 and the larger to 1 and
+needs exactly two distinct values; a multi-class one maps them to ``0..C-1``.
+
+A bad file is one :class:`~gossipsim.errors.ConfigError` line for ``data.path`` naming the file and,
+where it applies, the row (the file's line number for CSV, the 0-based row index otherwise) and the
+column: missing or unreadable file, no label column, a cell that is not a finite number, fewer
+than 2 rows. A file is read once per process and cached by path, size and modification time, so
+every worker reads it itself.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gossipsim.errors import ConfigError
+
+KEY = "data.path"
+DEFAULT_LABEL_COLUMN = "label"
+TABLE_SUFFIXES = (".csv", ".parquet", ".pq", ".npz")
+
+
+@dataclass(frozen=True, eq=False)
+class Table:
+    """The rows of a file: features ``X`` (float64, read-only), the raw labels (one per row, as
+    read: float64 when every label is a number, else strings) and the feature names."""
+
+    path: Path
+    X: np.ndarray
+    labels: np.ndarray
+    feature_names: tuple[str, ...]
+
+    @property
+    def numeric_labels(self) -> bool:
+        return self.labels.dtype.kind == "f"
+
+    def classes(self) -> np.ndarray:
+        """The distinct labels in sorted order (numerically when they are numbers)."""
+        return np.unique(self.labels)
+
+    def class_index(self) -> np.ndarray:
+        """Each row's label as its index among :meth:`classes` (int64)."""
+        return np.searchsorted(self.classes(), self.labels).astype(np.int64)
+
+    def whole_labels(self) -> bool:
+        """Whether every label is a string or a whole number (what ``task = "auto"`` reads as
+        classification)."""
+        return not self.numeric_labels or bool(np.all(self.labels == np.round(self.labels)))
+
+    def target(self) -> np.ndarray:
+        """The labels as a real regression target (every one a finite number)."""
+        if not self.numeric_labels:
+            bad = next(i for i, v in enumerate(self.labels) if not _is_number(str(v)))
+            raise ConfigError(
+                KEY,
+                f"{self.path}: a regression target must be a number; row {bad} of the label "
+                f"column is {self.labels[bad]!r}",
+            )
+        return np.asarray(self.labels, dtype=float)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _fail(path: Path, what: str) -> ConfigError:
+    return ConfigError(KEY, f"{path}: {what}")
+
+
+def _cell(path: Path, value: Any, row: str, column: str) -> float:
+    """A feature cell as a finite float, or an error naming the row and the column."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise _fail(path, f"{row}, column {column!r}: {value!r} is not a number") from None
+    if not math.isfinite(number):
+        raise _fail(path, f"{row}, column {column!r}: {value!r} is not a finite number")
+    return number
+
+
+def _labels(path: Path, raw: list[Any], row_name: Any, column: str) -> np.ndarray:
+    """The label column: float64 when every value is a finite number, else strings (a missing
+    value or a NaN is an error either way)."""
+    texts = [str(v).strip() if v is not None else "" for v in raw]
+    for i, text in enumerate(texts):
+        if (
+            text == ""
+            or text.lower() == "nan"
+            or (_is_number(text) and not math.isfinite(float(text)))
+        ):
+            raise _fail(path, f"{row_name(i)}, column {column!r}: {raw[i]!r} is not a label")
+    if all(_is_number(t) for t in texts):
+        return np.array([float(t) for t in texts], dtype=float)
+    return np.array(texts, dtype=str)
+
+
+def _read_csv(path: Path, label_column: str) -> Table:
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            rows = list(csv.reader(handle))
+    except UnicodeDecodeError as exc:
+        raise _fail(path, f"not a UTF-8 text file ({exc.reason})") from None
+    except csv.Error as exc:
+        raise _fail(path, f"not a CSV file ({exc})") from None
+    if not rows:
+        raise _fail(path, "the file is empty: it needs a header row and at least 2 rows")
+    header = [h.strip() for h in rows[0]]
+    if label_column not in header:
+        raise _fail(
+            path,
+            f"no label column {label_column!r} in the header (columns: {', '.join(header)}); "
+            "name it with data.label_column",
+        )
+    at = header.index(label_column)
+    features = [i for i in range(len(header)) if i != at]
+    body = [(line, r) for line, r in enumerate(rows[1:], start=2) if any(c.strip() for c in r)]
+    X = np.empty((len(body), len(features)))
+    raw: list[Any] = []
+    for i, (line, r) in enumerate(body):
+        if len(r) != len(header):
+            raise _fail(path, f"row {line} has {len(r)} cells, the header {len(header)}")
+        for j, col in enumerate(features):
+            X[i, j] = _cell(path, r[col].strip(), f"row {line}", header[col])
+        raw.append(r[at])
+    lines = [line for line, _ in body]
+    labels = _labels(path, raw, lambda i: f"row {lines[i]}", label_column)
+    return Table(path, X, labels, tuple(header[i] for i in features))
+
+
+def _read_parquet(path: Path, label_column: str) -> Table:
+    try:
+        import pandas as pd
+
+        frame = pd.read_parquet(path)
+    except ImportError as exc:
+        raise _fail(path, f"reading Parquet needs pandas and pyarrow ({exc})") from None
+    except Exception as exc:  # pyarrow's errors have no common base worth naming
+        raise _fail(path, f"not a readable Parquet file ({type(exc).__name__}: {exc})") from None
+    return frame_table(frame, label_column, path)
+
+
+def frame_table(frame: Any, label_column: str, path: Path) -> Table:
+    """A pandas DataFrame as a :class:`Table` (rows named by their 0-based index)."""
+    columns = [str(c) for c in frame.columns]
+    if label_column not in columns:
+        raise _fail(
+            path,
+            f"no label column {label_column!r} (columns: {', '.join(columns)}); "
+            "name it with data.label_column",
+        )
+    features = [c for c in columns if c != label_column]
+    X = np.empty((len(frame), len(features)))
+    for j, name in enumerate(features):
+        values = frame[name].to_numpy()
+        for i, v in enumerate(values):
+            X[i, j] = _cell(path, v, f"row {i}", name)
+    labels = _labels(path, list(frame[label_column].to_numpy()), lambda i: f"row {i}", label_column)
+    return Table(path, X, labels, tuple(features))
+
+
+def _read_npz(path: Path) -> Table:
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            arrays = {name: archive[name] for name in archive.files}
+    except (OSError, ValueError) as exc:
+        raise _fail(path, f"not a readable .npz file ({exc})") from None
+    for name in ("X", "y"):
+        if name not in arrays:
+            raise _fail(
+                path, f"no array {name!r} (arrays: {', '.join(arrays) or 'none'}); it needs X and y"
+            )
+    X, y = arrays["X"], arrays["y"]
+    if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0]:
+        raise _fail(
+            path, f"X must be rows x features and y one label per row, got {X.shape}, {y.shape}"
+        )
+    names = tuple(f"x{j}" for j in range(X.shape[1]))
+    out = np.empty(X.shape)
+    for i in range(X.shape[0]):
+        for j in range(X.shape[1]):
+            out[i, j] = _cell(path, X[i, j], f"row {i}", names[j])
+    labels = _labels(path, list(y.tolist()), lambda i: f"row {i}", "y")
+    return Table(path, out, labels, names)
+
+
+_CACHE: dict[tuple[str, int, int, str], Table] = {}
+
+
+def read_table(path: str | Path, label_column: str = DEFAULT_LABEL_COLUMN) -> Table:
+    """The table in ``path`` (CSV, Parquet or ``.npz`` by its suffix), checked: see the module
+    docstring. Cached by path, size, modification time and label column."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in TABLE_SUFFIXES:
+        raise _fail(path, f"unknown file type {suffix!r}; use one of {', '.join(TABLE_SUFFIXES)}")
+    try:
+        stat = path.stat()
+    except OSError as exc:
+        raise _fail(path, f"cannot read the file ({exc.strerror or exc})") from None
+    if not path.is_file():
+        raise _fail(path, "not a file")
+    if not os.access(path, os.R_OK):
+        raise _fail(path, "cannot read the file (permission denied)")
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns, label_column)
+    if key in _CACHE:
+        return _CACHE[key]
+    try:
+        if suffix == ".csv":
+            table = _read_csv(path, label_column)
+        elif suffix == ".npz":
+            table = _read_npz(path)
+        else:
+            table = _read_parquet(path, label_column)
+    except OSError as exc:
+        raise _fail(path, f"cannot read the file ({exc.strerror or exc})") from None
+    if table.X.shape[0] < 2:
+        raise _fail(path, f"{table.X.shape[0]} data rows: a data set needs at least 2")
+    if table.X.shape[1] < 1:
+        raise _fail(path, "no feature columns besides the label")
+    table.X.setflags(write=False)
+    table.labels.setflags(write=False)
+    _CACHE[key] = table
+    return table
