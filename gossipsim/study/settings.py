@@ -88,7 +88,9 @@ DATA_KEYS = (
     Key("points_per_node", "integers", 100, "observations per node: one integer for all, or a list "
         "with one per node in graph order", minimum=0),
     Key("path", "string", None, "a CSV file `node,x` (one observation per row) instead of "
-        "synthetic data (models that read files: below)"),
+        "synthetic data (models that read files: below); for linear and logistic regression and "
+        "the BNN, a data set of one's own (CSV, Parquet or .npz: [Your own data "
+        "set](#your-own-data-set-data-path)), relative to the scenario file's folder"),
     Key("draw", "choice", "once", "`once`: one data set from the scenario seed, shared by every run "
         "and every variant with the same data settings and node count; `per-run`: new data in "
         "every run from the run's seed", choices=("once", "per-run")),
