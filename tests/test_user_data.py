@@ -182,3 +182,54 @@ def test_a_relative_path_is_read_from_the_scenario_folder(tmp_path, capsys):
     raw["data"]["path"] = "bc.csv"
     (tmp_path / "s.toml").write_text(to_toml(raw))
     assert main(["validate", str(tmp_path / "s.toml")]) == 0
+
+
+def test_parquet_and_npz_errors_name_the_row_and_column(tmp_path):
+    frame = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": ["1", "oops", "2"], "label": [0, 1, 0]})
+    frame.to_parquet(tmp_path / "p.parquet")
+    with pytest.raises(gs.ConfigError, match=r"row 1, column 'b': 'oops' is not a number"):
+        read_table(tmp_path / "p.parquet")
+    np.savez(tmp_path / "n.npz", X=np.array([[1.0, 2.0], [np.inf, 0.0]]), y=np.array([0, 1]))
+    with pytest.raises(gs.ConfigError, match=r"row 1, column 'x0': .* is not a finite number"):
+        read_table(tmp_path / "n.npz")
+    np.savez(tmp_path / "m.npz", X=np.ones((3, 2)))
+    with pytest.raises(gs.ConfigError, match=r"no array 'y'"):
+        read_table(tmp_path / "m.npz")
+    (tmp_path / "t.txt").write_text("a,label\n1,0\n")
+    with pytest.raises(gs.ConfigError, match=r"unknown file type '.txt'"):
+        read_table(tmp_path / "t.txt")
+
+
+def test_a_bnn_on_a_file_of_real_labels_is_regression(tmp_path):
+    """diabetes as a CSV: its target is whole numbers, so task = auto reads classes and
+    task = "regression" is needed; then the tables equal the bundled diabetes's. A target with a
+    fraction is regression under auto."""
+    path = tmp_path / "diabetes.csv"
+    _write_bundled("diabetes", path)
+    raw: dict[str, Any] = {
+        "scenario": {"name": "bnnr", "seed": 4, "runs": 2, "iterations": 20},
+        "topology": {"kind": "complete", "nodes": 3},
+        "model": {"kind": "bnn", "hidden": 4, "task": "regression"},
+        "data": {"dataset": "diabetes"},
+        "protocol": {"kind": "dsvgd", "particles": 4},
+        "metrics": {"record_every": 10},
+    }
+    bundled = gs.run(raw, plots=False)
+    mine = copy.deepcopy(raw)
+    mine["data"] = {"path": str(path)}
+    own = gs.run(mine, plots=False)
+    assert "rmse" in own.metrics and _tables_equal(bundled, own)
+    X, target, _ = _raw("diabetes")
+    np.savez(tmp_path / "half.npz", X=X, y=target + 0.5)
+    mine["model"] = {"kind": "bnn", "hidden": 4}
+    mine["data"] = {"path": str(tmp_path / "half.npz")}
+    assert "rmse" in gs.run(mine, plots=False).metrics
+    mine["model"]["task"] = "classification"
+    with pytest.raises(gs.ConfigError, match="model.task.*regression set"):
+        gs.run(mine, plots=False)
+
+
+def test_a_csv_with_a_byte_order_mark_reads(tmp_path):
+    path = tmp_path / "bom.csv"
+    path.write_bytes(b"\xef\xbb\xbfa,label\n1,0\n2,1\n")
+    assert read_table(path).feature_names == ("a",)

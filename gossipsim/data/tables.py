@@ -102,6 +102,23 @@ def _cell(path: Path, value: Any, row: str, column: str) -> float:
     return number
 
 
+def _matrix(path: Path, cells: Any, row_name: Any, columns: list[str]) -> np.ndarray:
+    """The feature cells (rows × columns) as finite float64, converted at once; only when that
+    fails are they looked at one by one, for the first bad cell's row and column."""
+    try:
+        with np.errstate(all="ignore"):
+            X = np.asarray(cells, dtype=float)
+        if X.ndim == 2 and X.shape[1] == len(columns) and np.all(np.isfinite(X)):
+            return X
+    except (TypeError, ValueError):
+        pass
+    rows = np.asarray(cells, dtype=object)
+    for i in range(rows.shape[0]):
+        for j, name in enumerate(columns):
+            _cell(path, rows[i, j], row_name(i), name)
+    raise AssertionError("a bad cell was not found")  # pragma: no cover
+
+
 def _labels(path: Path, raw: list[Any], row_name: Any, column: str) -> np.ndarray:
     """The label column: float64 when every value is a finite number, else strings (a missing
     value or a NaN is an error either way)."""
@@ -120,7 +137,7 @@ def _labels(path: Path, raw: list[Any], row_name: Any, column: str) -> np.ndarra
 
 def _read_csv(path: Path, label_column: str) -> Table:
     try:
-        with path.open(newline="", encoding="utf-8") as handle:
+        with path.open(newline="", encoding="utf-8-sig") as handle:  # a BOM as Excel writes it
             rows = list(csv.reader(handle))
     except UnicodeDecodeError as exc:
         raise _fail(path, f"not a UTF-8 text file ({exc.reason})") from None
@@ -138,15 +155,16 @@ def _read_csv(path: Path, label_column: str) -> Table:
     at = header.index(label_column)
     features = [i for i in range(len(header)) if i != at]
     body = [(line, r) for line, r in enumerate(rows[1:], start=2) if any(c.strip() for c in r)]
-    X = np.empty((len(body), len(features)))
+    cells: list[list[str]] = []
     raw: list[Any] = []
-    for i, (line, r) in enumerate(body):
+    for line, r in body:
         if len(r) != len(header):
             raise _fail(path, f"row {line} has {len(r)} cells, the header {len(header)}")
-        for j, col in enumerate(features):
-            X[i, j] = _cell(path, r[col].strip(), f"row {line}", header[col])
+        cells.append([r[col].strip() for col in features])
         raw.append(r[at])
     lines = [line for line, _ in body]
+    names = [header[i] for i in features]
+    X = _matrix(path, cells, lambda i: f"row {lines[i]}", names) if cells else np.empty((0, 0))
     labels = _labels(path, raw, lambda i: f"row {lines[i]}", label_column)
     return Table(path, X, labels, tuple(header[i] for i in features))
 
@@ -173,11 +191,8 @@ def frame_table(frame: Any, label_column: str, path: Path) -> Table:
             "name it with data.label_column",
         )
     features = [c for c in columns if c != label_column]
-    X = np.empty((len(frame), len(features)))
-    for j, name in enumerate(features):
-        values = frame[name].to_numpy()
-        for i, v in enumerate(values):
-            X[i, j] = _cell(path, v, f"row {i}", name)
+    cells = frame[features].to_numpy(dtype=object) if features else np.empty((len(frame), 0))
+    X = _matrix(path, cells, lambda i: f"row {i}", features)
     labels = _labels(path, list(frame[label_column].to_numpy()), lambda i: f"row {i}", label_column)
     return Table(path, X, labels, tuple(features))
 
@@ -199,10 +214,7 @@ def _read_npz(path: Path) -> Table:
             path, f"X must be rows x features and y one label per row, got {X.shape}, {y.shape}"
         )
     names = tuple(f"x{j}" for j in range(X.shape[1]))
-    out = np.empty(X.shape)
-    for i in range(X.shape[0]):
-        for j in range(X.shape[1]):
-            out[i, j] = _cell(path, X[i, j], f"row {i}", names[j])
+    out = _matrix(path, X, lambda i: f"row {i}", list(names))
     labels = _labels(path, list(y.tolist()), lambda i: f"row {i}", "y")
     return Table(path, out, labels, names)
 
