@@ -171,6 +171,8 @@ def test_dataset_and_path_together_and_a_stray_label_column_are_errors(tmp_path,
         _logistic(None, dataset="breast_cancer", label_column="y"), tmp_path, capsys
     )
     assert "data.label_column" in err
+    err = validate_error(_linear(path, noise=0.5), tmp_path, capsys)
+    assert "data.noise" in err and "synthetic" in err
 
 
 def test_a_relative_path_is_read_from_the_scenario_folder(tmp_path, capsys):

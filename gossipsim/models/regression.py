@@ -162,6 +162,11 @@ def data_file(spec: ModelSpec) -> Path | None:
             "data.dataset",
             "give one of data.dataset (a bundled or synthetic set) and data.path (a file), not both",
         )
+    for name in ("features", "noise"):
+        if name in options:
+            raise ConfigError(
+                f"data.{name}", "applies to synthetic data, not to a file (data.path)"
+            )
     path = Path(str(spec.data.path)).expanduser()
     return path if path.is_absolute() else Path(spec.base_dir) / path
 
