@@ -167,6 +167,18 @@ def run_token(
             at = env.now
         return at
 
+    def regenerate(
+        slot: int, lost: int, node: int, at: float, hand_over: bool
+    ) -> Generator[simpy.Event, None, float]:
+        """:func:`restart`, listed as ``regenerated`` (the token ``lost`` had, now ``node``'s);
+        with ``hand_over`` the copy ``node`` restarts from is the custodian's it keeps for the
+        next slots (:meth:`Protocol.hand_over`)."""
+        at = yield from restart(at, node)
+        events.append(Event(slot, at, "regenerated", lost, node))
+        if hand_over:
+            protocol.hand_over(slot, node)
+        return at
+
     def token() -> Generator[simpy.Event, None, None]:
         on_token = protocol.on_token
         done = protocol.done
@@ -267,11 +279,9 @@ def run_token(
                 return  # no hop after the last slot: its losses and attempts would be in no table
             if lost_at is not None:
                 j = custodian
-                s_next = yield from restart(lost_at + timeout_s, j)
-                events.append(Event(slot, s_next, "regenerated", k, j))
-                protocol.hand_over(slot, j)
+                s = yield from regenerate(slot, k, j, lost_at + timeout_s, True)
                 due = env.peek()
-                s, k = s_next, j
+                k = j
                 continue
             j = step(k)
             if message.__class__ is Round:
@@ -311,10 +321,8 @@ def run_token(
                         protocol.on_holder_lost(k, slot)
                         events.append(Event(slot, lost_at, "holder-lost", k, custodian))
                         j = custodian
-                        s_next = yield from restart(lost_at + timeout_s, j)
+                        s_next = yield from regenerate(slot, k, j, lost_at + timeout_s, True)
                         due = env.peek()
-                        events.append(Event(slot, s_next, "regenerated", k, j))
-                        protocol.hand_over(slot, j)
                     elif not node_up[j] or link_failed:
                         # no acknowledgement: the sender restarts the token from its copy
                         recovery = protocol.on_loss(k, j, slot, message)  # type: ignore[arg-type]
@@ -324,11 +332,8 @@ def run_token(
                             return
                         j = recovery.holder
                         at = max(s_next, t + timeout_s) + recovery.after
-                        s_next = yield from restart(at, j)
+                        s_next = yield from regenerate(slot, k, j, at, j != k)
                         due = env.peek()
-                        events.append(Event(slot, s_next, "regenerated", k, j))
-                        if j != k:
-                            protocol.hand_over(slot, j)
                     else:
                         custodian = k
                         hand_over(slot, j)

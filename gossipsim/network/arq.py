@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -168,16 +168,24 @@ class LossyLinks(EdgeLinks):
     def transmit(
         self, sender: int, receiver: int, message: Message, rng: np.random.Generator
     ) -> Delivery:
-        uniforms = self._uniforms
-        if uniforms.rng is not rng:  # a new run's stream (runs of a worker share the channel)
-            uniforms = Uniforms(rng)
-            object.__setattr__(self, "_uniforms", uniforms)
+        uniforms = run_uniforms(self, rng)
         edges = self.edges
         link = edges.get((sender, receiver), self.default) if edges else self.default
         return link.send(message.bits, uniforms)
 
     def why_event_engine(self) -> str:
         return "lossy links (links.loss > 0) run on the event engine"
+
+
+def run_uniforms(channel: Any, rng: np.random.Generator) -> Uniforms:
+    """The block reader of the run's channel stream ``rng`` that a frozen lossy ``channel`` keeps
+    in its ``_uniforms`` (a new one when another run's stream comes: the runs of a worker share
+    the channel)."""
+    uniforms: Uniforms = channel._uniforms
+    if uniforms.rng is not rng:
+        uniforms = Uniforms(rng)
+        object.__setattr__(channel, "_uniforms", uniforms)
+    return uniforms
 
 
 #: the settings a :class:`LossyServerLinks`'s values come from, for the errors of
@@ -228,11 +236,7 @@ class LossyServerLinks(Channel):
     def transmit(
         self, sender: int, receiver: int, message: Message, rng: np.random.Generator
     ) -> Delivery:
-        uniforms = self._uniforms
-        if uniforms.rng is not rng:  # a new run's stream (runs of a worker share the channel)
-            uniforms = Uniforms(rng)
-            object.__setattr__(self, "_uniforms", uniforms)
-        return self.link(sender, receiver).send(message.bits, uniforms)
+        return self.link(sender, receiver).send(message.bits, run_uniforms(self, rng))
 
     @property
     def takes_no_time(self) -> bool:

@@ -201,11 +201,9 @@ def _failures(scenario: Scenario, indexed: IndexedGraph) -> Failures | None:
         Outage(indexed.index(o.node, f"failures.outage[{i}].node"), o.from_s, o.to_s)
         for i, o in enumerate(f.outages)
     )
-    return Failures(
-        token_timeout_s=f.token_timeout_s, node_up_s=f.node_up_s, node_down_s=f.node_down_s,
-        link_up_s=f.link_up_s, link_down_s=f.link_down_s, outages=outages,
-        requests_from_down=f.requests_from_down, down_clients=f.down_clients,
-    )  # fmt: skip
+    # the settings' fields, the outages' nodes as indices
+    kept = {k.name: getattr(f, k.name) for k in dataclasses.fields(Failures) if k.name != "outages"}
+    return Failures(**kept, outages=outages)
 
 
 def node_compute_seconds(
