@@ -231,8 +231,18 @@ class StaySlots:
         return chosen.sum(axis=0).astype(np.int64)
 
 
-def round_seconds(delays: Sequence[float], sequential: bool) -> float:
-    """How long a round whose transfers take ``delays`` seconds lasts: one after another
-    (``sequential``), their sum in order; at once, the slowest. The vectorised engine times the
-    server's rounds with it too."""
-    return sum(delays) if sequential else max(delays, default=0.0)
+def round_seconds(delays: Sequence[float], sequential: bool | Sequence[int]) -> float:
+    """How long a round whose transfers take ``delays`` seconds lasts: its phases one after
+    another, each as long as its slowest transfer (:attr:`Round.phase_sizes
+    <gossipsim.network.messages.Round.phase_sizes>`); ``True`` is a phase per transfer (their sum,
+    in order), ``False`` one phase of all (the slowest). The vectorised engine times the server's
+    rounds with it too."""
+    if sequential is True:
+        return sum(delays)
+    if sequential is False:
+        return max(delays, default=0.0)
+    total, first = 0.0, 0
+    for size in sequential:
+        total += max(delays[first : first + size])
+        first += size
+    return total

@@ -401,14 +401,15 @@ def _round(
     delays, delivered, sent_bits = [], [], []
     retransmissions = 0
     lost: list[int] = []
-    for transfer in round_.transfers:
+    phase_of = round_.phase_of() if links.lossy and round_.chained else ()
+    for index, transfer in enumerate(round_.transfers):
         if not links.lossy:
             delays.append(links.delay(transfer.sender, transfer.receiver, transfer.message.bits))
             delivered.append(True)
             sent_bits.append(transfer.message.bits)
             continue
-        if lost and round_.chained:  # depends on a transfer lost for good: not sent
-            delivered.append(False)
+        if lost and round_.chained and phase_of[index] > phase_of[lost[0]]:
+            delivered.append(False)  # depends on a transfer lost for good: not sent
             continue
         outcome = links.transmit(transfer.sender, transfer.receiver, transfer.message, rng)  # type: ignore[arg-type]
         if outcome.lost:
@@ -419,19 +420,22 @@ def _round(
         retransmissions += outcome.attempts - 1
     # a chained round that lost a transfer before its computation computed nothing
     start = s if lost and round_.chained and lost[0] < round_.compute_after else s + compute
-    spent = round_seconds(delays, round_.sequential)
+    # the phases sent: in a chained round that lost a transfer, up to the phase of the loss
+    sizes = round_.phase_sizes
+    if len(delays) < len(round_.transfers):
+        sizes = sizes[: phase_of[len(delays) - 1] + 1] if delays else ()
+    spent = round_seconds(delays, sizes)
+    if lost or fails_at < start + spent:
+        offsets, begins = _phase_starts(delays, sizes, start)
     if fails_at < start + spent:  # the agent went down before the round ended
-        begun = start
         for i, delay in enumerate(delays):
             sent = round_.transfers[i]
-            if begun > fails_at and sent.sender == holder:  # the agent was down: not sent
+            if begins[i] > fails_at and sent.sender == holder:  # the agent was down: not sent
                 sent_bits[i] = 0.0
                 delivered[i] = False
-            elif begun + delay > fails_at and delivered[i]:  # under way when the agent failed
+            elif begins[i] + delay > fails_at and delivered[i]:  # under way when the agent failed
                 delivered[i] = False
                 events.append(Event(slot, fails_at, "lost", sent.sender, sent.receiver))
-            if round_.sequential:
-                begun += delay
         delivered[len(delays) :] = [False] * (len(delivered) - len(delays))
         for bits in sent_bits:  # in order, as the bits of every slot are added
             total_bits += bits
@@ -442,14 +446,32 @@ def _round(
     for bits in sent_bits:
         total_bits += bits
     for index in lost:  # each loss when it is known
-        known = sum(delays[: index + 1]) if round_.sequential else delays[index]
         sent = round_.transfers[index]
-        events.append(Event(slot, start + known, "lost", sent.sender, sent.receiver))
+        known = start + (offsets[index] + delays[index])
+        events.append(Event(slot, known, "lost", sent.sender, sent.receiver))
     protocol.on_round(slot, delivered)
     if delivered:  # a round without transfers (a centralised protocol's slot) is no event
         events.append(Event(slot, start + spent, "round", holder, -1, len(delivered),
                             sum(delivered)))  # fmt: skip
     return start + spent, total_bits, retransmissions
+
+
+def _phase_starts(
+    delays: Sequence[float], sizes: Sequence[int], start: float
+) -> tuple[list[float], list[float]]:
+    """When each transfer's phase begins, after the phases before it: from the round's start, and
+    on the clock from ``start``, each added up in the order the time is spent."""
+    offsets: list[float] = []
+    begins: list[float] = []
+    offset, begun, first = 0.0, start, 0
+    for size in sizes:
+        offsets.extend([offset] * size)
+        begins.extend([begun] * size)
+        slowest = max(delays[first : first + size])
+        offset += slowest
+        begun += slowest
+        first += size
+    return offsets, begins
 
 
 def _timed_request(

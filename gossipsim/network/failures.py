@@ -245,9 +245,11 @@ class Liveness:
             self.live_degree[j] += change
 
     def view_with(self, other: NodeView | None) -> NodeView:
-        """The view a walker reads: this liveness, with the scores of ``other`` (a protocol's)."""
-        scores = other.scores if other is not None else None
-        return dataclasses.replace(self.view, scores=scores)
+        """The view a walker reads: this liveness, with the scores and weights of ``other`` (a
+        protocol's)."""
+        if other is None:
+            return self.view
+        return dataclasses.replace(self.view, scores=other.scores, weights=other.weights)
 
     # ------------------------------------------------------------------ what the engine asks
 

@@ -46,30 +46,73 @@ class Transfer:
 
 @dataclass(frozen=True, slots=True)
 class Round:
-    """A slot spent on ``transfers`` between a server and clients (``sequential``: one after another,
-    else all at once: the slot lasts as long as the slowest).
+    """A slot spent on ``transfers`` between a server and clients, in *phases*: the transfers of a
+    phase go at once (the phase lasts as long as its slowest), the phases one after another.
 
-    A ``chained`` round is sequential and each of its transfers depends on the ones before it: on a
-    channel that loses a transfer for good, the transfers after it are not sent (no bits, no time).
-    ``compute_after`` places the slot's computation in a chained round: after its first
-    ``compute_after`` transfers (0: before them all); a transfer lost before it means that nothing is
-    computed (no compute time). The parameter server's round (a download, the agent's computation,
-    an upload: :func:`~gossipsim.protocols.server.server_round`) is chained with
-    ``compute_after = 1``."""
+    ``phases`` gives the number of transfers in each phase, in order (they add up to the number of
+    transfers). Without it the round is one phase of all its transfers (all at once), or, with
+    ``sequential``, one phase per transfer (one after another). Client selection's round
+    (:mod:`gossipsim.protocols.selection`) has three: the broadcast of the global particles to
+    every client, every client's report, the selected client's upload.
+
+    A ``chained`` round's phases each depend on the ones before them: on a channel that loses a
+    transfer for good, the phases after its phase are not sent (no bits, no time; the rest of its
+    own phase is). ``compute_after`` places the slot's computation in a chained round: after its
+    first ``compute_after`` transfers (0: before them all; a phase boundary); a transfer lost before
+    it means that nothing is computed (no compute time). The parameter server's round (a download,
+    the agent's computation, an upload: :func:`~gossipsim.protocols.server.server_round`) is
+    chained with ``compute_after = 1``."""
 
     transfers: Sequence[Transfer] = field(default_factory=tuple)
     sequential: bool = False
     chained: bool = False
     compute_after: int = 0
+    phases: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.chained and not self.sequential:
-            raise ValueError("a chained round is sequential: its transfers go one after another")
-        if not 0 <= self.compute_after <= len(self.transfers):
+        count = len(self.transfers)
+        if self.phases:
+            if self.sequential:
+                raise ValueError("give phases or sequential, not both")
+            if any(size < 1 for size in self.phases) or sum(self.phases) != count:
+                raise ValueError(
+                    f"phases must be positive sizes adding up to the {count} transfers, got "
+                    f"{self.phases}"
+                )
+        if self.chained and not (self.sequential or len(self.phases) > 1):
+            raise ValueError("a chained round has phases one after another (or is sequential)")
+        if not 0 <= self.compute_after <= count:
             raise ValueError(
-                f"compute_after must be 0..{len(self.transfers)} (the transfers before the "
+                f"compute_after must be 0..{count} (the transfers before the "
                 f"computation), got {self.compute_after}"
             )
+        if self.compute_after not in self.boundaries:
+            raise ValueError(
+                f"compute_after must fall between phases ({self.boundaries}), got "
+                f"{self.compute_after}"
+            )
+
+    @property
+    def phase_sizes(self) -> tuple[int, ...]:
+        """The number of transfers in each phase, in order (see the class docstring)."""
+        if self.phases:
+            return self.phases
+        count = len(self.transfers)
+        if self.sequential:
+            return (1,) * count
+        return (count,) if count else ()
+
+    @property
+    def boundaries(self) -> tuple[int, ...]:
+        """The transfer indices at which a phase starts or the round ends (0 first)."""
+        edges = [0]
+        for size in self.phase_sizes:
+            edges.append(edges[-1] + size)
+        return tuple(edges)
+
+    def phase_of(self) -> tuple[int, ...]:
+        """Each transfer's phase index, in transfer order."""
+        return tuple(p for p, size in enumerate(self.phase_sizes) for _ in range(size))
 
     @property
     def bits(self) -> float:

@@ -62,7 +62,10 @@ class NodeView:
     float array a server keeps about the nodes, e.g. for client selection (``None``: no scores);
     ``edge_up``: a boolean array per CSR entry of the graph, True where the link is up (``None``:
     every link is up); ``live_degree``: per node, the number of neighbours that are up over links
-    that are up (with ``up``; :class:`~gossipsim.network.failures.Liveness` keeps all three).
+    that are up (with ``up``; :class:`~gossipsim.network.failures.Liveness` keeps all three);
+    ``weights``: non-negative selection weights a protocol publishes, one per node (client
+    selection: the server draws client k with probability ``weights[k] / Σ weights``; the
+    importance-weighted walk's target distribution is proportional to them; ``None``: none).
     The owner changes the arrays *in place* while a run goes on; a sampler holds the arrays and reads
     them at every hop.
     """
@@ -71,6 +74,7 @@ class NodeView:
     scores: np.ndarray | None = None
     edge_up: np.ndarray | None = None
     live_degree: np.ndarray | None = None
+    weights: np.ndarray | None = None
 
     @property
     def has_failures(self) -> bool:

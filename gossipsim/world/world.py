@@ -474,7 +474,7 @@ def slot_costs(world: World, bits: float | None = None) -> SlotCosts:
         delays = [links.delay(t.sender, t.receiver, t.message.bits) for t in transfers]
         return SlotCosts(
             compute,
-            round_seconds=round_seconds(delays, round_.sequential),
+            round_seconds=round_seconds(delays, round_.phase_sizes),
             round_bits=tuple(t.message.bits for t in transfers),
         )
     return SlotCosts(compute, hop_seconds=links.delay(0, 0, bits), hop_bits=bits)
