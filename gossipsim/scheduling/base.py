@@ -99,6 +99,13 @@ class Scheduler:
     #: whether the sampler and :meth:`edge_weights` read :attr:`NodeView.up` (walks under
     #: ``[failures]`` need it: the token must go to live nodes over live links)
     reads_liveness: ClassVar[bool] = False
+    #: whether the transitions depend on the protocol's state as the run goes on (it reads
+    #: :attr:`NodeView.weights` or ``scores``): no exact cover or hitting time applies to the run
+    #: (the theory says so instead of computing one for a matrix the run does not follow)
+    reads_state: ClassVar[bool] = False
+    #: the client-selection indicator the protocol must publish in :attr:`NodeView.weights` for
+    #: this kind (``"ksd"`` or ``"hip"``, :mod:`gossipsim.particles.selection`), or None
+    indicator: ClassVar[str | None] = None
     #: whether the rule can keep the token at its holder (a diagonal in the transition matrix)
     may_stay: ClassVar[bool] = True
     #: whether the next holder may be any node (so the graph need not be connected)
