@@ -200,6 +200,12 @@ class Protocol(ABC):
         """Counters reported per run in runs.csv (e.g. ``damped_steps``, ``domain_recoveries``)."""
         return {}
 
+    def series(self) -> dict[str, np.ndarray]:
+        """Values per slot (one per slot of the run, in slot order) that metrics.csv writes as
+        columns of their own at the slots it records (e.g. client selection's
+        ``selection_entropy`` and ``indicator_bits``); none by default."""
+        return {}
+
     def node_view(self) -> Any:
         """The :class:`~gossipsim.scheduling.NodeView` the run's scheduler may read (scores the
         protocol keeps about the nodes, changed in place as the run goes on), or None. The event

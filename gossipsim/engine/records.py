@@ -75,6 +75,8 @@ class RunRecord:
     token_wait_seconds: float = 0.0
     #: seconds during which every node was down, up to the run's last slot (failures)
     all_down_seconds: float = 0.0
+    #: the protocol's values per slot (:meth:`~gossipsim.protocols.base.Protocol.series`)
+    series: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def slots(self) -> int:

@@ -365,6 +365,7 @@ def run_token(
         removals=protocol.removals(),
         events=events,
         representation=protocol.representation,
+        series=protocol.series(),
         retransmissions=int(state["retransmissions"]),
         token_wait_seconds=float(state["waited"]),
         all_down_seconds=(

@@ -88,7 +88,7 @@ def simulate_run(world: World, run: int, seed: int) -> RunOutput:
         )
         view = liveness.view_with(view)
     walker = Walker(world.indexed, sc.scheduler.kind, np.random.default_rng(walk_ss), view)
-    start = start_node(world, np.random.default_rng(start_ss))
+    start = start_node(world, np.random.default_rng(start_ss), view)
     # a lossy channel draws from a stream of its own (no other stream's numbers change)
     channel_rng = np.random.default_rng(run_stream(seed, CHANNEL)) if world.links.lossy else None
     record = run_token(

@@ -39,6 +39,15 @@ if TYPE_CHECKING:
 MAX_NODES_DRAWN = 500
 
 
+def _state_dependent(kind: str) -> bool:
+    """Whether the walk follows the protocol's state (client selection): it has no stationary
+    share to compare the visits with, and the figure compares them with the uniform share."""
+    from gossipsim.scheduling import SCHEDULERS
+
+    cls = SCHEDULERS.get(kind)
+    return bool(cls is not None and cls.reads_state)
+
+
 def _scheduler_kind(summary: dict[str, Any] | None, variant: str) -> str:
     entry = (summary or {}).get("variants", {}).get(variant, {})
     return str(entry.get("resolved", {}).get("scheduler", {}).get("kind", "metropolis-hastings"))
@@ -54,6 +63,12 @@ def _requested_nodes(
 
 
 def _stationary_words(kind: str, pi: np.ndarray, *, short: bool = False) -> str:
+    if _state_dependent(kind):
+        return (
+            "against uniform: no π (state-dependent)"
+            if short
+            else (f"{kind}: state-dependent, deviation from uniform")
+        )
     law = (
         "π uniform"
         if np.allclose(pi, pi[0])
@@ -83,7 +98,10 @@ def visit_deviation(
     of the measured share of token visits from it, share / π − 1 (NaN for a node without a row)."""
     from gossipsim.scheduling import stationary_distribution
 
-    pi = np.asarray(stationary_distribution(graph, kind), dtype=float)
+    if _state_dependent(kind):  # no stationary share: the deviation from the uniform one
+        pi = np.full(graph.number_of_nodes(), 1.0 / graph.number_of_nodes())
+    else:
+        pi = np.asarray(stationary_distribution(graph, kind), dtype=float)
     part = visits.loc[visits["variant"] == variant]
     share = dict(zip(part["node"].map(str), part["share"], strict=True))
     measured = np.array([share.get(str(node), np.nan) for node in graph.nodes], dtype=float)

@@ -173,6 +173,8 @@ def measure(
         divergence: main.at(slots),
         "bits": record.bits[idx],
     }
+    for column, values in record.series.items():  # the protocol's own, per slot
+        metrics[column] = np.asarray(values)[idx]
     has_best = any(t.best_family_kl is not None for t in targets)
     if has_best:
         metrics["best_family_kl"] = main.best_at(slots)

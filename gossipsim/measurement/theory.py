@@ -79,6 +79,14 @@ def theory_for(world: Any, arrival_slots: Mapping[int, int] | None = None) -> di
         )
         out.update(target_summary(world))
         return out
+    if scheduler_for(kind).reads_state:
+        out["state_note"] = (
+            f"scheduler.kind {kind!r}: the next holder depends on the protocol's state as the "
+            "run goes on, so no exact cover or hitting time (nor removal latency computed from "
+            "them) applies to the runs"
+        )
+        out.update(target_summary(world))
+        return out
     lost_for_good = _loss_for_good(world)
     if lost_for_good is None or lost_for_good > 0:
         bound = (

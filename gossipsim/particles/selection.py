@@ -83,7 +83,7 @@ def stein_discrepancies(particles: FloatArray, scores: FloatArray, bandwidth: fl
     _check_scores(particles, scores)
     terms = _kernel_terms(particles, bandwidth)
     count = particles.shape[0]
-    smoothed = np.einsum("ij,kjd->kid", terms.gram, scores)  # (κ s_k)_i
+    smoothed = terms.gram @ scores  # (κ s_k)_i, every client at once
     quadratic = np.einsum("kid,kid->k", scores, smoothed)
     cross = np.einsum("kid,id->k", scores, terms.pull)
     total = quadratic + (4.0 / terms.bandwidth) * cross + terms.constant

@@ -27,10 +27,11 @@ import numpy as np
 
 from gossipsim.network.messages import Message, Round
 from gossipsim.particles.aggregated import AggregateState, aggregated_visit, forget, start_state
-from gossipsim.particles.dsvgd import paper_forget, paper_visit
+from gossipsim.particles.dsvgd import kde_score, paper_forget, paper_visit
 from gossipsim.protocols.compressed import QuantizedState, Uploader
 from gossipsim.protocols.particle_base import FloatArray, ParticleProtocol
 from gossipsim.protocols.registry import BuildRequest
+from gossipsim.protocols.selection import ClientSelection
 from gossipsim.protocols.server import server_round
 from gossipsim.scheduling.base import NodeView
 
@@ -68,8 +69,58 @@ class DistributedSVGD(ParticleProtocol):
         elif compression is not None:
             self.token = QuantizedState(compression.entry_bits, compression.a_max)
             self.message = Message(float(self.particles.size * compression.entry_bits))
+        # 003's client selection with the server (protocols.selection): the indicators of the
+        # next slot's draw, published in the view the scheduler reads
+        self.selection: ClientSelection | None = None
+        if request.selection is not None:
+            self.selection = ClientSelection(
+                request.selection, self.nodes, request.bits_per_entry, s.rule, s.fixed_bandwidth
+            )
+            self.view.weights = self.selection.weights
+            self._refresh_selection()
+
+    def _refresh_selection(self) -> None:
+        """Every client's indicator at the current particles (:mod:`~.selection`)."""
+        assert self.selection is not None
+        particles = self.particles
+        indicator = self.selection.settings.indicator
+        if indicator == "hip":
+
+            def scores(k: int) -> FloatArray:
+                return np.asarray(self.likelihood_score(k)(particles))
+
+        elif self.sound:
+            others = self.state.aggregate + self.prior_score(particles)
+
+            def scores(k: int) -> FloatArray:
+                own = self.own.get(k)
+                fresh = np.asarray(self.likelihood_score(k)(particles))
+                return others - own + fresh if own is not None else others + fresh
+
+        else:
+            q_score = kde_score(self.paper_settings, particles)(particles)
+
+            def scores(k: int) -> FloatArray:
+                local = self.local.get(k, self.start)
+                t_score = kde_score(self.paper_settings, local)(particles)
+                return q_score - t_score + np.asarray(self.likelihood_score(k)(particles))
+
+        taking_part = np.ones(self.nodes, dtype=bool)
+        taking_part[list(self.forgotten)] = False
+        self.selection.refresh(particles, scores, taking_part, self.pending)
 
     def on_token(self, holder: int, slot: int) -> Message | Round:
+        if self.selection is not None:
+            self._visit(holder, slot)
+            round_ = self.selection.round(
+                holder, self.message.bits, self.message.bits, self.particles.size
+            )
+            if slot != self.last:
+                self._refresh_selection()
+            return round_
+        return self._visit(holder, slot)
+
+    def _visit(self, holder: int, slot: int) -> Message | Round:
         if self.uploader is not None and self.sound:
             return self._compressed_sound_visit(holder, slot)
         if self.uploader is not None or self.downlink is not None:
@@ -311,7 +362,15 @@ class DistributedSVGD(ParticleProtocol):
         return True
 
     def stats(self) -> dict[str, float]:
-        return {"forget_pending": float(len(self.pending))}
+        out = {"forget_pending": float(len(self.pending))}
+        if self.selection is not None:
+            out["selection_fallbacks"] = float(self.selection.fallbacks)
+        return out
+
+    def series(self) -> dict[str, FloatArray]:
+        """With client selection, per slot: the entropy of the distribution that selected the
+        slot's client and the cumulative indicator bits (:mod:`~.selection`)."""
+        return self.selection.series() if self.selection is not None else {}
 
     def node_view(self) -> NodeView:
         """The nodes' scores (:attr:`scores`), live, for a scheduler of one's own to read."""

@@ -199,6 +199,7 @@ class DSVGD(_ParticleKind):
     )
     keys = DSVGD_KEYS
     takes_back = True
+    selection_indicators = frozenset({"ksd", "hip"})
 
     def settings(self, table: Mapping[str, Any], model: type) -> ParticleSettings:
         own = {k: v for k, v in table.items() if k not in COMMON_KEYS}

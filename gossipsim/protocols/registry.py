@@ -59,6 +59,11 @@ class BuildRequest:
     #: (particle sets) records them only at the slots written to metrics.csv
     record_every: int = 1
     iterations: int | None = None
+    #: ``[protocol] bits_per_entry``: the bits of one number of a message
+    bits_per_entry: int = 64
+    #: 003's client selection the scheduler asks of the protocol
+    #: (:class:`~gossipsim.protocols.selection.SelectionSettings`), or None
+    selection: Any = None
 
 
 @dataclass(frozen=True)
@@ -100,6 +105,10 @@ class ProtocolKind(ABC):
     #: <gossipsim.protocols.base.Protocol.checkpoint>`, ``take_back``): what a parameter server on
     #: links that lose transfers needs (a scenario with such links and a kind without it is refused)
     takes_back: ClassVar[bool] = False
+    #: the client-selection indicators of 003 its clients can compute and report for a scheduler
+    #: that draws from them (``[scheduler] kind = "ksd"`` or ``"hip"``:
+    #: :mod:`gossipsim.protocols.selection`); a protocol with none is refused with them
+    selection_indicators: ClassVar[frozenset[str]] = frozenset()
 
     def settings(self, table: Mapping[str, Any], model: type) -> Any:
         """The validated settings of this kind for a model class, from the ``[protocol]`` table

@@ -103,6 +103,9 @@ class WithRetrainBaseline(Protocol):
     def node_view(self) -> Any:
         return self.main.node_view()
 
+    def series(self) -> dict[str, Any]:
+        return self.main.series()
+
     def removals(self) -> dict[int, int]:
         return self.main.removals()
 

@@ -58,3 +58,6 @@ class Wrapped(Protocol):
 
     def node_view(self) -> Any:
         return self.protocol.node_view()
+
+    def series(self) -> dict[str, Any]:
+        return self.protocol.series()

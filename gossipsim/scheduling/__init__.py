@@ -14,11 +14,14 @@ plus its jump chain for the cover-time Monte Carlo. Three kinds are registered:
 ``uniform``
     any node, uniformly at random, regardless of the graph (a parameter-server baseline).
 
-A move to a neighbour and a Metropolis-Hastings rejection (stay) both take one slot.
+A move to a neighbour and a Metropolis-Hastings rejection (stay) both take one slot. The
+parameter server's ``round-robin`` and 003's client selection (``ksd``, ``hip``: the next client drawn
+from the selection distribution the protocol publishes, :mod:`.selection`) are kinds too.
 
 Modules: :mod:`.graph` (the graph in CSR form), :mod:`.base` (the :class:`Scheduler` contract, the
 registry, the :class:`NodeView` of node state, the uniform blocks), :mod:`.kinds` (the three kinds),
-:mod:`.walker` (:class:`Walker`), :mod:`.jump` (:class:`JumpChain`).
+:mod:`.selection` (client selection), :mod:`.walker` (:class:`Walker`), :mod:`.jump`
+(:class:`JumpChain`).
 
 A new kind is a :class:`Scheduler` subclass with ``@register`` above it, in :mod:`.kinds`.
 """
@@ -46,6 +49,7 @@ from gossipsim.scheduling.base import (
 from gossipsim.scheduling.graph import CSR, IndexedGraph, RangeIndex
 from gossipsim.scheduling.jump import JumpChain
 from gossipsim.scheduling.kinds import MetropolisHastings, SimpleRandomWalk, Uniform
+from gossipsim.scheduling.selection import HIPSelection, KSDSelection
 from gossipsim.scheduling.walker import Walker
 
 if TYPE_CHECKING:
@@ -53,6 +57,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CSR",
+    "HIPSelection",
+    "KSDSelection",
     "SCHEDULERS",
     "SCHEDULER_KINDS",
     "IndexedGraph",

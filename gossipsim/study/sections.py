@@ -122,7 +122,10 @@ def parse_scenario(
 
     sc = read_keys(SCHEMA["scheduler"], _table(raw, "scheduler"), "scheduler")
     scheduler = SchedulerSettings(
-        kind=check_scheduler(sc["kind"], "scheduler.kind"), start=sc["start"], stays=sc["stays"]
+        kind=check_scheduler(sc["kind"], "scheduler.kind"),
+        start=sc["start"],
+        stays=sc["stays"],
+        selection_floor=sc["selection_floor"],
     )
     compute_table = _table(raw, "compute")
     compute = read_keys(SCHEMA["compute"], compute_table, "compute")
@@ -140,6 +143,7 @@ def parse_scenario(
     )
 
     failures = _failures(raw, protocol_cls, protocol, scheduler.kind, model_cls)
+    _check_selection(scheduler.kind, protocol, protocol_cls, links, failures)
 
     requests = raw.get("unlearning", [])
     if isinstance(requests, dict):
@@ -306,6 +310,52 @@ def _failures(
         requests_from_down=f["requests_from_down"],
         down_clients=f["down_clients"],
     )
+
+
+def _check_selection(
+    kind: str,
+    protocol: Any,
+    protocol_cls: Any,
+    links: LinkSettings,
+    failures: FailureSettings | None,
+) -> None:
+    """003's client selection (a scheduler kind with an ``indicator``) needs the server, a protocol
+    whose clients compute the indicator, and links that lose nothing; one line if not."""
+    indicator = scheduler_for(kind).indicator
+    if indicator is None:
+        return
+    if protocol.architecture != "server":
+        raise ConfigError(
+            "scheduler.kind",
+            f"{kind!r} is the parameter server's client selection: set protocol.architecture = "
+            f'"server" (on the walk, the importance-weighted walk is kind = "{kind}-walk")',
+        )
+    if indicator not in getattr(protocol_cls, "selection_indicators", frozenset()):
+        offered = [k.name for k in PROTOCOL_KINDS.values()
+                   if indicator in getattr(k, "selection_indicators", ())]  # fmt: skip
+        raise ConfigError(
+            "scheduler.kind",
+            f"{kind!r} needs a protocol whose clients compute the {indicator.upper()} indicator "
+            f"from particles ({', '.join(offered)}); protocol {protocol.kind!r} has none",
+        )
+    options = protocol.options
+    for key in ("compression", "downlink_compression"):
+        if getattr(options, key, None) is not None:
+            raise ConfigError(
+                f"protocol.{key}",
+                f"client selection ({kind!r}) runs uncompressed rounds: remove {key} or use "
+                "another scheduler",
+            )
+    lossy = links.loss > 0 or any(
+        (getattr(links, f"{way}_loss") or 0.0) > 0 for way in ("downlink", "uplink")
+    )
+    if lossy or failures is not None or links.kind is not None:
+        raise ConfigError(
+            "scheduler.kind",
+            f"client selection ({kind!r}) assumes the built-in links that lose nothing: its "
+            "broadcast and reports are not retransmitted or taken back; remove [links] loss, "
+            "[links] kind and [failures]",
+        )
 
 
 def _links(ln_raw: dict[str, Any]) -> LinkSettings:

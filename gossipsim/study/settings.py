@@ -127,6 +127,9 @@ SCHEDULER_KEYS = (
         "for protocols whose repeated visits change nothing (exact conjugate G-FVL): the same law, "
         "other random draws, far faster when the walk mostly waits "
         "([Drawn stays](#drawn-stays-walks-that-mostly-wait))", choices=STAYS),
+    Key("selection_floor", "number", 0.0, "client selection (`ksd`, `hip`): the share of the uniform "
+        "distribution mixed into the selection distribution, (1 − floor)·P + floor/K, so that "
+        "every client stays selectable; 0 is the paper's rule", minimum=0, maximum=1),
 )  # fmt: skip
 
 COMPUTE_KEYS = (
@@ -355,6 +358,7 @@ class SchedulerSettings:
     kind: str = default("scheduler", "kind")
     start: Any = default("scheduler", "start")
     stays: str = default("scheduler", "stays")
+    selection_floor: float = default("scheduler", "selection_floor")
 
 
 #: the ``[links]`` keys an edge of the graph may set as an attribute of the same name

@@ -37,8 +37,9 @@ from gossipsim.protocols import (
     protocol_kind,
 )
 from gossipsim.protocols.centre import AtTheCentre, data_upload
+from gossipsim.protocols.selection import SelectionSettings
 from gossipsim.protocols.server import ServerRounds, server_round
-from gossipsim.scheduling import IndexedGraph, stationary_distribution
+from gossipsim.scheduling import IndexedGraph, scheduler_for, stationary_distribution
 from gossipsim.states.representations import Representation, Target, representation
 from gossipsim.study import budget
 from gossipsim.study.sections import EDGE_ATTRIBUTE_KINDS, check_requests_can_arrive
@@ -377,12 +378,17 @@ def target_stages(world: World) -> list[frozenset[int]]:
     return stages
 
 
-def start_node(world: World, rng: np.random.Generator | None) -> int:
-    """The first holder: the fixed start node, or drawn uniformly / from the stationary distribution."""
+def start_node(world: World, rng: np.random.Generator | None, view: Any = None) -> int:
+    """The first holder: the fixed start node, or drawn uniformly / from the stationary
+    distribution; with client selection (a ``view`` holding the protocol's weights, a scheduler
+    that reads them), drawn from the selection distribution of the initial state."""
     sc = world.scenario
     if world.start is not None:
         return world.start
     assert rng is not None
+    weights = getattr(view, "weights", None)
+    if weights is not None and scheduler_for(sc.scheduler.kind).indicator is not None:
+        return int(rng.choice(world.nodes, p=weights / weights.sum()))
     if sc.scheduler.start == "stationary":
         pi = stationary_distribution(world.indexed, sc.scheduler.kind)
         return int(rng.choice(world.nodes, p=pi))
@@ -397,18 +403,33 @@ def build_protocol(
     forgotten: frozenset[int] = frozenset(),
     trace: StateTrace | None = None,
     start_slot: int = 0,
+    selects: bool = False,
 ) -> Protocol:
     """One protocol of the scenario's kind for ``data`` (without the retrain baseline): learning
-    from the prior without the ``forgotten`` nodes, recording from ``start_slot``."""
+    from the prior without the ``forgotten`` nodes, recording from ``start_slot``; with
+    ``selects``, computing the client-selection indicators the scheduler draws from, if its kind
+    asks for them (:func:`selection_settings`)."""
     settings = world.scenario.protocol
     return protocol_kind(settings.kind).build(
         BuildRequest(
             model=world.model, data=data, rng=rng, settings=settings.options,
             bits=world.message_bits, nodes=world.nodes, forgotten=forgotten, trace=trace,
             start_slot=start_slot, record_every=world.scenario.metrics.record_every,
-            iterations=world.scenario.run.iterations,
+            iterations=world.scenario.run.iterations, bits_per_entry=settings.bits_per_entry,
+            selection=selection_settings(world.scenario) if selects else None,
         )
     )  # fmt: skip
+
+
+def selection_settings(scenario: Scenario) -> SelectionSettings | None:
+    """What 003's client selection asks of the protocol when the scheduler's kind draws from
+    indicators (``ksd``, ``hip``: :attr:`Scheduler.indicator
+    <gossipsim.scheduling.Scheduler.indicator>`), else None. The retrain baseline follows the main
+    world's schedule and computes none."""
+    indicator = scheduler_for(scenario.scheduler.kind).indicator
+    if indicator is None:
+        return None
+    return SelectionSettings(indicator, scenario.scheduler.selection_floor)
 
 
 def make_protocol(world: World, data: Any, seed: np.random.SeedSequence) -> Protocol:
@@ -419,7 +440,7 @@ def make_protocol(world: World, data: Any, seed: np.random.SeedSequence) -> Prot
     (:class:`~gossipsim.protocols.centre.AtTheCentre`: the upload of every node's ``data`` in slot
     1, :func:`centre_upload`), whatever the architecture."""
     main_ss, retrain_ss = seed.spawn(2)
-    protocol = build_protocol(world, data, np.random.default_rng(main_ss))
+    protocol = build_protocol(world, data, np.random.default_rng(main_ss), selects=True)
     if world.requests and world.scenario.protocol.retrain_baseline:
         retrain_rng = np.random.default_rng(retrain_ss)
 

@@ -1,0 +1,193 @@
+"""003's client-selection framework on the parameter server (Section III-A, Algorithms 1 and 2).
+
+Each iteration i:
+
+1. the server **broadcasts** the global particles (its whole state: what a plain round downloads
+   to the scheduled agent) to every client taking part (not yet forgotten), all at once;
+2. every client computes its **indicator** from them and **reports** it, all at once:
+   - ``ksd`` (eq. 17): S(q, p̃_k), the kernelized Stein discrepancy between the particles and the
+     client's tilted distribution p̃_k, one number;
+   - ``hip`` (eqs. 19, 24): the client's likelihood scores ∇log p_k at the N particles (N × d
+     numbers), from which the server forms every client's ⟨φ_k, φ'⟩ at once;
+3. the server turns the indicators into the **selection distribution** P
+   (:func:`~gossipsim.particles.selection.selection_distribution`: P_k ∝ max(I_k, 0); uniform,
+   counted as a fallback, when no indicator is positive or one is not finite), **draws** the client
+   (the scheduler: kinds ``ksd`` and ``hip``, :mod:`gossipsim.scheduling.selection`, which read P in
+   :attr:`NodeView.weights <gossipsim.scheduling.NodeView.weights>`);
+4. the selected client runs its DSVGD update from the particles it received and **uploads** it.
+
+The slot's :class:`~gossipsim.network.messages.Round` has these three phases (broadcast, reports,
+the upload), chained, the computation after the reports. The tilted distribution's score, per
+DSVGD variant (the paper defines KSD for its KDE-based variant; here both):
+
+- ``paper``: ∇log q̂(θ) − ∇log t̂_k(θ) + (1/α)∇log p(D_k | θ), q̂ and t̂_k the KDEs of the global and
+  of the client's local particles (its t_k; the initial particles before its first visit);
+- ``sound``: ∇log p0(θ) + (S − g_k) + (1/α)∇log p(D_k | θ), the target a visit steps on: the prior,
+  the other clients' last scores (the aggregate S without the client's own g_k) and its fresh one.
+
+HIP uses the likelihood's score (1/α)∇log p(D_k | θ) in both (Algorithm 2, step 4). The kernel of
+the indicators is the SVGD kernel of the protocol's steps: the median rule on the global particles,
+or ``kernel_bandwidth`` when it is a number.
+
+**Requests.** A client with a pending unlearning request is selected next, with probability 1
+(several: the lowest index first): the server serves requests before it learns, as a user expects
+of unlearning; a forgotten client takes no part (no broadcast, no report, probability 0).
+
+**What is charged.** Bits: every transfer of the round; ``indicator_bits`` counts what selection
+adds to a plain round (a download to the scheduled agent and its upload): the broadcast to the other
+clients and every report. Seconds: the three phases' transfers (each phase as long as its slowest)
+and the selected client's computation; the clients' computation of their indicators is not
+charged (one score evaluation each, in parallel, small beside the update's).
+
+The indicators of iteration i + 1 are computed at the end of iteration i, from the particles the
+slot made: the scheduler draws the next client from them before the next slot starts; the first
+client is drawn from those of the initial particles (:func:`gossipsim.world.world.start_node`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+from numpy.typing import NDArray
+
+from gossipsim.network.messages import SERVER, Message, Round, Transfer
+from gossipsim.particles.kernels import BandwidthRule, median_bandwidth, pairwise_squared_distances
+from gossipsim.particles.selection import (
+    inner_products_with_average,
+    selection_distribution,
+    stein_discrepancies,
+)
+
+FloatArray = NDArray[np.float64]
+
+#: the indicators a client can report, each with what it uploads
+INDICATORS: Final[dict[str, str]] = {
+    "ksd": "S(q, p̃_k), the KSD of the particles to the client's tilted distribution (1 number)",
+    "hip": "the client's likelihood scores at the N particles (N × d numbers); the server forms "
+    "⟨φ_k, φ'⟩",
+}
+
+
+@dataclass(frozen=True)
+class SelectionSettings:
+    """What the protocol needs to know of the scheduler's selection: the ``indicator`` (a key of
+    :data:`INDICATORS`) and the ``floor`` mixed with the uniform distribution."""
+
+    indicator: str
+    floor: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.indicator not in INDICATORS:
+            raise ValueError(
+                f"indicator must be one of {sorted(INDICATORS)}, got {self.indicator!r}"
+            )
+
+
+class ClientSelection:
+    """The server's side of the framework for one run: the selection weights it publishes, the
+    slot's round, and what the tables report of it."""
+
+    def __init__(
+        self,
+        settings: SelectionSettings,
+        nodes: int,
+        entry_bits: float,
+        rule: BandwidthRule,
+        fixed_bandwidth: float | None,
+    ) -> None:
+        self.settings = settings
+        self.nodes = nodes
+        self.entry_bits = float(entry_bits)
+        self.rule: BandwidthRule = rule
+        self.fixed_bandwidth = fixed_bandwidth
+        #: the distribution the next client is drawn from (the scheduler reads it, in place)
+        self.weights = np.full(nodes, 1.0 / nodes)
+        self._entropy = float(np.log(nodes))  # of the distribution in :attr:`weights`
+        self._taking_part = np.ones(nodes, dtype=bool)  # when the weights were made
+        self.fallbacks = 0
+        self.entropies: list[float] = []  # per slot: the distribution that selected its client
+        self.indicator_bits: list[float] = []  # per slot, cumulative
+        self.probability_sums = np.zeros(nodes)  # Σ over slots of P_k (visits.csv's mean)
+
+    def bandwidth(self, particles: FloatArray) -> float:
+        """h of the indicators' RBF kernel: the SVGD steps' (the median rule, or the fixed one)."""
+        if self.fixed_bandwidth is not None:
+            return self.fixed_bandwidth
+        squared = pairwise_squared_distances(particles, particles)
+        return float(median_bandwidth(squared, self.rule))
+
+    def refresh(
+        self,
+        particles: FloatArray,
+        scores: Callable[[int], FloatArray],
+        taking_part: NDArray[np.bool_],
+        pending: set[int],
+    ) -> None:
+        """Compute every client's indicator at ``particles`` from ``scores(k)`` (the tilted
+        distribution's score for ``ksd``, the likelihood's for ``hip``, ``(N, d)``) and publish the
+        distribution the next client is drawn from (in :attr:`weights`, in place)."""
+        self._taking_part = taking_part.copy()
+        weights = np.zeros(self.nodes)
+        if pending:
+            weights[min(pending)] = 1.0
+            self.weights[:] = weights
+            self._entropy = 0.0
+            return
+        clients = np.flatnonzero(taking_part)
+        if clients.size == 0:
+            self.weights[:] = 1.0 / self.nodes
+            self._entropy = float(np.log(self.nodes))
+            return
+        stacked = np.stack([scores(int(k)) for k in clients])
+        h = self.bandwidth(particles)
+        with np.errstate(all="ignore"):  # a diverged score gives a non-finite indicator
+            if self.settings.indicator == "ksd":
+                values = stein_discrepancies(particles, stacked, h)
+            else:
+                values = inner_products_with_average(particles, stacked, h)
+        chosen = selection_distribution(values, self.settings.floor)
+        self.fallbacks += int(chosen.fallback)
+        weights[clients] = chosen.probabilities
+        self.weights[:] = weights
+        self._entropy = chosen.entropy
+
+    def report_entries(self, particle_entries: int) -> int:
+        """Numbers a client reports: 1 (``ksd``) or its scores at the particles (``hip``)."""
+        return 1 if self.settings.indicator == "ksd" else particle_entries
+
+    def round(self, selected: int, download_bits: float, upload_bits: float,
+              particle_entries: int) -> Round:  # fmt: skip
+        """The slot's round with ``selected`` (see the module docstring), and its bookkeeping:
+        the entropy of the distribution that selected it, the indicator bits."""
+        clients = np.flatnonzero(self._taking_part)
+        report = Message(self.entry_bits * self.report_entries(particle_entries))
+        download = Message(download_bits)
+        transfers = [Transfer(SERVER, int(k), download) for k in clients]
+        transfers += [Transfer(int(k), SERVER, report) for k in clients]
+        transfers.append(Transfer(selected, SERVER, Message(upload_bits)))
+        count = len(clients)
+        if count == 0:  # every client forgotten: a plain round with the scheduled one
+            self.indicator_bits.append(self.indicator_bits[-1] if self.indicator_bits else 0.0)
+            self.entropies.append(self._entropy)
+            self.probability_sums += self.weights
+            return Round((Transfer(SERVER, selected, download),
+                          Transfer(selected, SERVER, Message(upload_bits))),
+                         sequential=True, chained=True, compute_after=1)  # fmt: skip
+        extra = (count - 1) * download_bits + count * report.bits
+        previous = self.indicator_bits[-1] if self.indicator_bits else 0.0
+        self.indicator_bits.append(previous + extra)
+        self.entropies.append(self._entropy)
+        self.probability_sums += self.weights
+        return Round(
+            tuple(transfers), phases=(count, count, 1), chained=True, compute_after=2 * count
+        )
+
+    def series(self) -> dict[str, FloatArray]:
+        """Per slot: ``selection_entropy`` (nats) and the cumulative ``indicator_bits``."""
+        return {
+            "selection_entropy": np.asarray(self.entropies, dtype=np.float64),
+            "indicator_bits": np.asarray(self.indicator_bits, dtype=np.float64),
+        }

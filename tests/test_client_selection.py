@@ -1,0 +1,178 @@
+"""003's client selection on the parameter server (scheduler kinds ``ksd`` and ``hip``).
+
+The indicators a run publishes are recomputed here by another route (the per-set KSD of
+:func:`~gossipsim.particles.stein.kernel_stein_discrepancy` on tilted scores assembled from the
+model); the draws are checked against the published distribution within the multinomial standard
+error; each slot's bits against the round's exact sizes; bad input gives one line, exit 2.
+"""
+
+from __future__ import annotations
+
+import math
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+import pytest
+
+import gossipsim as gs
+from gossipsim.particles.kde import kde_log_density_and_score
+from gossipsim.particles.kernels import median_bandwidth, pairwise_squared_distances
+from gossipsim.particles.selection import inner_products_with_average, selection_distribution
+from gossipsim.particles.stein import kernel_stein_discrepancy
+from gossipsim.scheduling import IndexedGraph, NodeView, Walker
+from gossipsim.study.scenario import parse_scenario
+from gossipsim.world.world import build_protocol, build_world
+from tests.helpers import validate_error
+
+NODES = 5
+
+
+def _raw(indicator: str = "ksd", variant: str = "sound", **protocol):
+    return {
+        "scenario": {"name": "sel", "seed": 11, "runs": 2, "iterations": 12},
+        "topology": {"kind": "complete", "nodes": NODES},
+        "model": {"kind": "logistic-regression"},
+        "data": {"points_per_node": 20, "partition": "dirichlet", "concentration": 1.0},
+        "protocol": {
+            "kind": "dsvgd",
+            "architecture": "server",
+            "particles": 8,
+            "variant": variant,
+            **protocol,
+        },  # fmt: skip
+        "scheduler": {"kind": indicator},
+    }
+
+
+def _protocol(raw):
+    world = build_world(parse_scenario(raw))
+    data = world.model.fixed_data
+    protocol = build_protocol(world, data, np.random.default_rng(5), selects=True)
+    return world, data, protocol
+
+
+def _bandwidth(particles):
+    return float(median_bandwidth(pairwise_squared_distances(particles, particles)))
+
+
+@pytest.mark.parametrize("variant", ["sound", "paper"])
+def test_the_published_ksd_distribution_is_each_clients_ksd_to_its_tilted_target(variant):
+    extra = {"local_iterations": 3, "fit_iterations": 3} if variant == "paper" else {}
+    world, data, protocol = _protocol(_raw("ksd", variant, **extra))
+    model = world.model
+    for slot in (1, 2, 3):  # after visits, the tilted targets differ from the prior's
+        protocol.on_token(slot % NODES, slot)
+    theta = protocol.particles
+    temperature = float(model.temperature)
+    prior = np.asarray(model.log_prior(theta)[1])
+    ksd = []
+    for k in range(NODES):
+        likelihood = np.asarray(model.log_likelihood_score(data, k, theta, None)) / temperature
+        if variant == "sound":
+            own = protocol.own.get(k, np.zeros_like(theta))
+            tilted = prior + protocol.state.aggregate - own + likelihood
+        else:
+            ps = protocol.paper_settings
+            local = protocol.local.get(k, protocol.start)
+            q = kde_log_density_and_score(theta, theta, ps.kde_bandwidth, floor=ps.kde_floor)[1]
+            t = kde_log_density_and_score(theta, local, ps.kde_bandwidth, floor=ps.kde_floor)[1]
+            tilted = q - t + likelihood
+        ksd.append(float(kernel_stein_discrepancy(theta, tilted, _bandwidth(theta))))
+    expected = np.asarray(ksd) / np.sum(ksd)
+    np.testing.assert_allclose(protocol.view.weights, expected, rtol=1e-9)
+
+
+def test_the_published_hip_distribution_is_eq_24_on_the_likelihood_scores():
+    world, data, protocol = _protocol(_raw("hip"))
+    model = world.model
+    protocol.on_token(0, 1)
+    theta = protocol.particles
+    scores = np.stack([
+        np.asarray(model.log_likelihood_score(data, k, theta, None)) / float(model.temperature)
+        for k in range(NODES)
+    ])  # fmt: skip
+    hip = inner_products_with_average(theta, scores, _bandwidth(theta))
+    expected = selection_distribution(hip).probabilities
+    np.testing.assert_allclose(protocol.view.weights, expected, rtol=1e-9)
+
+
+def test_draws_follow_the_published_distribution_within_the_standard_error():
+    weights = np.array([0.5, 0.0, 0.2, 0.25, 0.05])
+    view = NodeView(weights=weights.copy())
+    graph = IndexedGraph.from_networkx(nx.complete_graph(5))
+    walker = Walker(graph, "hip", np.random.default_rng(2), view)
+    draws = 40_000
+    counts = np.bincount([walker.next(0) for _ in range(draws)], minlength=5)
+    assert counts[1] == 0  # a client of weight 0 is never drawn
+    se = np.sqrt(weights * (1 - weights) / draws)
+    z = (counts / draws - weights)[weights > 0] / se[weights > 0]
+    assert np.all(np.abs(z) < 4.0), z
+    view.weights[:] = [0.0, 0.0, 0.0, 1.0, 0.0]  # the sampler reads the view live
+    assert {walker.next(0) for _ in range(50)} == {3}
+
+
+def test_a_pending_request_is_served_at_the_next_iteration():
+    world, data, protocol = _protocol(_raw("ksd"))
+    protocol.on_token(2, 1)
+    protocol.on_request(2, 2)
+    protocol.on_token(0, 2)  # the weights made at its end select the requesting client
+    np.testing.assert_array_equal(protocol.view.weights, np.eye(NODES)[2])
+    protocol.on_token(2, 3)  # its removal
+    assert protocol.view.weights[2] == 0.0 and 2 in protocol.forgotten
+
+
+@pytest.mark.parametrize("indicator", ["ksd", "hip"])
+def test_every_slot_costs_the_broadcast_the_reports_and_one_upload(indicator, tmp_path):
+    raw = _raw(indicator)
+    raw["links"] = {"rate_bps": 1e6, "latency_s": 0.01}
+    res = gs.run(raw, out=tmp_path / "out", make_plots=None)
+    world = build_world(res.study.variants[0].scenario)
+    state = world.message_bits  # the sound variant's server state: 3 N d numbers
+    report = 64.0 if indicator == "ksd" else state / 3  # one number, or N d scores
+    per_slot = NODES * state + NODES * report + state
+    metrics = res.metrics
+    np.testing.assert_array_equal(metrics["bits"], metrics["iteration"] * per_slot)
+    extra = (NODES - 1) * state + NODES * report
+    np.testing.assert_array_equal(metrics["indicator_bits"], metrics["iteration"] * extra)
+    delay = state / 1e6 + 0.01  # every phase's transfers alike: its slowest is any of them
+    slot = delay + (report / 1e6 + 0.01) + delay
+    np.testing.assert_allclose(metrics["time"], metrics["iteration"] * slot, rtol=1e-12)
+    assert (metrics["selection_entropy"] <= math.log(NODES) + 1e-12).all()
+    assert (res.runs["selection_fallbacks"] == 0).all()
+    visits = res.visits.set_index("node")["visits"]
+    assert visits.sum() == 2 * 12  # the selected clients, every slot
+
+
+def test_run_and_its_tables_are_reproducible_with_workers(tmp_path):
+    one = gs.run(_raw("hip"), out=tmp_path / "one", make_plots=None)
+    two = gs.run(_raw("hip"), out=tmp_path / "two", make_plots=None, workers=2)
+    pd.testing.assert_frame_equal(one.metrics, two.metrics)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"protocol": {"kind": "gfvl", "architecture": "server"}},
+         "needs a protocol whose clients compute the KSD indicator"),
+        ({"protocol": {"kind": "dsvgd", "particles": 8}},
+         'set protocol.architecture = "server"'),
+        ({"topology": {"kind": "graphml", "path": "one.graphml"}}, "at least 2 are needed"),  # K = 1
+        ({"links": {"uplink_loss": 0.1, "timeout_s": 1.0}}, "remove [links] loss"),
+        ({"protocol": {"kind": "dsvgd", "architecture": "server", "particles": 8,
+                       "compression": {"scheme": "shared", "budget": "5d", "a_max": 0.05}}},
+         "runs uncompressed rounds"),
+        ({"scheduler": {"kind": "ksd", "selection_floor": 1.5}}, "selection_floor"),
+    ],
+)  # fmt: skip
+def test_bad_selection_input_is_one_line(change, message, tmp_path, capsys):
+    raw = _raw("ksd")
+    if change.get("protocol", {}).get("kind") == "gfvl":
+        raw["model"] = {"kind": "beta-bernoulli", "prior": {"a": 2, "b": 2}}
+        raw["data"] = {"points_per_node": 10, "theta": 0.5}
+    raw.update(change)
+    one = nx.Graph()
+    one.add_node("a")
+    nx.write_graphml(one, tmp_path / "one.graphml")
+    err = validate_error(raw, tmp_path, capsys)
+    assert message in err, err
