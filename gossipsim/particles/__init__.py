@@ -16,7 +16,11 @@ from gossipsim.particles.kernels import (
     rbf_gram,
 )
 from gossipsim.particles.mmd import gaussian_mmd, maximum_mean_discrepancy
-from gossipsim.particles.stein import gaussian_stein_discrepancy, kernel_stein_discrepancy
+from gossipsim.particles.stein import (
+    gaussian_stein_discrepancy,
+    gaussian_stein_inner_product,
+    kernel_stein_discrepancy,
+)
 from gossipsim.particles.svgd import run_svgd, svgd_direction
 
 __all__ = [
@@ -26,6 +30,7 @@ __all__ = [
     "kde_log_density",
     "gaussian_mmd",
     "gaussian_stein_discrepancy",
+    "gaussian_stein_inner_product",
     "kde_log_density_and_score",
     "kernel_stein_discrepancy",
     "maximum_mean_discrepancy",

@@ -109,3 +109,84 @@ def gaussian_stein_discrepancy(
         - 4.0 * np.trace(tilted) / bandwidth**2
     )
     return float(kernel_mean * bracket)
+
+
+def gaussian_stein_inner_product(
+    mean: FloatArray,
+    covariance: FloatArray,
+    mean1: FloatArray,
+    covariance1: FloatArray,
+    mean2: FloatArray,
+    covariance2: FloatArray,
+    bandwidth: float,
+) -> float:
+    """The exact ⟨φ_1, φ_2⟩_H = E_{θ,θ'∼q iid}[h_{p1,p2}(θ, θ')] of Theorem 1 of 003 (the population
+    value eq. 19 estimates) for q = N(m, S) and two Gaussian targets p_i = N(μ_i, Σ_i), RBF kernel
+    κ = exp(−‖θ − θ'‖²/h).
+
+    With P_i = Σ_i⁻¹ the scores are s_i(θ) = −P_i(θ − μ_i) and, for x = θ, y = θ',
+
+        h_{p1,p2}(x, y) = κ·[s_1(x)·s_2(y) + (2/h)(s_1(x) − s_2(y))·(x − y) + 2d/h − 4‖x − y‖²/h²]
+
+    (∇_yκ = (2/h)(x − y)κ = −∇_xκ, tr ∇_x∇_yκ = κ(2d/h − 4‖x − y‖²/h²)). Write δ = x − y and
+    ū = (x + y)/2: δ ∼ N(0, 2S) and ū ∼ N(m, S/2) are independent (Cov(x + y, x − y) = S − S = 0),
+    and κ = exp(−δᵀδ/h) depends on δ alone. Hence E[κ·f(ū, δ)] = E[κ]·Ẽ[f], where Ẽ takes ū as
+    before and δ from its κ-tilted law: the density ∝ exp(−δᵀ(2S)⁻¹δ/2 − δᵀδ/h) is N(0, C) with
+    C = ((2S)⁻¹ + (2/h)I)⁻¹ = 2S(I + 4S/h)⁻¹, and E[κ] = det(I + 4S/h)^(−1/2).
+
+    With a_i = ū − μ_i, x = ū + δ/2, y = ū − δ/2 and c_i = m − μ_i, term by term under Ẽ (δ has
+    mean 0 and is independent of ū, so every term odd in δ vanishes):
+
+    - s_1(x)·s_2(y) = (a_1 + δ/2)ᵀP_1P_2(a_2 − δ/2) → c_1ᵀP_1P_2c_2 + tr(P_1P_2S)/2 − tr(P_1P_2C)/4
+      (E[a_1ᵀMa_2] = c_1ᵀMc_2 + tr(M·S/2));
+    - (2/h) s_1(x)·δ = −(2/h)(a_1 + δ/2)ᵀP_1δ → −tr(P_1C)/h, and −(2/h) s_2(y)·δ =
+      (2/h)(a_2 − δ/2)ᵀP_2δ → −tr(P_2C)/h;
+    - 2d/h − 4‖δ‖²/h² → 2d/h − 4 tr(C)/h².
+
+    So, with d the dimension,
+
+        ⟨φ_1, φ_2⟩ = E[κ]·[c_1ᵀP_1P_2c_2 + tr(P_1P_2S)/2 − tr(P_1P_2C)/4
+                           − tr((P_1 + P_2)C)/h + 2d/h − 4 tr(C)/h²].
+
+    It is symmetric in p_1, p_2 (transpose each term) and bilinear in the scores, and for p_1 = p_2
+    it is :func:`gaussian_stein_discrepancy`'s S(q, p) (eq. 10). For a V-statistic of N draws from
+    q add the diagonal's share: E[V] = ⟨φ_1, φ_2⟩ + (E[h(θ, θ)] − ⟨φ_1, φ_2⟩)/N, where
+    E[h(θ, θ)] = c_1ᵀP_1P_2c_2 + tr(P_1P_2S) + 2d/h (κ = 1 and δ = 0 on the diagonal).
+    """
+    mean = np.atleast_1d(np.asarray(mean, dtype=np.float64))
+    covariance = np.atleast_2d(np.asarray(covariance, dtype=np.float64))
+    mean1 = np.atleast_1d(np.asarray(mean1, dtype=np.float64))
+    mean2 = np.atleast_1d(np.asarray(mean2, dtype=np.float64))
+    covariance1 = np.atleast_2d(np.asarray(covariance1, dtype=np.float64))
+    covariance2 = np.atleast_2d(np.asarray(covariance2, dtype=np.float64))
+    dimension = mean.shape[0]
+    for name, value in (("mean1", mean1), ("mean2", mean2)):
+        if value.shape != (dimension,):
+            raise ValueError(f"{name} must have shape ({dimension},), got {value.shape}")
+    for name, value in (
+        ("covariance", covariance),
+        ("covariance1", covariance1),
+        ("covariance2", covariance2),
+    ):
+        if value.shape != (dimension, dimension):
+            raise ValueError(f"{name} must be ({dimension}, {dimension}), got {value.shape}")
+    if not (np.isfinite(bandwidth) and bandwidth > 0.0):
+        raise ValueError(f"bandwidth must be a finite number > 0, got {bandwidth!r}")
+    identity = np.eye(dimension)
+    precision1 = np.linalg.inv(covariance1)
+    precision2 = np.linalg.inv(covariance2)
+    product = precision1 @ precision2
+    widened = identity + 4.0 * covariance / bandwidth
+    kernel_mean = np.linalg.det(widened) ** -0.5
+    tilted = 2.0 * covariance @ np.linalg.inv(widened)
+    offset1 = mean - mean1
+    offset2 = mean - mean2
+    bracket = (
+        offset1 @ product @ offset2
+        + np.trace(product @ covariance) / 2.0
+        - np.trace(product @ tilted) / 4.0
+        - np.trace((precision1 + precision2) @ tilted) / bandwidth
+        + 2.0 * dimension / bandwidth
+        - 4.0 * np.trace(tilted) / bandwidth**2
+    )
+    return float(kernel_mean * bracket)
