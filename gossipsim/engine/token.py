@@ -236,6 +236,8 @@ def run_token(
                         events.append(Event(slot, s, "delegated", k, node))
                         break
             message = on_token(k, slot)
+            if message.__class__ is not Round and message.side_bits:  # type: ignore[union-attr]
+                total_bits += message.side_bits  # type: ignore[union-attr]
             lost_at = None  # when the holder went down with the token (failures)
             if message.__class__ is Round:  # a server round: no token moves
                 fails_at = _INF

@@ -28,10 +28,15 @@ SERVER = -1
 
 @dataclass(frozen=True, slots=True)
 class Message:
-    """A payload of ``bits`` bits (``payload``: what a receiver reads, if anything)."""
+    """A payload of ``bits`` bits (``payload``: what a receiver reads, if anything).
+
+    ``side_bits``: bits the holder sends in its slot besides the token, to its neighbours, at once
+    and in parallel with the hop (the importance-weighted walk's indicator shared with them:
+    :mod:`gossipsim.protocols.selection`); counted in the slot's bits, not timed."""
 
     bits: float
     payload: Any = None
+    side_bits: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,10 +28,11 @@ import numpy as np
 from gossipsim.network.messages import Message, Round
 from gossipsim.particles.aggregated import AggregateState, aggregated_visit, forget, start_state
 from gossipsim.particles.dsvgd import kde_score, paper_forget, paper_visit
+from gossipsim.particles.kernels import median_bandwidth, pairwise_squared_distances
 from gossipsim.protocols.compressed import QuantizedState, Uploader
 from gossipsim.protocols.particle_base import FloatArray, ParticleProtocol
 from gossipsim.protocols.registry import BuildRequest
-from gossipsim.protocols.selection import ClientSelection
+from gossipsim.protocols.selection import ClientSelection, WalkSelection
 from gossipsim.protocols.server import server_round
 from gossipsim.scheduling.base import NodeView
 
@@ -69,47 +70,85 @@ class DistributedSVGD(ParticleProtocol):
         elif compression is not None:
             self.token = QuantizedState(compression.entry_bits, compression.a_max)
             self.message = Message(float(self.particles.size * compression.entry_bits))
-        # 003's client selection with the server (protocols.selection): the indicators of the
-        # next slot's draw, published in the view the scheduler reads
+        # 003's client selection (protocols.selection): with the server, every client's
+        # indicators of the next slot's draw; on the walk, each node's own, refreshed when it holds
+        # the token; published in the view the scheduler reads
         self.selection: ClientSelection | None = None
-        if request.selection is not None:
+        self.walk_selection: WalkSelection | None = None
+        chosen = request.selection
+        if chosen is not None and chosen.degrees is None:
             self.selection = ClientSelection(
-                request.selection, self.nodes, request.bits_per_entry, s.rule, s.fixed_bandwidth
+                chosen, self.nodes, request.bits_per_entry, s.rule, s.fixed_bandwidth
             )
             self.view.weights = self.selection.weights
             self._refresh_selection()
+        elif chosen is not None:
+            self.walk_selection = WalkSelection(chosen, request.bits_per_entry)
+            self.view.weights = self.walk_selection.weights
+            self.walk_selection.start(np.array([
+                0.0 if k in self.forgotten else self._walk_indicator(k) for k in range(self.nodes)
+            ]))  # fmt: skip
+
+    def _indicator_scores(self, k: int, particles: FloatArray, q_score: Any = None) -> FloatArray:
+        """Client k's score at ``particles`` for its indicator (:mod:`~.selection`): its
+        likelihood's (``hip``) or its tilted distribution's (``ksd``: the sound variant's prior,
+        others' aggregate and own fresh score; the paper variant's KDE ratio q̂ / t̂_k and own
+        score, ``q_score`` the global KDE's score at the particles if known)."""
+        fresh = np.asarray(self.likelihood_score(k)(particles))
+        chosen = self.selection or self.walk_selection
+        assert chosen is not None
+        if chosen.settings.indicator == "hip":
+            return fresh
+        if self.sound:
+            own = self.own.get(k)
+            others = self.state.aggregate + self.prior_score(particles)
+            return others - own + fresh if own is not None else others + fresh
+        if q_score is None:
+            q_score = kde_score(self.paper_settings, particles)(particles)
+        local = self.local.get(k, self.start)
+        return q_score - kde_score(self.paper_settings, local)(particles) + fresh
 
     def _refresh_selection(self) -> None:
-        """Every client's indicator at the current particles (:mod:`~.selection`)."""
+        """Every client's indicator at the current particles (:class:`~.selection.ClientSelection`)."""
         assert self.selection is not None
         particles = self.particles
-        indicator = self.selection.settings.indicator
-        if indicator == "hip":
-
-            def scores(k: int) -> FloatArray:
-                return np.asarray(self.likelihood_score(k)(particles))
-
-        elif self.sound:
-            others = self.state.aggregate + self.prior_score(particles)
-
-            def scores(k: int) -> FloatArray:
-                own = self.own.get(k)
-                fresh = np.asarray(self.likelihood_score(k)(particles))
-                return others - own + fresh if own is not None else others + fresh
-
-        else:
+        q_score = None
+        if not self.sound and self.selection.settings.indicator == "ksd":
             q_score = kde_score(self.paper_settings, particles)(particles)
 
-            def scores(k: int) -> FloatArray:
-                local = self.local.get(k, self.start)
-                t_score = kde_score(self.paper_settings, local)(particles)
-                return q_score - t_score + np.asarray(self.likelihood_score(k)(particles))
+        def scores(k: int) -> FloatArray:
+            return self._indicator_scores(k, particles, q_score)
 
         taking_part = np.ones(self.nodes, dtype=bool)
         taking_part[list(self.forgotten)] = False
         self.selection.refresh(particles, scores, taking_part, self.pending)
 
+    def _walk_indicator(self, k: int) -> float:
+        """Node k's own indicator at the particles it holds (:class:`~.selection.WalkSelection`):
+        for ``hip`` against the average the token knows, (S − g_k + its fresh score) / K."""
+        assert self.walk_selection is not None
+        particles = self.particles
+        scores = self._indicator_scores(k, particles)
+        average = None
+        if self.walk_selection.settings.indicator == "hip":
+            own = self.own.get(k)
+            total = self.state.aggregate + scores - (own if own is not None else 0.0)
+            average = total / max(self.nodes - len(self.forgotten), 1)
+        h = float(
+            self.settings.fixed_bandwidth
+            if self.settings.fixed_bandwidth is not None
+            else median_bandwidth(
+                pairwise_squared_distances(particles, particles), self.settings.rule
+            )
+        )
+        return self.walk_selection.indicator(particles, scores, average, h)
+
     def on_token(self, holder: int, slot: int) -> Message | Round:
+        if self.walk_selection is not None:
+            message = self._visit(holder, slot)
+            assert isinstance(message, Message)  # the walk's uncompressed token
+            value = 0.0 if holder in self.forgotten else self._walk_indicator(holder)
+            return self.walk_selection.shared(holder, slot, value, message)
         if self.selection is not None:
             self._visit(holder, slot)
             round_ = self.selection.round(
@@ -297,6 +336,8 @@ class DistributedSVGD(ParticleProtocol):
         else:  # nothing to remove
             self.forgotten.add(node)
             self._removals[node] = slot - 1
+        if self.walk_selection is not None:  # the node tells its neighbours at once
+            self.walk_selection.requested(node, node in self.pending)
 
     # ------------------------------------------------------------------ failures (engine.token)
 
@@ -363,14 +404,16 @@ class DistributedSVGD(ParticleProtocol):
 
     def stats(self) -> dict[str, float]:
         out = {"forget_pending": float(len(self.pending))}
-        if self.selection is not None:
-            out["selection_fallbacks"] = float(self.selection.fallbacks)
+        chosen = self.selection or self.walk_selection
+        if chosen is not None:
+            out["selection_fallbacks"] = float(chosen.fallbacks)
         return out
 
     def series(self) -> dict[str, FloatArray]:
         """With client selection, per slot: the entropy of the distribution that selected the
         slot's client and the cumulative indicator bits (:mod:`~.selection`)."""
-        return self.selection.series() if self.selection is not None else {}
+        chosen = self.selection or self.walk_selection
+        return chosen.series() if chosen is not None else {}
 
     def node_view(self) -> NodeView:
         """The nodes' scores (:attr:`scores`), live, for a scheduler of one's own to read."""

@@ -56,6 +56,7 @@ from numpy.typing import NDArray
 from gossipsim.network.messages import SERVER, Message, Round, Transfer
 from gossipsim.particles.kernels import BandwidthRule, median_bandwidth, pairwise_squared_distances
 from gossipsim.particles.selection import (
+    inner_products,
     inner_products_with_average,
     selection_distribution,
     stein_discrepancies,
@@ -74,10 +75,13 @@ INDICATORS: Final[dict[str, str]] = {
 @dataclass(frozen=True)
 class SelectionSettings:
     """What the protocol needs to know of the scheduler's selection: the ``indicator`` (a key of
-    :data:`INDICATORS`) and the ``floor`` mixed with the uniform distribution."""
+    :data:`INDICATORS`) and the ``floor`` mixed with the uniform distribution; on the walk
+    (``degrees``: each node's number of neighbours, who receive its indicator) the
+    importance-weighted walk's (:class:`WalkSelection`)."""
 
     indicator: str
     floor: float = 0.0
+    degrees: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.indicator not in INDICATORS:
@@ -190,4 +194,89 @@ class ClientSelection:
         return {
             "selection_entropy": np.asarray(self.entropies, dtype=np.float64),
             "indicator_bits": np.asarray(self.indicator_bits, dtype=np.float64),
+        }
+
+
+class WalkSelection:
+    """The importance-weighted walk's indicators (kinds ``ksd-walk``, ``hip-walk``), kept by the
+    nodes: a node computes its own when it holds the token, from the particles it passes on, and
+    shares it with its neighbours (one number each: ``degree × bits_per_entry`` side bits of its
+    slot). A neighbour's weight is therefore as old as that node's last slot with the token:
+    :attr:`ages` says how old, per slot. At slot 0 every node computes its indicator at the
+    initial particles (the prior's draws, which the nodes can make from a shared seed) and shares
+    it: 2|E| numbers, counted in slot 1.
+
+    The weight of node k is max(I_k, 0) (:func:`~gossipsim.particles.selection.selection_distribution`'s
+    rule; a non-finite indicator gives 0 and is counted in ``selection_fallbacks``); the walk reads
+    the weights in place (:attr:`weights`). ``hip`` on the walk pairs the holder's likelihood
+    scores with the average the token knows: (S − g_k + its fresh score)/K, S the sound variant's
+    aggregate of every node's last scores (stale where theirs are)."""
+
+    def __init__(self, settings: SelectionSettings, entry_bits: float) -> None:
+        assert settings.degrees is not None
+        self.settings = settings
+        self.degrees = np.asarray(settings.degrees, dtype=np.int64)
+        self.entry_bits = float(entry_bits)
+        nodes = self.degrees.size
+        self.weights = np.zeros(nodes)  # published: the walk reads them at every hop
+        self.refreshed = np.zeros(nodes, dtype=np.int64)  # the slot of each node's last value
+        self.fallbacks = 0
+        self.ages: list[float] = []  # per slot: the mean age (slots) of the weights in force
+        self.indicator_bits: list[float] = []  # per slot, cumulative
+        self._messages: dict[int, Message] = {}
+        self._first = float(self.degrees.sum()) * self.entry_bits  # slot 0's sharing
+
+    def weight(self, value: float) -> float:
+        if not np.isfinite(value):
+            self.fallbacks += 1
+            return 0.0
+        return max(float(value), 0.0)
+
+    def start(self, values: FloatArray) -> None:
+        """Every node's indicator at the initial particles (slot 0)."""
+        self.weights[:] = [self.weight(float(v)) for v in values]
+
+    def indicator(
+        self, particles: FloatArray, scores: FloatArray, average: FloatArray | None, h: float
+    ) -> float:
+        """One node's indicator: its KSD (``scores`` its tilted distribution's) or its HIP
+        (``scores`` its likelihood's, ``average`` the average likelihood's)."""
+        with np.errstate(all="ignore"):
+            if self.settings.indicator == "ksd":
+                return float(stein_discrepancies(particles, scores[None], h)[0])
+            assert average is not None
+            return float(inner_products(particles, scores[None], average, h)[0])
+
+    def requested(self, node: int, pending: bool) -> None:
+        """A request from ``node``: with data to remove (``pending``) its weight becomes +inf, so
+        that every neighbour passes it the token (its removal comes at its next visit, and the
+        walk, which then cannot leave it, moves on once its weight is 0); with nothing to remove,
+        0 (a forgotten node is never proposed again). Its neighbours learn it at once (its
+        message's bits are not counted: one flag per neighbour)."""
+        self.weights[node] = np.inf if pending else 0.0
+
+    def shared(self, holder: int, slot: int, value: float, message: Message) -> Message:
+        """Record the holder's new indicator and return the slot's message with its sharing's
+        side bits (slot 1: every node's first sharing too)."""
+        self.weights[holder] = self.weight(value)
+        self.refreshed[holder] = slot
+        side = float(self.degrees[holder]) * self.entry_bits
+        if slot == 1:
+            side += self._first
+        previous = self.indicator_bits[-1] if self.indicator_bits else 0.0
+        self.indicator_bits.append(previous + side)
+        self.ages.append(float(np.mean(slot - self.refreshed)))
+        if slot == 1:
+            return Message(message.bits, message.payload, side)
+        found = self._messages.get(holder)
+        if found is None or found.bits != message.bits:
+            found = self._messages[holder] = Message(message.bits, message.payload, side)
+        return found
+
+    def series(self) -> dict[str, FloatArray]:
+        """Per slot: the cumulative ``indicator_bits`` and the mean ``indicator_age`` (slots since
+        each node last refreshed its weight, at the end of the slot)."""
+        return {
+            "indicator_bits": np.asarray(self.indicator_bits, dtype=np.float64),
+            "indicator_age": np.asarray(self.ages, dtype=np.float64),
         }

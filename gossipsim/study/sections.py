@@ -143,7 +143,7 @@ def parse_scenario(
     )
 
     failures = _failures(raw, protocol_cls, protocol, scheduler.kind, model_cls)
-    _check_selection(scheduler.kind, protocol, protocol_cls, links, failures)
+    _check_selection(scheduler, protocol, protocol_cls, links, failures)
 
     requests = raw.get("unlearning", [])
     if isinstance(requests, dict):
@@ -313,7 +313,7 @@ def _failures(
 
 
 def _check_selection(
-    kind: str,
+    settings: SchedulerSettings,
     protocol: Any,
     protocol_cls: Any,
     links: LinkSettings,
@@ -321,14 +321,28 @@ def _check_selection(
 ) -> None:
     """003's client selection (a scheduler kind with an ``indicator``) needs the server, a protocol
     whose clients compute the indicator, and links that lose nothing; one line if not."""
-    indicator = scheduler_for(kind).indicator
+    kind = settings.kind
+    scheduler = scheduler_for(kind)
+    indicator = scheduler.indicator
+    if settings.selection_floor and not (indicator is not None and scheduler.ignores_graph):
+        raise ConfigError(
+            "scheduler.selection_floor",
+            'applies to the server\'s client selection (kind = "ksd" or "hip") only',
+        )
     if indicator is None:
         return
-    if protocol.architecture != "server":
+    server = protocol.architecture == "server"
+    if scheduler.ignores_graph and not server:
         raise ConfigError(
             "scheduler.kind",
             f"{kind!r} is the parameter server's client selection: set protocol.architecture = "
             f'"server" (on the walk, the importance-weighted walk is kind = "{kind}-walk")',
+        )
+    if not scheduler.ignores_graph and server:
+        raise ConfigError(
+            "scheduler.kind",
+            f"{kind!r} is the importance-weighted walk: on the parameter server use kind = "
+            f'"{indicator}" (or protocol.architecture = "walk")',
         )
     if indicator not in getattr(protocol_cls, "selection_indicators", frozenset()):
         offered = [k.name for k in PROTOCOL_KINDS.values()
@@ -339,6 +353,20 @@ def _check_selection(
             f"from particles ({', '.join(offered)}); protocol {protocol.kind!r} has none",
         )
     options = protocol.options
+    if not server:
+        if indicator == "hip" and getattr(options, "variant", "sound") != "sound":
+            raise ConfigError(
+                "scheduler.kind",
+                f"{kind!r} pairs a node's scores with the average the token carries, the sound "
+                'variant\'s aggregate: use protocol.variant = "sound" or kind = "ksd-walk"',
+            )
+        if getattr(options, "compression", None) is not None:
+            raise ConfigError(
+                "protocol.compression",
+                f"the importance-weighted walk ({kind!r}) runs an uncompressed token: remove "
+                "compression or use another scheduler",
+            )
+        return  # lossy links and failures: the weights are hints the walk reads
     for key in ("compression", "downlink_compression"):
         if getattr(options, key, None) is not None:
             raise ConfigError(

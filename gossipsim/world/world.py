@@ -416,20 +416,23 @@ def build_protocol(
             bits=world.message_bits, nodes=world.nodes, forgotten=forgotten, trace=trace,
             start_slot=start_slot, record_every=world.scenario.metrics.record_every,
             iterations=world.scenario.run.iterations, bits_per_entry=settings.bits_per_entry,
-            selection=selection_settings(world.scenario) if selects else None,
+            selection=selection_settings(world.scenario, world.indexed.degree) if selects else None,
         )
     )  # fmt: skip
 
 
-def selection_settings(scenario: Scenario) -> SelectionSettings | None:
+def selection_settings(scenario: Scenario, degrees: Any = ()) -> SelectionSettings | None:
     """What 003's client selection asks of the protocol when the scheduler's kind draws from
     indicators (``ksd``, ``hip``: :attr:`Scheduler.indicator
-    <gossipsim.scheduling.Scheduler.indicator>`), else None. The retrain baseline follows the main
-    world's schedule and computes none."""
-    indicator = scheduler_for(scenario.scheduler.kind).indicator
-    if indicator is None:
+    <gossipsim.scheduling.Scheduler.indicator>`), else None; on the walk (``ksd-walk``,
+    ``hip-walk``) with the nodes' ``degrees`` (who receive each node's indicator). The retrain
+    baseline follows the main world's schedule and computes none."""
+    scheduler = scheduler_for(scenario.scheduler.kind)
+    if scheduler.indicator is None:
         return None
-    return SelectionSettings(indicator, scenario.scheduler.selection_floor)
+    if scheduler.ignores_graph:  # the server's draw
+        return SelectionSettings(scheduler.indicator, scenario.scheduler.selection_floor)
+    return SelectionSettings(scheduler.indicator, degrees=tuple(int(d) for d in degrees))
 
 
 def make_protocol(world: World, data: Any, seed: np.random.SeedSequence) -> Protocol:
