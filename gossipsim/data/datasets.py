@@ -337,7 +337,7 @@ def table_task(
     preprocessed exactly as :func:`load_task` preprocesses a bundled set. Classification: the
     distinct labels in sorted order are the classes ``0..C-1`` (a binary task needs exactly two,
     the smaller being 0); the groups are the classes. Regression: the label is a real target."""
-    name = table.path.name
+    name = table.name
     if kind == "regression":
         return _build_task(
             name, kind, table.X, table.feature_names, table.target(), None, test_fraction, bias, rng
@@ -346,13 +346,13 @@ def table_task(
     if kind == "binary" and classes.size != 2:
         shown = ", ".join(str(c) for c in classes[:5]) + (", ..." if classes.size > 5 else "")
         raise ConfigError(
-            "data.path",
-            f"{table.path}: a binary model needs exactly 2 distinct labels, the file has "
+            table.key,
+            f"{table.source}: a binary model needs exactly 2 distinct labels, the data has "
             f"{classes.size} ({shown})",
         )
     if classes.size < 2:
         raise ConfigError(
-            "data.path", f"{table.path}: a classification model needs at least 2 distinct labels"
+            table.key, f"{table.source}: a classification model needs at least 2 distinct labels"
         )
     index = table.class_index()
     return _build_task(

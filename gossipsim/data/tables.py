@@ -1,4 +1,6 @@
-"""A user's own supervised data set: a table read from a CSV, Parquet or NumPy ``.npz`` file.
+"""A user's own supervised data set: a table read from a CSV, Parquet or NumPy ``.npz`` file, or
+given from Python (``[data] table``: ``(X, y)`` or a pandas DataFrame, :func:`memory_table`, checked
+as a file is, recorded by :func:`describe_table` and kept in a results folder by :func:`save_table`).
 
 The file is named by ``[data] path`` (relative to the scenario file's folder) for the
 classification and regression models, which read it in place of a bundled data set:
@@ -25,9 +27,11 @@ every worker reads it itself.
 from __future__ import annotations
 
 import csv
+import hashlib
 import math
 import os
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -36,19 +40,44 @@ import numpy as np
 from gossipsim.errors import ConfigError
 
 KEY = "data.path"
+#: the key of a table given from Python (:func:`memory_table`)
+MEMORY_KEY = "data.table"
 DEFAULT_LABEL_COLUMN = "label"
 TABLE_SUFFIXES = (".csv", ".parquet", ".pq", ".npz")
 
 
 @dataclass(frozen=True, eq=False)
 class Table:
-    """The rows of a file: features ``X`` (float64, read-only), the raw labels (one per row, as
-    read: float64 when every label is a number, else strings) and the feature names."""
+    """The rows of a file, or of a table given from Python (``path`` None): features ``X``
+    (float64, read-only), the raw labels (one per row, as read: float64 when every label is a
+    number, else strings) and the feature names; ``label_column`` the DataFrame column the labels
+    came from (None for ``(X, y)``: :func:`memory_table`)."""
 
-    path: Path
+    path: Path | None
     X: np.ndarray
     labels: np.ndarray
     feature_names: tuple[str, ...]
+    label_column: str | None = None
+
+    @property
+    def key(self) -> str:
+        """The setting that gave the table: ``data.path`` or ``data.table``."""
+        return KEY if self.path is not None else MEMORY_KEY
+
+    @property
+    def source(self) -> str:
+        """What a message names: the file, or the table given from Python."""
+        return str(self.path) if self.path is not None else "the table given from Python"
+
+    @property
+    def name(self) -> str:
+        """The task's name: the file's name, or ``table``."""
+        return self.path.name if self.path is not None else "table"
+
+    @cached_property
+    def description(self) -> str:
+        """What the scenario records of the table: :func:`describe_table`."""
+        return describe_table(self)
 
     @property
     def numeric_labels(self) -> bool:
@@ -72,8 +101,8 @@ class Table:
         if not self.numeric_labels:
             bad = next(i for i, v in enumerate(self.labels) if not _is_number(str(v)))
             raise ConfigError(
-                KEY,
-                f"{self.path}: a regression target must be a number; row {bad} of the label "
+                self.key,
+                f"{self.source}: a regression target must be a number; row {bad} of the label "
                 f"column is {self.labels[bad]!r}",
             )
         return np.asarray(self.labels, dtype=float)
@@ -87,11 +116,13 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def _fail(path: Path, what: str) -> ConfigError:
-    return ConfigError(KEY, f"{path}: {what}")
+def _fail(path: Path | str, what: str) -> ConfigError:
+    """An error of the file ``path``, or of the table given from Python (``path`` a string: what
+    the message names)."""
+    return ConfigError(KEY if isinstance(path, Path) else MEMORY_KEY, f"{path}: {what}")
 
 
-def _cell(path: Path, value: Any, row: str, column: str) -> float:
+def _cell(path: Path | str, value: Any, row: str, column: str) -> float:
     """A feature cell as a finite float, or an error naming the row and the column."""
     try:
         number = float(value)
@@ -102,7 +133,7 @@ def _cell(path: Path, value: Any, row: str, column: str) -> float:
     return number
 
 
-def _matrix(path: Path, cells: Any, row_name: Any, columns: list[str]) -> np.ndarray:
+def _matrix(path: Path | str, cells: Any, row_name: Any, columns: list[str]) -> np.ndarray:
     """The feature cells (rows × columns) as finite float64, converted at once; only when that
     fails are they looked at one by one, for the first bad cell's row and column."""
     try:
@@ -119,7 +150,7 @@ def _matrix(path: Path, cells: Any, row_name: Any, columns: list[str]) -> np.nda
     raise AssertionError("a bad cell was not found")  # pragma: no cover
 
 
-def _labels(path: Path, raw: list[Any], row_name: Any, column: str) -> np.ndarray:
+def _labels(path: Path | str, raw: list[Any], row_name: Any, column: str) -> np.ndarray:
     """The label column: float64 when every value is a finite number, else strings (a missing
     value or a NaN is an error either way)."""
     texts = [str(v).strip() if v is not None else "" for v in raw]
@@ -181,8 +212,9 @@ def _read_parquet(path: Path, label_column: str) -> Table:
     return frame_table(frame, label_column, path)
 
 
-def frame_table(frame: Any, label_column: str, path: Path) -> Table:
-    """A pandas DataFrame as a :class:`Table` (rows named by their 0-based index)."""
+def frame_table(frame: Any, label_column: str, path: Path | str) -> Table:
+    """A pandas DataFrame as a :class:`Table` (rows named by their 0-based index); ``path`` the
+    file it was read from, or what messages call a DataFrame given from Python."""
     columns = [str(c) for c in frame.columns]
     if label_column not in columns:
         raise _fail(
@@ -194,7 +226,8 @@ def frame_table(frame: Any, label_column: str, path: Path) -> Table:
     cells = frame[features].to_numpy(dtype=object) if features else np.empty((len(frame), 0))
     X = _matrix(path, cells, lambda i: f"row {i}", features)
     labels = _labels(path, list(frame[label_column].to_numpy()), lambda i: f"row {i}", label_column)
-    return Table(path, X, labels, tuple(features))
+    where = path if isinstance(path, Path) else None
+    return Table(where, X, labels, tuple(features), label_column)
 
 
 def _read_npz(path: Path) -> Table:
@@ -249,11 +282,130 @@ def read_table(path: str | Path, label_column: str = DEFAULT_LABEL_COLUMN) -> Ta
             table = _read_parquet(path, label_column)
     except OSError as exc:
         raise _fail(path, f"cannot read the file ({exc.strerror or exc})") from None
+    _CACHE[key] = _checked(table, path)
+    return table
+
+
+def _checked(table: Table, where: Path | str) -> Table:
+    """``table`` with at least 2 rows and a feature, its arrays made read-only."""
     if table.X.shape[0] < 2:
-        raise _fail(path, f"{table.X.shape[0]} data rows: a data set needs at least 2")
+        raise _fail(where, f"{table.X.shape[0]} data rows: a data set needs at least 2")
     if table.X.shape[1] < 1:
-        raise _fail(path, "no feature columns besides the label")
+        raise _fail(where, "no feature columns besides the label")
     table.X.setflags(write=False)
     table.labels.setflags(write=False)
-    _CACHE[key] = table
+    return table
+
+
+def memory_table(value: Any, label_column: str | None = None) -> Table:
+    """A table given from Python (``[data] table``) as a checked :class:`Table` of its own,
+    read-only copies (changing the arrays afterwards changes nothing): ``(X, y)``, features ``X``
+    (rows × features, numbers) and labels ``y`` (one per row: numbers, or strings for
+    classification), the features named ``x0, x1, ...``; or a pandas DataFrame whose column
+    ``label_column`` (``label`` by default) holds the labels, every other column a feature. The
+    labels are read as from a file (the module docstring). A bad table is one ConfigError line for
+    ``data.table``."""
+    if _is_frame(value):
+        column = DEFAULT_LABEL_COLUMN if label_column is None else label_column
+        table = frame_table(value, column, "the DataFrame")
+        return _checked(_copied(table), "the DataFrame")
+    if label_column is not None:
+        raise ConfigError(
+            "data.label_column", "applies to a DataFrame or a data file, not to (X, y)"
+        )
+    if not isinstance(value, tuple | list) or len(value) != 2:
+        raise ConfigError(
+            MEMORY_KEY,
+            "must be (X, y), a 2-D array of features and a 1-D array of labels, or a pandas "
+            f"DataFrame with a label column (got {type(value).__name__})",
+        )
+    where = "(X, y)"
+    try:
+        X, y = np.asarray(value[0]), np.asarray(value[1])
+    except ValueError as exc:  # ragged nested lists
+        raise _fail(where, f"X and y must be arrays ({exc})") from None
+    if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0]:
+        raise _fail(
+            where,
+            f"X must be rows x features and y one label per row, got shapes {X.shape} and {y.shape}",
+        )
+    if X.dtype.kind == "c":
+        raise _fail(where, "X holds complex numbers; features must be real")
+    names = tuple(f"x{j}" for j in range(X.shape[1]))
+    out = _matrix(where, X, lambda i: f"row {i}", list(names))
+    labels = _labels(where, list(y.tolist()), lambda i: f"row {i}", "y")
+    return _checked(_copied(Table(None, out, labels, names)), where)
+
+
+def _is_frame(value: Any) -> bool:
+    """Whether ``value`` is a pandas DataFrame (pandas imported only if it already is)."""
+    import sys
+
+    pandas = sys.modules.get("pandas")
+    return pandas is not None and isinstance(value, pandas.DataFrame)
+
+
+def _copied(table: Table) -> Table:
+    """``table`` with arrays of its own (the caller's may be changed after)."""
+    return Table(
+        None, np.array(table.X, dtype=float), np.array(table.labels), table.feature_names,
+        table.label_column,
+    )  # fmt: skip
+
+
+def table_digest(table: Table) -> str:
+    """A content hash of a table: its features, labels (with their types) and feature names."""
+    digest = hashlib.sha256()
+    for array in (table.X, table.labels):
+        digest.update(f"{array.dtype.str}{array.shape}".encode())
+        digest.update(np.ascontiguousarray(array).tobytes())
+    digest.update("\n".join(table.feature_names).encode())
+    return digest.hexdigest()[:16]
+
+
+#: how :func:`describe_table` begins
+TABLE_DESCRIPTION = "in-memory table: "
+
+
+def describe_table(table: Table) -> str:
+    """A table given from Python as the scenario records it (``data.table`` in ``raw``, summary.json
+    and the results folder's study.json): rows, features, where the labels came from and a
+    content hash, so that a reader knows the data and ``--resume`` whether it gets the same."""
+    labels = f"label column {table.label_column!r}" if table.label_column is not None else "(X, y)"
+    return (
+        f"{TABLE_DESCRIPTION}{table.X.shape[0]} rows, {table.X.shape[1]} features, {labels}, "
+        f"sha256 {table_digest(table)}"
+    )
+
+
+#: where a results folder keeps a copy of a table given from Python (:func:`save_table`)
+SAVED_TABLE = "data/table.npz"
+
+
+def save_table(table: Table, path: Path) -> None:
+    """A copy of ``table`` as a ``.npz`` file (what :func:`load_saved_table` reads back): a results
+    folder of a study whose table was given from Python keeps one, as it keeps its graphs."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    column = np.array([] if table.label_column is None else [table.label_column], dtype=str)
+    with path.open("wb") as fh:
+        np.savez(
+            fh, X=table.X, labels=table.labels, names=np.array(table.feature_names, dtype=str),
+            label_column=column,
+        )  # fmt: skip
+
+
+def load_saved_table(path: Path, description: str) -> Table:
+    """The table :func:`save_table` wrote, checked against the ``description`` the scenario
+    recorded (a different table is an error)."""
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            X, labels = archive["X"], archive["labels"]
+            names, column = archive["names"].tolist(), archive["label_column"].tolist()
+    except (OSError, KeyError, ValueError) as exc:
+        raise ConfigError(
+            "DIR", f"the study's table was given from Python and {str(path)!r} has no copy ({exc})"
+        ) from None
+    table = _checked(Table(None, X, labels, tuple(names), column[0] if column else None), path)
+    if table.description != description:
+        raise ConfigError("DIR", f"{str(path)!r} is not the table the study ran on ({description})")
     return table

@@ -89,6 +89,8 @@ class Model(ABC):
     capabilities: ClassVar[frozenset[str]] = frozenset()
     #: whether ``[data] path`` (a node,x CSV file) is supported
     reads_files: ClassVar[bool] = False
+    #: whether ``[data] table`` (a table given from Python: :meth:`given_table`) is supported
+    reads_tables: ClassVar[bool] = False
     #: with exact factors: whether every state (and target) is the correctly rounded sum of the
     #: prior and the factors it holds, whatever the order they came and went in
     #: (:mod:`gossipsim.families.exactsum`), rather than float64's sums in update order
@@ -203,6 +205,18 @@ class Model(ABC):
         if X is not None and y is not None:
             return int(np.size(X[node])) + int(np.size(y[node]))
         return int(self.node_sizes(data)[node])
+
+    @classmethod
+    def given_table(cls, value: Any, label_column: Any) -> Any:
+        """``[data] table`` given from Python, ``(X, y)`` or a pandas DataFrame with the column
+        ``label_column`` (None: the default), as a checked, read-only
+        :class:`~gossipsim.data.tables.Table` (:func:`~gossipsim.data.tables.memory_table`); what
+        :func:`~gossipsim.study.scenario.parse_study` calls for a model that :attr:`reads_tables`."""
+        from gossipsim.data.tables import memory_table
+
+        if label_column is not None and not isinstance(label_column, str):
+            raise ConfigError("data.label_column", f"must be a string (got {label_column!r:.60})")
+        return memory_table(value, label_column)
 
     @classmethod
     def prepare(

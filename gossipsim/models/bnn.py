@@ -141,8 +141,8 @@ _FASHION_ONLY = (COMPONENTS_KEY.name, FOLDER_KEY.name)
 
 def _dataset(options: dict[str, Any], spec: ModelSpec | None = None) -> str:
     """``[data] dataset``: one of the bundled sets or ``fashion_mnist``, with the keys it takes;
-    ``file`` for a file of the user's (``[data] path``, :func:`data_file`)."""
-    if spec is not None and data_file(spec) is not None:
+    ``file`` for a table of the user's (``[data] path``, :func:`data_file`, or ``[data] table``)."""
+    if spec is not None and (data_file(spec) is not None or spec.data.table is not None):
         for name in _FASHION_ONLY:
             if name in options:
                 raise ConfigError(f"data.{name}", 'applies to dataset = "fashion_mnist" only')
@@ -184,7 +184,7 @@ def _task(task: str, dataset: str, table: Table | None = None) -> BnnTask:
         if task not in ("auto", own):
             raise ConfigError(
                 "model.task",
-                f"the labels of {table.path} are not all whole numbers or strings: "
+                f"the labels of {table.source} are not all whole numbers or strings: "
                 "it is a regression set",
             )
         return own
@@ -228,6 +228,7 @@ class BayesianNeuralNetwork(ParticleClassifier, ParticleModel):
     model_keys: ClassVar[tuple[Key, ...]] = BNN_MODEL_KEYS
     data_keys: ClassVar[tuple[Key, ...]] = BNN_DATA_KEYS
     reads_files: ClassVar[bool] = True
+    reads_tables: ClassVar[bool] = True
     prior_params = (
         ModelParam("weight_precision", "positive", "the weights' fixed precision λ "
                    "(weight_prior = \"fixed\")", math.e),
@@ -368,7 +369,7 @@ class BayesianNeuralNetwork(ParticleClassifier, ParticleModel):
             message_entries=layout.dimension,
             particle_entries=layout.dimension,
             data_values=loaded,
-            data_key="data.path" if table is not None else "data.dataset",
+            data_key=table.key if table is not None else "data.dataset",
             data_what=f"{train + test} rows of {layout.features} features",
             state_key="model.hidden",
             state_what=f"{nodes} nodes with {layout.dimension}-entry particles",

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 
@@ -150,34 +150,45 @@ def _features(options: dict[str, Any]) -> int:
 
 
 def data_file(spec: ModelSpec) -> Path | None:
-    """``[data] path`` (a user's table, relative to the scenario file's folder), or None. With it,
-    ``[data] dataset`` is an error; without it, ``[data] label_column`` is."""
+    """``[data] path`` (a user's table, relative to the scenario file's folder), or None. With it
+    or a table given from Python (``[data] table``, for which it returns None), ``[data]
+    dataset`` is an error; without them, ``[data] label_column`` is."""
     options = spec.data.options
-    if spec.data.path is None:
+    given = spec.data.table is not None  # a table given from Python, checked as a file is
+    if spec.data.path is None and not given:
         if "label_column" in options:
             raise ConfigError("data.label_column", "applies to a data file (data.path) only")
         return None
+    key, what = ("data.table", "a table") if given else ("data.path", "a file")
     if "dataset" in options:
         raise ConfigError(
             "data.dataset",
-            "give one of data.dataset (a bundled or synthetic set) and data.path (a file), not both",
+            f"give one of data.dataset (a bundled or synthetic set) and {key} ({what}), not both",
         )
     for name in ("features", "noise"):
         if name in options:
-            raise ConfigError(
-                f"data.{name}", "applies to synthetic data, not to a file (data.path)"
-            )
+            raise ConfigError(f"data.{name}", f"applies to synthetic data, not to {what} ({key})")
+    if given:
+        return None
     path = Path(str(spec.data.path)).expanduser()
     return path if path.is_absolute() else Path(spec.base_dir) / path
 
 
 def data_table(spec: ModelSpec) -> Table | None:
-    """The table of ``[data] path`` (read once per process; :func:`read_table`), or None."""
+    """The table of ``[data] path`` (read once per process; :func:`read_table`), the table given
+    from Python (``[data] table``), or None."""
     path = data_file(spec)
+    if spec.data.table is not None:
+        return cast(Table, spec.data.table)
     if path is None:
         return None
     column = _option(dict(spec.data.options), "label_column", str)
     return read_table(path, column)
+
+
+def user_data_key(spec: ModelSpec) -> str:
+    """The key of the user's own data: ``data.table`` (given from Python) or ``data.path``."""
+    return "data.table" if spec.data.table is not None else "data.path"
 
 
 def _largest_node(spec: ModelSpec, train_rows: int) -> int:
@@ -197,8 +208,8 @@ def _synthetic_rows(
 
 
 def _source(spec: ModelSpec) -> str:
-    """``synthetic``, a bundled set's name, or ``file`` (``[data] path``)."""
-    if data_file(spec) is not None:
+    """``synthetic``, a bundled set's name, or ``file`` (``[data] path`` or ``[data] table``)."""
+    if data_file(spec) is not None or spec.data.table is not None:
         return "file"
     return str(_option(dict(spec.data.options), "dataset", str))
 
@@ -247,6 +258,7 @@ class GaussianRegression(Model):
     model_keys: ClassVar[tuple[Key, ...]] = (FAMILY_KEY,)
     data_keys: ClassVar[tuple[Key, ...]] = DATA_KEYS
     reads_files: ClassVar[bool] = True
+    reads_tables: ClassVar[bool] = True
     prior_params = (
         ModelParam("mean", "real", "prior mean of every coefficient", 0.0),
         ModelParam(
@@ -328,7 +340,7 @@ class GaussianRegression(Model):
         train, test = cls.rows(spec, nodes)
         source = _source(spec)
         synthetic = source == "synthetic"
-        data_key = "data.path" if source == "file" else "data.dataset"
+        data_key = user_data_key(spec) if source == "file" else "data.dataset"
         if synthetic:  # the setting that makes the rows × columns big
             data_key = (
                 "data.test_fraction"

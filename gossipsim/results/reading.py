@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 import pandas as pd
 
+from gossipsim.data.tables import SAVED_TABLE, load_saved_table
 from gossipsim.errors import ConfigError
 from gossipsim.results.graphfiles import FOLDER as GRAPHS
 from gossipsim.results.graphfiles import LAYOUT_KEYS, read_graph
@@ -258,11 +259,14 @@ def rebuilt_study(summary: dict[str, Any], d: Path) -> Study:
     raw = _with_saved_graph(summary["scenario"], summary, d)
     path = summary.get("scenario_file")
     path = path if isinstance(path, str) else None
+    data = raw.get("data")
+    described = data.get("table") if isinstance(data, dict) else None
+    table = load_saved_table(d / SAVED_TABLE, described) if isinstance(described, str) else None
     try:
-        return parse_study(raw, path=path)
+        return parse_study(raw, path=path, table=table)
     except ConfigError as first:
         try:
-            return parse_study(_infinities(raw), path=path)
+            return parse_study(_infinities(raw), path=path, table=table)
         except ConfigError:
             pass
         raise ConfigError(

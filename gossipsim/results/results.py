@@ -247,8 +247,9 @@ class Results:
         summary.json is renamed last, so it marks a complete set of tables."""
         formats = table_formats(tables, parquet=parquet)
         return commit_tables(
-            self.tables(), self.summary, self.variants, self.graphs, out_dir, formats
-        )
+            self.tables(), self.summary, self.variants, self.graphs, out_dir, formats,
+            self.study.table,
+        )  # fmt: skip
 
     def plot(
         self,

@@ -59,8 +59,8 @@ def input_files(study: Study) -> dict[str, Path]:
 
 
 def input_hashes(study: Study) -> dict[str, str]:
-    """Content hashes of every input the scenario names: its data and graph files, and the bundled
-    data sets it uses (whose options are in the scenario itself), so that a resumed sweep is known
+    """Content hashes of every input the scenario names: its data and graph files, the table given
+    from Python (``data.table=in-memory``), and the bundled data sets it uses (whose options are in the scenario itself), so that a resumed sweep is known
     to read the same data as the runs already finished."""
     hashes: dict[str, str] = {}
     for key, path in input_files(study).items():
@@ -72,6 +72,10 @@ def input_hashes(study: Study) -> dict[str, str]:
             raise ConfigError(
                 setting, f"cannot read {str(path)!r}: {exc.strerror or exc}"
             ) from None
+    if study.table is not None:  # a table given from Python: its content hash (the description's)
+        from gossipsim.data.tables import table_digest
+
+        hashes["data.table=in-memory"] = table_digest(study.table)
     for name in sorted(_datasets(study)):
         hashes[f"data.dataset={name}"] = _dataset_hash(name)
     return hashes

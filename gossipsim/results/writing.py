@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from gossipsim.data.tables import SAVED_TABLE, save_table
 from gossipsim.errors import ConfigError
 from gossipsim.results.fastcsv import write_csv
 from gossipsim.results.folderfiles import STAGING_PREFIX
@@ -81,11 +82,13 @@ def commit_tables(
     graphs: Mapping[str, nx.Graph],
     out_dir: str | os.PathLike[str],
     formats: tuple[str, ...],
+    data_table: Any = None,
 ) -> Path:
     """Commit the tables ``frames`` (failures included), the graphs of the variants ``labels`` and summary.json
     (``summary_of()``, computed while the Parquet copies are written) to ``out_dir`` as the kinds
     of files ``formats`` names (:func:`table_formats`; :meth:`Results.write_tables
-    <gossipsim.results.results.Results.write_tables>`)."""
+    <gossipsim.results.results.Results.write_tables>`), and a copy of the ``table`` given from
+    Python (``data_table``: ``data/table.npz``, :func:`~gossipsim.data.tables.save_table`) if any."""
     parquet = "parquet" in formats
     dest = Path(out_dir)
     dest.mkdir(parents=True, exist_ok=True)
@@ -106,6 +109,8 @@ def commit_tables(
                 write_csv(table, staging / f"{stem}.csv")  # what to_csv(index=False) writes
                 names.append(f"{stem}.csv")
         written = write_graphs(staging, labels, graphs, layouts=False)
+        if data_table is not None:
+            save_table(data_table, staging / SAVED_TABLE)
         summary = summary_of()
         summary["table_formats"] = list(formats)
         if parquet_done is not None:
@@ -118,6 +123,9 @@ def commit_tables(
             os.replace(staging / GRAPHS, dest / GRAPHS)
         for name in names:
             os.replace(staging / name, dest / name)
+        shutil.rmtree(dest / SAVED_TABLE.split("/")[0], ignore_errors=True)  # an earlier run's
+        if data_table is not None:
+            os.replace(staging / SAVED_TABLE.split("/")[0], dest / SAVED_TABLE.split("/")[0])
         for stem in TABLES:  # a format or table of an earlier run that this one does not write
             for kind in TABLE_FILE_KINDS:
                 if kind not in formats or stem not in frames:

@@ -28,7 +28,7 @@ from typing import Any
 import networkx as nx
 
 from gossipsim.core.frozen import FrozenDict, freeze, thaw
-from gossipsim.core.registry import PROTOCOL_KINDS
+from gossipsim.core.registry import MODEL_KINDS, PROTOCOL_KINDS
 from gossipsim.core.textfiles import checked_path, read_text
 from gossipsim.errors import ConfigError
 from gossipsim.study import budget
@@ -47,6 +47,8 @@ from gossipsim.study.values import MAX_DEPTH, check_structure, plain_value
 from gossipsim.topology import check_graph_object
 
 _MISSING: Any = object()
+#: the key of a table given from Python
+TABLE_KEY = "data.table"
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,8 @@ class Study:
     recorded by :func:`~gossipsim.study.settings.describe_graph`) and ``sweep`` are
     :class:`~gossipsim.core.frozen.FrozenDict` s; ``graph`` is the checked, frozen graph object of
     ``topology`` (kind ``networkx``), or None; ``swept_graphs`` those of a sweep over graphs
-    (``sweep.topology``), by label (empty without one). Change a key with :meth:`replace`."""
+    (``sweep.topology``), by label (empty without one); ``table`` the table of ``data.table``
+    given from Python, or None. Change a key with :meth:`replace`."""
 
     name: str
     path: str | None
@@ -85,6 +88,9 @@ class Study:
     #: (swept key, the first variant with that key at its value outside the sweep), for each swept
     #: key the file also sets: what :func:`gossipsim.api.check` builds to check that value
     base_probes: tuple[tuple[str, Scenario], ...] = field(default=(), repr=False, compare=False)
+    #: the checked, read-only table of ``data.table`` given from Python
+    #: (:class:`~gossipsim.data.tables.Table`), or None; ``raw`` records it by its description
+    table: Any = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "raw", freeze(self.raw))
@@ -124,17 +130,28 @@ class Study:
                 raise ConfigError(str(key), "replace needs a value (None removes the key)")
             changes = {key: value}
         raw = thaw(self.raw)
-        graph = self.graph
+        graph, table = self.graph, self.table
         for dotted, new in changes.items():
             if not isinstance(dotted, str) or not dotted or any(not p for p in dotted.split(".")):
                 raise ConfigError(str(dotted), "must be a dotted key such as topology.nodes")
+            if dotted in ("data", TABLE_KEY):
+                table = None  # a new table, or a new section (parse_study takes the table out)
+            if dotted == TABLE_KEY:
+                _set_key(raw, dotted, new)
+                continue
+            if dotted == "data" and isinstance(new, Mapping) and "table" in new:
+                rest = plain_value({k: v for k, v in new.items() if k != "table"}, dotted)
+                _set_key(raw, dotted, {**rest, "table": new["table"]})
+                continue
             new = plain_value(new, dotted)
             if dotted == "topology" or (
                 dotted.startswith("topology.") and isinstance(new, nx.Graph)
             ):
                 graph = None  # a new graph object, or a new section, replaces the old graph
             _set_key(raw, dotted, new)
-        return parse_study(raw, path=self.path, graph=graph, swept_graphs=self.swept_graphs)
+        return parse_study(
+            raw, path=self.path, graph=graph, swept_graphs=self.swept_graphs, table=table
+        )
 
     def with_overrides(self, *, runs: int | None = None, seed: int | None = None) -> Study:
         """The same study with ``runs`` and/or ``seed`` replaced (the CLI's --runs and --seed)."""
@@ -147,7 +164,8 @@ def _set_key(raw: dict[str, Any], dotted: str, value: Any) -> None:
     section, _, rest = dotted.partition(".")
     if section not in SECTION_NAMES:
         raise ConfigError(section, f"unknown section; allowed: {', '.join(SECTION_NAMES)}")
-    value = thaw(value) if not isinstance(value, nx.Graph) else value
+    if not isinstance(value, nx.Graph) and dotted != TABLE_KEY:  # a table is taken by parse_study
+        value = thaw(value)
     if section == "sweep":
         sweep = raw.setdefault("sweep", {})
         if not rest or rest == "cases":
@@ -222,6 +240,7 @@ def parse_study(
     path: str | None = None,
     graph: Any = None,
     swept_graphs: Mapping[str, Any] | None = None,
+    table: Any = None,
 ) -> Study:
     """Validate a scenario given as nested dicts (what ``tomllib`` returns).
 
@@ -235,7 +254,13 @@ def parse_study(
     (:func:`~gossipsim.study.sweeps.graph_sweep`): one variant per graph, whose whole ``topology`` it
     is (a ``topology`` beside the sweep is not used, and not recorded), its label the value of the
     variant's ``topology`` key; ``raw`` records each graph by its description, the graphs are kept
-    as :attr:`Study.swept_graphs` (what :meth:`Study.replace` passes back as ``swept_graphs``)."""
+    as :attr:`Study.swept_graphs` (what :meth:`Study.replace` passes back as ``swept_graphs``).
+
+    From Python, ``data.table`` may be a table for the models that read tables: ``(X, y)`` or a
+    pandas DataFrame with the column ``data.label_column`` (:func:`_take_table`), checked and
+    copied, kept as :attr:`Study.table` and recorded in ``raw`` by its description (rows, features,
+    sha256 of the arrays); ``table`` is that table when ``raw`` already holds the description."""
+    raw, table = _take_table(raw, table)
     if isinstance(raw, Mapping):
         raw = plain_value(raw, "")
     check_structure(raw)
@@ -259,8 +284,9 @@ def parse_study(
             values = {**case, **dict(zip(keys, combo, strict=True))}
             variant_raw, variant_graph = _variant_raw(raw_dict, values, graphs, graph)
             scenario = parse_scenario(
-                variant_raw, base_dir=base_dir, default_name=default_name, graph=variant_graph
-            )
+                variant_raw, base_dir=base_dir, default_name=default_name, graph=variant_graph,
+                table=table,
+            )  # fmt: skip
             swept = dict(zip(keys, combo, strict=True))
             if case_label is not None:
                 label = case_label + (", " + variant_label(swept, "") if swept else "")
@@ -271,7 +297,9 @@ def parse_study(
     labels = [v.label for v in variants]
     if len(set(labels)) != len(labels):
         raise ConfigError("sweep", "two variants have the same label; sweep values must differ")
-    probes = _check_swept_bases(raw_dict, variants[0].values, graphs, graph, base_dir, default_name)
+    probes = _check_swept_bases(
+        raw_dict, variants[0].values, graphs, graph, base_dir, default_name, table
+    )
     # memory and simulated time, before any graph or data is built (checked again on the built world)
     budget.check_study(v.scenario for v in variants)
     raw_out = dict(raw_dict)
@@ -289,7 +317,7 @@ def parse_study(
         }
     return Study(
         variants[0].scenario.run.name, path, raw_out, sweep, tuple(variants), graph,
-        graphs.graphs if graphs is not None else {}, tuple(probes),
+        graphs.graphs if graphs is not None else {}, tuple(probes), table,
     )  # fmt: skip
 
 
@@ -339,6 +367,7 @@ def _check_swept_bases(
     graph: Any,
     base_dir: str,
     default_name: str,
+    table: Any = None,
 ) -> list[tuple[str, Scenario]]:
     """Refuse a swept key whose value outside the sweep (the file's own ``[topology] nodes`` beside
     ``"topology.nodes" = [...]``) is invalid. No variant uses that value, but it is the study's
@@ -359,7 +388,7 @@ def _check_swept_bases(
         probe, probe_graph = _variant_raw(raw_dict, others, graphs, graph)
         try:
             scenario = parse_scenario(
-                probe, base_dir=base_dir, default_name=default_name, graph=probe_graph
+                probe, base_dir=base_dir, default_name=default_name, graph=probe_graph, table=table
             )
         except ConfigError as exc:
             raise_for_swept_base(exc, key)
@@ -441,6 +470,68 @@ def _take_graph(raw: Mapping[str, Any], graph: Any) -> tuple[dict[str, Any], Any
         graph = check_graph_object(given, "topology")
         out["topology"] = {**thaw(table), "graph": describe_graph(graph)}
     return out, graph
+
+
+def _take_table(raw: Any, table: Any) -> tuple[Any, Any]:
+    """``raw`` with a table given from Python at ``data.table`` replaced by its description, and
+    that table checked and copied by the model (:meth:`~gossipsim.models.base.Model.given_table`);
+    else ``raw`` and the ``table`` given (whose description ``raw`` holds). Taken before anything
+    converts the arrays to lists. A sweep over tables is refused."""
+    if not isinstance(raw, Mapping):
+        return raw, table
+    _refuse_swept_table(raw.get("sweep"))
+    data = raw.get("data")
+    if not isinstance(data, Mapping) or "table" not in data:
+        return raw, None
+    given = data["table"]
+    if isinstance(given, str):  # a description: the table it describes, if any
+        return raw, table
+    model = raw.get("model")
+    kind = model.get("kind") if isinstance(model, Mapping) else None
+    model_cls = MODEL_KINDS.get(kind) if isinstance(kind, str) else None
+    if model_cls is None:  # parse_scenario names model.kind first
+        return {**raw, "data": {**data, "table": TABLE_PLACEHOLDER}}, None
+    if not model_cls.reads_tables:
+        raise ConfigError(TABLE_KEY, _no_tables(str(kind)))
+    table = model_cls.given_table(given, data.get("label_column"))
+    return {**raw, "data": {**data, "table": table.description}}, table
+
+
+#: where ``data.table`` stands while a scenario whose model.kind is wrong is read (never kept)
+TABLE_PLACEHOLDER = "in-memory table"
+
+
+def _no_tables(kind: str) -> str:
+    readers = [name for name, cls in MODEL_KINDS.items() if getattr(cls, "reads_tables", False)]
+    return (
+        f"model {kind!r} does not read tables given from Python; the models that do: "
+        f"{', '.join(readers)}"
+    )
+
+
+def _refuse_swept_table(sweep: Any) -> None:
+    """A sweep over ``data.table`` (a dimension, nested or dotted, or a case setting it) is one
+    line: one study per table."""
+    if not isinstance(sweep, Mapping):
+        return
+    nested = sweep.get("data")
+    cases = sweep.get("cases")
+    setting = (
+        [c for c in cases if isinstance(c, Mapping)] if isinstance(cases, list | tuple) else []
+    )
+    if (
+        TABLE_KEY in sweep
+        or (isinstance(nested, Mapping) and "table" in nested)
+        or any(
+            TABLE_KEY in c or (isinstance(c.get("data"), Mapping) and "table" in c["data"])
+            for c in setting
+        )
+    ):
+        raise ConfigError(
+            f"sweep.{TABLE_KEY}",
+            "a sweep over tables given from Python is not supported: run one study per table "
+            "(or write them to files and sweep data.path)",
+        )
 
 
 __all__ = ["Study", "Variant", "load_scenario", "parse_study"]

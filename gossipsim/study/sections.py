@@ -50,11 +50,12 @@ def parse_scenario(
     base_dir: str = ".",
     default_name: str = "scenario",
     graph: Any = None,
+    table: Any = None,
 ) -> Scenario:
     """Validate one variant (no ``[sweep]``) given as nested dicts: each fixed section is read with
     its keys in :data:`~gossipsim.study.settings.SCHEMA`; the keys a kind adds are read by the kind.
-    ``graph`` is the checked graph object of a ``topology`` of kind ``networkx``
-    (:func:`parse_study` passes it)."""
+    ``graph`` is the checked graph object of a ``topology`` of kind ``networkx``, ``table`` the
+    checked table of ``data.table`` given from Python (:func:`parse_study` passes them)."""
     for section in raw:
         if section not in SCHEMA:
             raise ConfigError(section, f"unknown section; allowed: {', '.join(SCHEMA)}")
@@ -86,6 +87,7 @@ def parse_scenario(
     model = ModelSettings(kind=kind, prior=prior, temperature=m["temperature"], options=options)
 
     d_raw = _table(raw, "data")
+    table = _data_table(d_raw, table, model_cls, kind)
     generator_keys = {p.name for p in model_cls.data_params}
     generator_keys |= set(model_cls.renamed_data_params)  # the model names the new key
     data_keys = {k.name for k in model_cls.data_keys}
@@ -105,6 +107,7 @@ def parse_scenario(
         draw=d["draw"],
         params={k: v for k, v in d_raw.items() if k in generator_keys},
         options={k: v for k, v in d_raw.items() if k in data_keys},
+        table=table,
     )
 
     pr_raw = _table(raw, "protocol")
@@ -510,6 +513,39 @@ def check_requests_can_arrive(
                 f"scenario.iterations × ({slowest}{compute_key} + {transmissions})): the "
                 "request could never arrive",
             )
+
+
+def _data_table(d_raw: dict[str, Any], table: Any, model_cls: Any, kind: str) -> Any:
+    """The table of ``data.table`` (taken out of ``d_raw``, where the scenario holds its
+    description): given from Python, for a model that reads tables, not beside ``data.path``, read
+    with the ``label_column`` the scenario names; None without ``data.table``."""
+    if "table" not in d_raw:
+        return None
+    description = d_raw.pop("table")
+    if table is None or not isinstance(description, str):
+        raise ConfigError(
+            "data.table",
+            "takes (X, y) or a pandas DataFrame given from Python ({'data': {'table': (X, y)}}); "
+            "a scenario file names a data file with data.path",
+        )
+    if not getattr(model_cls, "reads_tables", False):
+        raise ConfigError("data.table", f"model {kind!r} does not read tables given from Python")
+    if "path" in d_raw:
+        raise ConfigError(
+            "data.table", "give one of data.path (a file) and data.table (from Python), not both"
+        )
+    if table.label_column is None and "label_column" in d_raw:
+        raise ConfigError(
+            "data.label_column", "applies to a DataFrame or a data file, not to (X, y)"
+        )
+    column = d_raw.get("label_column", table.label_column)
+    if table.label_column is not None and column != table.label_column:
+        raise ConfigError(
+            "data.label_column",
+            f"is {column!r} but the DataFrame of data.table was read with {table.label_column!r}: "
+            "give data.table again beside the new label_column",
+        )
+    return table
 
 
 def _table(raw: Mapping[str, Any], name: str) -> dict[str, Any]:

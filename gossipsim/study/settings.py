@@ -327,6 +327,9 @@ class DataSettings:
     draw: str = default("data", "draw")
     params: dict[str, Any] = field(default_factory=FrozenDict)
     options: dict[str, Any] = field(default_factory=FrozenDict)
+    #: the checked, read-only table given from Python (``data.table``:
+    #: :class:`~gossipsim.data.tables.Table`), or None
+    table: Any = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         _freeze_fields(self, "params", "options")
@@ -714,13 +717,21 @@ class Scenario:
 
     def resolved(self) -> dict[str, Any]:
         """The scenario with every default filled in, as plain data (written to summary.json)."""
-        graph = self.topology.graph
-        if graph is not None:  # the graph object is described (kind networkx), never copied
-            plain = dataclasses.replace(self.topology, graph=None)
-            out = asdict(dataclasses.replace(self, topology=plain))
+        graph, table = self.topology.graph, self.data.table
+        # a graph object (kind networkx) and a table given from Python are described, never copied
+        out = asdict(
+            dataclasses.replace(
+                self,
+                topology=dataclasses.replace(self.topology, graph=None),
+                data=dataclasses.replace(self.data, table=None),
+            )
+        )
+        if graph is not None:
             out["topology"]["graph"] = describe_graph(graph)
+        if table is not None:
+            out["data"]["table"] = table.description
         else:
-            out = asdict(self)
+            del out["data"]["table"]
         options = self.protocol.options  # the kind's own keys, beside the common ones
         out["protocol"] = {
             "kind": self.protocol.kind,
