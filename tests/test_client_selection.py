@@ -83,8 +83,12 @@ def test_the_published_ksd_distribution_is_each_clients_ksd_to_its_tilted_target
     np.testing.assert_allclose(protocol.view.weights, expected, rtol=1e-9)
 
 
-def test_the_published_hip_distribution_is_eq_24_on_the_likelihood_scores():
-    world, data, protocol = _protocol(_raw("hip"))
+@pytest.mark.parametrize("fixed", [None, 0.605])
+def test_the_published_hip_distribution_is_eq_24_on_the_likelihood_scores(fixed):
+    raw = _raw("hip")
+    if fixed is not None:
+        raw["scheduler"]["indicator_bandwidth"] = fixed
+    world, data, protocol = _protocol(raw)
     model = world.model
     protocol.on_token(0, 1)
     theta = protocol.particles
@@ -92,7 +96,7 @@ def test_the_published_hip_distribution_is_eq_24_on_the_likelihood_scores():
         np.asarray(model.log_likelihood_score(data, k, theta, None)) / float(model.temperature)
         for k in range(NODES)
     ])  # fmt: skip
-    hip = inner_products_with_average(theta, scores, _bandwidth(theta))
+    hip = inner_products_with_average(theta, scores, fixed or _bandwidth(theta))
     expected = selection_distribution(hip).probabilities
     np.testing.assert_allclose(protocol.view.weights, expected, rtol=1e-9)
 
@@ -163,6 +167,8 @@ def test_run_and_its_tables_are_reproducible_with_workers(tmp_path):
                        "compression": {"scheme": "shared", "budget": "5d", "a_max": 0.05}}},
          "runs uncompressed rounds"),
         ({"scheduler": {"kind": "ksd", "selection_floor": 1.5}}, "selection_floor"),
+        ({"scheduler": {"kind": "uniform", "indicator_bandwidth": 0.6}},
+         "indicator_bandwidth: applies to client selection"),
     ],
 )  # fmt: skip
 def test_bad_selection_input_is_one_line(change, message, tmp_path, capsys):

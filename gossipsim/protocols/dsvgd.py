@@ -77,8 +77,9 @@ class DistributedSVGD(ParticleProtocol):
         self.walk_selection: WalkSelection | None = None
         chosen = request.selection
         if chosen is not None and chosen.degrees is None:
+            fixed = chosen.bandwidth if chosen.bandwidth is not None else s.fixed_bandwidth
             self.selection = ClientSelection(
-                chosen, self.nodes, request.bits_per_entry, s.rule, s.fixed_bandwidth
+                chosen, self.nodes, request.bits_per_entry, s.rule, fixed
             )
             self.view.weights = self.selection.weights
             self._refresh_selection()
@@ -134,9 +135,12 @@ class DistributedSVGD(ParticleProtocol):
             own = self.own.get(k)
             total = self.state.aggregate + scores - (own if own is not None else 0.0)
             average = total / max(self.nodes - len(self.forgotten), 1)
+        fixed = self.walk_selection.settings.bandwidth
+        if fixed is None:
+            fixed = self.settings.fixed_bandwidth
         h = float(
-            self.settings.fixed_bandwidth
-            if self.settings.fixed_bandwidth is not None
+            fixed
+            if fixed is not None
             else median_bandwidth(
                 pairwise_squared_distances(particles, particles), self.settings.rule
             )

@@ -82,6 +82,8 @@ class SelectionSettings:
     indicator: str
     floor: float = 0.0
     degrees: tuple[int, ...] | None = None
+    #: h of the indicators' kernel, or None: the SVGD steps' (``[scheduler] indicator_bandwidth``)
+    bandwidth: float | None = None
 
     def __post_init__(self) -> None:
         if self.indicator not in INDICATORS:

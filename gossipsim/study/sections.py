@@ -129,6 +129,7 @@ def parse_scenario(
         start=sc["start"],
         stays=sc["stays"],
         selection_floor=sc["selection_floor"],
+        indicator_bandwidth=sc["indicator_bandwidth"],
     )
     compute_table = _table(raw, "compute")
     compute = read_keys(SCHEMA["compute"], compute_table, "compute")
@@ -331,6 +332,11 @@ def _check_selection(
         raise ConfigError(
             "scheduler.selection_floor",
             'applies to the server\'s client selection (kind = "ksd" or "hip") only',
+        )
+    if settings.indicator_bandwidth is not None and indicator is None:
+        raise ConfigError(
+            "scheduler.indicator_bandwidth",
+            'applies to client selection (kind = "ksd", "hip", "ksd-walk" or "hip-walk") only',
         )
     if indicator is None:
         return

@@ -130,6 +130,9 @@ SCHEDULER_KEYS = (
     Key("selection_floor", "number", 0.0, "client selection (`ksd`, `hip`): the share of the uniform "
         "distribution mixed into the selection distribution, (1 − floor)·P + floor/K, so that "
         "every client stays selectable; 0 is the paper's rule", minimum=0, maximum=1),
+    Key("indicator_bandwidth", "number", None, "client selection: h of the indicators' RBF kernel "
+        "exp(−‖x − x'‖²/h); absent: the SVGD steps' own (003's 0.55, a standard deviation, is h = "
+        "0.605)", minimum=0, exclusive_minimum=True),
 )  # fmt: skip
 
 COMPUTE_KEYS = (
@@ -362,6 +365,7 @@ class SchedulerSettings:
     start: Any = default("scheduler", "start")
     stays: str = default("scheduler", "stays")
     selection_floor: float = default("scheduler", "selection_floor")
+    indicator_bandwidth: float | None = default("scheduler", "indicator_bandwidth")
 
 
 #: the ``[links]`` keys an edge of the graph may set as an attribute of the same name

@@ -430,9 +430,12 @@ def selection_settings(scenario: Scenario, degrees: Any = ()) -> SelectionSettin
     scheduler = scheduler_for(scenario.scheduler.kind)
     if scheduler.indicator is None:
         return None
+    h = scenario.scheduler.indicator_bandwidth
     if scheduler.ignores_graph:  # the server's draw
-        return SelectionSettings(scheduler.indicator, scenario.scheduler.selection_floor)
-    return SelectionSettings(scheduler.indicator, degrees=tuple(int(d) for d in degrees))
+        return SelectionSettings(scheduler.indicator, scenario.scheduler.selection_floor, None, h)
+    return SelectionSettings(
+        scheduler.indicator, degrees=tuple(int(d) for d in degrees), bandwidth=h
+    )
 
 
 def make_protocol(world: World, data: Any, seed: np.random.SeedSequence) -> Protocol:
