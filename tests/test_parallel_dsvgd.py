@@ -233,3 +233,15 @@ def test_bad_input_is_one_line(tmp_path, capsys, protocol, extra, words):
     raw = _raw({"kind": "parallel-dsvgd", **protocol}, **extra)
     err = validate_error(raw, tmp_path, capsys)
     assert words in err, err
+
+
+def test_summary_expects_removal_at_the_requests_slot():
+    from gossipsim.measurement.theory import theory_for
+
+    requests = [{"node": 2, "at_iteration": 5}, {"node": 1, "at_iteration": 1}]
+    world = build_world(parse_scenario(_raw({"kind": "parallel-dsvgd"}, unlearning=requests)))
+    theory = theory_for(world)
+    assert [e["expected"] for e in theory["removal_latency"]] == [1.0, 0.0]
+    assert theory["next_visit_latency"] == {"2": 1.0, "1": 1.0}
+    res = _run(_raw({"kind": "parallel-dsvgd"}, unlearning=requests))
+    assert res.requests["removal_latency"].tolist() == [1, 0, 1, 0]
