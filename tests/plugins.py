@@ -144,3 +144,15 @@ class NotBuilt(Channel):
 
     def delay(self, sender: int, receiver: int, bits: float) -> float:
         return 0.0
+
+
+class StayAtStart(Uniform):
+    """A server schedule that always picks the start agent again (tests only: one agent's
+    rounds, e.g. DSVGD with one client against parallel DSVGD)."""
+
+    kind = "tests.plugins:StayAtStart"
+    description = "the start agent in every slot (tests only)"
+    kernel = None
+
+    def sampler(self, g: Any, rng: Any, view: Any = None) -> Any:
+        return lambda k: k

@@ -162,6 +162,7 @@ PROTOCOL_KINDS = Registry(
         "gfvl": "gossipsim.protocols.gfvl_kind:GFVL",
         "svgd": "gossipsim.protocols.particle_kinds:SVGD",
         "dsvgd": "gossipsim.protocols.particle_kinds:DSVGD",
+        "parallel-dsvgd": "gossipsim.protocols.particle_kinds:ParallelDSVGD",
         "fedavg": "gossipsim.protocols.fedavg_kind:FedAvg",
     },
     instantiate=True,

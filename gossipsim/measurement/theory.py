@@ -140,7 +140,13 @@ def theory_for(world: Any, arrival_slots: Mapping[int, int] | None = None) -> di
         from gossipsim.core.registry import PROTOCOL_KINDS
 
         protocol = PROTOCOL_KINDS.lookup(sc.protocol.kind, "protocol.kind")
-        if getattr(protocol, "removes_at", "next-visit") != "never":  # else nothing is removed
+        if getattr(protocol, "removes_at", "next-visit") == "next-slot":  # every slot, every client
+            out["next_visit_latency"] = {str(labels[node]): 1.0 for node in hitting}
+            out["next_visit_latency_assumes"] = (
+                "every client takes part in every slot: a contributing node is removed at the "
+                "slot its request arrives before"
+            )
+        elif getattr(protocol, "removes_at", "next-visit") != "never":  # else nothing is removed
             pi = scheduler_for(kind).stationary(world.indexed)
             out["next_visit_latency"] = {  # 1 + Σ_v π(v) H(v, k): ct.next_visit_latency
                 str(labels[node]): 1.0 + float(pi @ h) for node, h in hitting.items()
@@ -231,6 +237,15 @@ def removal_latency_entry(
                 "baseline (retrain_latency)"
             ),
             no_unlearning=True,
+        )
+        return entry
+    if getattr(protocol, "removes_at", "next-visit") == "next-slot" and not _lossy_server(world):
+        entry.update(
+            expected=0.0 if slot <= 1 else 1.0,
+            method=(
+                "every client takes part in every slot: removed at the request's slot (removal "
+                "latency 1; 0 before slot 1, when the node had contributed nothing)"
+            ),
         )
         return entry
     if getattr(protocol, "removes_at", "next-visit") == "request":

@@ -295,3 +295,81 @@ class DSVGD(_ParticleKind):
             if settings.variant == "sound":
                 return 2 * base
         return 3 * base if settings.variant == "sound" else base
+
+
+PARALLEL_KEYS: tuple[Key, ...] = tuple(
+    k for k in DSVGD_KEYS if k.name not in ("compression", "downlink_compression")
+)
+
+
+class ParallelDSVGD(_ParticleKind):
+    """Parallel DSVGD (paper 003, Section IV-E): every client updates from the same global
+    particles in every slot, the parameter server combines them (:mod:`~.parallel_dsvgd`)."""
+
+    name = "parallel-dsvgd"
+    description = (
+        "parallel DSVGD (003, Sec. IV-E) with the parameter server: every client updates from the "
+        "broadcast particles each slot, the server combines (sound: one SVGD step on the prior "
+        "and every client's score; paper: q · Π q_k / q); K × 2 N·d entries a slot"
+    )
+    keys = PARALLEL_KEYS
+    takes_back = True
+    removes_at = "next-slot"
+    every_client = True
+
+    def settings(self, table: Mapping[str, Any], model: type) -> ParticleSettings:
+        architecture = str(table.get("architecture", "walk"))
+        if architecture != "server":
+            raise ConfigError(
+                "protocol.architecture",
+                f"is {architecture!r}: parallel-dsvgd runs with a parameter server only (every "
+                "client updates from the broadcast particles each slot); set "
+                'architecture = "server"',
+            )
+        own = {k: v for k, v in table.items() if k not in COMMON_KEYS}
+        values = read_keys(self.keys, own, "protocol", also=COMMON_KEYS)
+        sound = values["variant"] == "sound"
+        if sound:
+            for key in PAPER_ONLY:
+                if key in own:
+                    raise ConfigError(
+                        f"protocol.{key}",
+                        'applies to variant = "paper" only (the sound variant has no KDE '
+                        "factors and forgets by leaving the client's score out)",
+                    )
+            if values["local_iterations"] not in (None, 1):
+                raise ConfigError(
+                    "protocol.local_iterations",
+                    f"is {values['local_iterations']}: the sound variant of parallel-dsvgd takes "
+                    "one step a slot (the server has every client's score at the broadcast "
+                    'particles only); give 1 or use variant = "paper"',
+                )
+        if values["local_iterations"] is None:
+            values["local_iterations"] = 1 if sound else 200
+        return ParticleSettings(**values)
+
+    def build(self, request: BuildRequest) -> Protocol:
+        from gossipsim.protocols.parallel_dsvgd import ParallelDistributedSVGD
+
+        return ParallelDistributedSVGD(request)
+
+    def kernel(self, model: Any) -> str | None:
+        """The event engine only: no vectorised kernel."""
+        return None
+
+    def slot_work(self, settings: Any) -> SlotWork:
+        """Every client's work, on the pooled data: the sound variant scores every client's data
+        once and the server takes one step; the paper variant's clients each compute a DSVGD
+        visit (its kernel steps counted once: a lower bound, K unknown here; the server's
+        combination left out)."""
+        if settings.variant == "sound":
+            return SlotWork(gradients=1.0, pooled=True, kernel_steps=1.0)
+        steps, fits = float(settings.local_iterations), float(settings.fit_iterations)
+        return SlotWork(gradients=steps, pooled=True, kernel_steps=3.0 * steps + 4.0 * fits)
+
+    def slot_local_iterations(self, settings: Any) -> int:
+        """A client's local iterations (the clients compute in parallel): 1 (sound: its score
+        at the particles), or L + L' (paper: DSVGD's visit)."""
+        if settings.variant == "sound":
+            return 1
+        return int(settings.local_iterations) + int(settings.fit_iterations)

@@ -94,7 +94,8 @@ class ProtocolKind(ABC):
     representation_name: ClassVar[str] = "natural-parameters"
     #: when a forgotten node's contribution leaves the state: at its next visit (the token's
     #: law gives the removal latency's expectation), at the request itself (removal latency 0),
-    #: or ``"never"`` (no unlearning of its own, ``fedavg``: requests are served by the retrain
+    #: at the first slot after the request whoever is scheduled (``"next-slot"``: every client
+    #: takes part in every slot, ``parallel-dsvgd``; removal latency 1), or ``"never"`` (no unlearning of its own, ``fedavg``: requests are served by the retrain
     #: baseline alone, which scenarios with requests must then keep)
     removes_at: ClassVar[str] = "next-visit"
     #: whether it learns at a centre holding every node's data, with no walk: the one upload of
@@ -109,6 +110,10 @@ class ProtocolKind(ABC):
     #: that draws from them (``[scheduler] kind = "ksd"`` or ``"hip"``:
     #: :mod:`gossipsim.protocols.selection`); a protocol with none is refused with them
     selection_indicators: ClassVar[frozenset[str]] = frozenset()
+    #: whether every slot's round is with every client at once (``parallel-dsvgd``): the
+    #: scheduled agent is only a label, so what depends on it is refused when the scenario is
+    #: read (compute times per node, ``[failures]``)
+    every_client: ClassVar[bool] = False
 
     def settings(self, table: Mapping[str, Any], model: type) -> Any:
         """The validated settings of this kind for a model class, from the ``[protocol]`` table

@@ -139,6 +139,18 @@ def parse_scenario(
             "give one of seconds_per_iteration (a number, or one per node) and node_attribute "
             "(each node's own, from the graph)",
         )
+    per_node = compute["node_attribute"] is not None or isinstance(
+        compute["seconds_per_iteration"], list | tuple
+    )
+    if per_node and getattr(protocol_cls, "every_client", False):
+        raise ConfigError(
+            "compute.node_attribute"
+            if compute["node_attribute"] is not None
+            else "compute.seconds_per_iteration",
+            f"protocol {pr['kind']!r} has every client compute in every slot, and a slot is "
+            "charged one compute time (the scheduled agent's): give seconds_per_iteration as one "
+            "number",
+        )
     links = _links(_table(raw, "links"))
     # a centralised kind's upload goes over the server's links, whatever the architecture
     centralised = bool(getattr(protocol_cls, "centralised", False))
@@ -281,6 +293,12 @@ def _failures(
                 "failures.link_up_s",
                 "links of the graph fail on the walk; with the server (architecture = "
                 '"server") the agents fail, not its links',
+            )
+        if getattr(protocol_cls, "every_client", False):
+            raise ConfigError(
+                "failures",
+                f"protocol {protocol.kind!r} has every client in every slot's round, and the "
+                "server's failures model one scheduled agent: remove [failures]",
             )
         if not getattr(protocol_cls, "takes_back", False):
             raise ConfigError(
