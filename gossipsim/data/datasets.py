@@ -32,12 +32,13 @@ Preprocessing, in this order, all deterministic given ``rng``:
    standardised the same way (``Task.target_mean`` / ``Task.target_scale`` undo it).
 3. With ``bias=True`` a column of ones named ``"bias"`` is appended last, after standardisation.
 
-:func:`partition` deals the training rows to ``nodes`` nodes (``"iid"``, ``"dirichlet"`` label skew
-or the ``"labels"`` few-labels-per-node scheme); every node gets at least one row, every row goes to
-exactly one node, and each node's index array is sorted. Mistakes raise
+:func:`partition` deals the training rows to ``nodes`` nodes (``"iid"``, ``"dirichlet"`` label
+skew, the ``"labels"`` few-labels-per-node scheme, listed ``"classes"`` or a ``"majority"`` class
+at a fixed share); every node gets at least one row, every row goes to exactly one node, and each
+node's index array is sorted. Mistakes raise
 :class:`~gossipsim.errors.ConfigError` naming the scenario key (``data.dataset``,
 ``data.test_fraction``, ``data.partition``, ``data.sizes``, ``data.concentration``,
-``data.labels_per_node``, ...).
+``data.labels_per_node``, ``data.majority_share``, ...).
 """
 
 from __future__ import annotations
@@ -45,7 +46,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import cache
+from itertools import accumulate
 from numbers import Integral, Real
 from typing import Any, Literal
 
@@ -62,7 +65,7 @@ RngLike = np.random.Generator | np.random.SeedSequence | int
 #: Number of quantile bins of ``y`` used as the groups of a regression task.
 REGRESSION_GROUPS = 5
 
-PARTITION_SCHEMES = ("iid", "dirichlet", "labels", "classes")
+PARTITION_SCHEMES = ("iid", "dirichlet", "labels", "classes", "majority")
 SIZE_MODES = ("equal", "random")
 
 
@@ -532,6 +535,7 @@ def partition(
     labels_per_node: int | None = None,
     sizes: str = "equal",
     node_classes: Sequence[Sequence[Any]] | None = None,
+    majority_share: float | None = None,
     rng: RngLike,
 ) -> list[np.ndarray]:
     """Deal the training rows ``0..len(groups)-1`` to ``nodes`` nodes; one sorted index array each.
@@ -561,10 +565,19 @@ def partition(
         among the nodes that list it. Rows of groups no node lists are not dealt. This is the
         papers' unlearning split (000 Section IV-B: each node two classes, the forgotten labels at
         the forgotten nodes only).
+    ``"majority"``
+        A fixed ratio (003 Section IV-A: 1:9 per client). With the ``C`` groups in sorted order,
+        node ``k``'s majority group is group ``k mod C``; each group ``c`` (in sorted order) is
+        shuffled and cut at ``floor(cumsum(w_c) * n_c / sum(w_c))``, computed exactly (the share
+        as the decimal it prints as), with fixed weights ``w_kc = s = majority_share`` if ``c``
+        is node ``k``'s majority group, else ``(1 - s) / (C - 1)``. Node ``k`` holds about
+        ``n_c * w_kc / sum_j w_jc`` rows of group ``c``: with balanced groups and ``C`` dividing
+        ``nodes`` that is ``s : (1 - s)/(C - 1)`` up to rounding; otherwise the ratio of group
+        ``c`` to the majority group ``m`` is scaled by ``(n_c / sum_j w_jc) / (n_m / sum_j w_jm)``.
 
     ``sizes`` other than ``"equal"`` applies to ``"iid"`` only; ``concentration`` belongs to
-    ``"dirichlet"``, ``labels_per_node`` to ``"labels"`` and ``node_classes`` to ``"classes"``
-    (giving one to another scheme is an error). A node left without rows is a :class:`ConfigError` for ``data.partition`` (never
+    ``"dirichlet"``, ``labels_per_node`` to ``"labels"``, ``node_classes`` to ``"classes"`` and
+    ``majority_share`` to ``"majority"`` (giving one to another scheme is an error). A node left without rows is a :class:`ConfigError` for ``data.partition`` (never
     silently fixed, e.g. by resampling); so are more nodes than rows.
     """
     groups = np.asarray(groups)
@@ -597,6 +610,10 @@ def partition(
         raise ConfigError(
             "data.labels_per_node", f"applies to partition = 'labels' only, not {scheme!r}"
         )
+    if majority_share is not None and scheme != "majority":
+        raise ConfigError(
+            "data.majority_share", f"applies to partition = 'majority' only, not {scheme!r}"
+        )
     if nodes > n:
         raise ConfigError(
             "data.partition",
@@ -621,6 +638,19 @@ def partition(
         parts = _dirichlet(groups, nodes, float(concentration), gen)
     elif scheme == "classes":
         parts = _classes(groups, nodes, node_classes, gen)
+    elif scheme == "majority":
+        if (
+            majority_share is None
+            or isinstance(majority_share, bool)
+            or not isinstance(majority_share, Real)
+            or not 0 < majority_share < 1  # False for nan
+        ):
+            raise ConfigError(
+                "data.majority_share",
+                f"partition = 'majority' needs a number strictly between 0 and 1, got "
+                f"{majority_share!r}",
+            )
+        parts = _majority(groups, nodes, float(majority_share), gen)
     else:
         labels = np.unique(groups)
         if (
@@ -650,6 +680,7 @@ def partition(
                 "labels": "use fewer nodes, more labels per node, or a larger data set",
                 "classes": "list at least one class for it in data.node_classes, or fewer "
                 "nodes per class",
+                "majority": "use fewer nodes or a larger data set",
                 "iid": "use fewer nodes or a larger data set",
             }[scheme]
             raise ConfigError(
@@ -716,6 +747,26 @@ def _dirichlet(
                 "data.concentration", f"{concentration} is too small to sample; use a larger one"
             )
         cuts = np.minimum((np.cumsum(p) * rows.size).astype(np.int64), rows.size)[:-1]
+        for k, chunk in enumerate(np.split(rows, cuts)):
+            parts[k].append(chunk)
+    return [np.concatenate(p) for p in parts]
+
+
+def _majority(
+    groups: np.ndarray, nodes: int, share: float, gen: np.random.Generator
+) -> list[np.ndarray]:
+    """The ``"majority"`` partition, in integers: ``share = p/q`` gives the weights
+    ``p (C - 1)`` (majority) and ``q - p`` (any other group), so the cuts are exact."""
+    labels = np.unique(groups)
+    exact = Fraction(repr(share))
+    major = exact.numerator * max(labels.size - 1, 1)
+    minor = exact.denominator - exact.numerator
+    parts: list[list[np.ndarray]] = [[] for _ in range(nodes)]
+    for i, c in enumerate(labels):
+        rows = gen.permutation(np.flatnonzero(groups == c))
+        weights = [major if k % labels.size == i else minor for k in range(nodes)]
+        total = sum(weights)
+        cuts = [w * rows.size // total for w in accumulate(weights)][:-1]
         for k, chunk in enumerate(np.split(rows, cuts)):
             parts[k].append(chunk)
     return [np.concatenate(p) for p in parts]

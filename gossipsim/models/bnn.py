@@ -122,8 +122,8 @@ BNN_DATA_KEYS = (
     *(
         _shared(name)
         for name in (
-            "partition", "concentration", "labels_per_node", "node_classes", "sizes",
-            "label_column",
+            "partition", "concentration", "labels_per_node", "node_classes", "majority_share",
+            "sizes", "label_column",
         )
     ),
     Key("test_fraction", "number", 0.2, "held-out fraction of a scikit-learn set (stratified by "

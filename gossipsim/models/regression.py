@@ -95,7 +95,9 @@ DATA_KEYS = (
     Key("partition", "choice", "iid", "`iid`; `dirichlet` (label skew: each class split over the "
         "nodes with proportions ~ Dirichlet(`concentration`·1)); `labels` (each node holds only "
         "`labels_per_node` of the original classes); `classes` (node k holds the classes listed "
-        "for it in `node_classes`)", choices=("iid", "dirichlet", "labels", "classes")),
+        "for it in `node_classes`); `majority` (node k's majority class is class k mod C, held at "
+        "`majority_share`, each other class at (1 − `majority_share`)/(C − 1))",
+        choices=("iid", "dirichlet", "labels", "classes", "majority")),
     Key("concentration", "number", None, "β of the Dirichlet partition (small: strong skew)",
         minimum=0, exclusive_minimum=True),
     Key("labels_per_node", "integer", None, "c of the labels partition, at most the number of "
@@ -103,6 +105,11 @@ DATA_KEYS = (
     Key("node_classes", "numbers", None, "the classes partition: one list of class indices per "
         "node (`[[1, 3], [4, 6], ...]`; binary tasks: 0 and 1), each class's rows split among the "
         "nodes listing it; rows of unlisted classes are not used", list_only=True),
+    Key("majority_share", "number", None, "s of the majority partition (0.9: 9:1 in a binary "
+        "task); each class's rows split among the nodes in proportion to s (its majority nodes) "
+        "and (1 − s)/(C − 1) (the others), so the ratio is exact for balanced classes and C "
+        "dividing the number of nodes (see below)", minimum=0, exclusive_minimum=True, maximum=1,
+        exclusive_maximum=True),
     Key("sizes", "choice", "equal", "for `iid`: `equal` (sizes differ by at most one) or `random` "
         "(proportions ~ Dirichlet(1), at least one row each)", choices=("equal", "random")),
     Key("test_fraction", "number", 0.2, "held-out fraction (synthetic data hold "
@@ -246,6 +253,7 @@ def partition_rows(
         labels_per_node=_option(options, "labels_per_node", int, None),
         sizes=_option(options, "sizes", str),
         node_classes=options.get("node_classes"),
+        majority_share=_option(options, "majority_share", float, None),
         rng=rng,
     )
 
