@@ -41,6 +41,8 @@ from gossipsim.scheduling import (
 from gossipsim.scheduling.base import machine_csr, uniform_blocks
 
 BUILT_IN = ("metropolis-hastings", "simple-random-walk", "uniform", "round-robin")
+#: the importance-weighted walks (they need the weights a protocol publishes: tests/test_weighted_walk.py)
+WEIGHTED = ("ksd-walk", "hip-walk")
 AVOID = "test-avoid-down"
 
 
@@ -240,8 +242,8 @@ def test_jump_chain_matches_transition_matrix(kind: str, name: str, with_view: b
 
 
 def test_registry_lists_the_built_in_kinds() -> None:
-    assert tuple(SCHEDULER_KINDS) == BUILT_IN
-    assert tuple(SCHEDULERS) == BUILT_IN
+    assert tuple(SCHEDULER_KINDS) == BUILT_IN + WEIGHTED
+    assert tuple(SCHEDULERS) == BUILT_IN + WEIGHTED
     for kind, cls in SCHEDULERS.items():
         assert cls.kind == kind and SCHEDULER_KINDS[kind] == cls.description
         assert isinstance(scheduler_for(kind), cls)

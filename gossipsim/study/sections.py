@@ -16,7 +16,12 @@ from gossipsim.core.schema import read_keys
 from gossipsim.errors import ConfigError
 from gossipsim.network.channels import channel_class
 from gossipsim.network.links import check_horizon
-from gossipsim.scheduling import SCHEDULERS, check_scheduler, scheduler_for
+from gossipsim.scheduling import (
+    SCHEDULERS,
+    ImportanceWeightedWalk,
+    check_scheduler,
+    scheduler_for,
+)
 from gossipsim.study.failure_settings import OUTAGE_KEYS, OutageSettings
 from gossipsim.study.settings import (
     ABSOLUTE_TOLERANCE,
@@ -124,6 +129,7 @@ def parse_scenario(
     scheduler = SchedulerSettings(
         kind=check_scheduler(sc["kind"], "scheduler.kind"), start=sc["start"], stays=sc["stays"]
     )
+    _check_weighted_walk(scheduler, protocol.architecture)
     compute_table = _table(raw, "compute")
     compute = read_keys(SCHEMA["compute"], compute_table, "compute")
     if compute["node_attribute"] is not None and "seconds_per_iteration" in compute_table:
@@ -306,6 +312,28 @@ def _failures(
         requests_from_down=f["requests_from_down"],
         down_clients=f["down_clients"],
     )
+
+
+def _check_weighted_walk(scheduler: SchedulerSettings, architecture: str) -> None:
+    """Selection on the walk (``ksd-walk``, ``hip-walk``) moves the token over the graph's links:
+    with the parameter server, the server's selection kind of the same indicator is the one; and its
+    stationary distribution moves with the weights, so no stationary start is defined."""
+    walk = scheduler_for(scheduler.kind)
+    if not isinstance(walk, ImportanceWeightedWalk):
+        return
+    if architecture == "server":
+        raise ConfigError(
+            "scheduler.kind",
+            f"{scheduler.kind!r} is selection on the walk (the token moves over the graph's "
+            f'links); with architecture = "server" the server selects the clients itself: use '
+            f'kind = "{walk.indicator}"',
+        )
+    if scheduler.start == "stationary":
+        raise ConfigError(
+            "scheduler.start",
+            f"the stationary distribution of {scheduler.kind!r} is proportional to weights the "
+            'protocol changes as it runs: start "uniform" or at a node',
+        )
 
 
 def _links(ln_raw: dict[str, Any]) -> LinkSettings:
