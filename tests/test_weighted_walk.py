@@ -585,9 +585,12 @@ def test_the_walk_kinds_with_the_server_point_to_the_server_kinds(kind: str) -> 
     assert f'kind = "{kind.removesuffix("-walk")}"' in str(err.value)
 
 
-def test_a_stationary_start_is_refused() -> None:
+@pytest.mark.usefixtures("state_mh")
+@pytest.mark.parametrize("kind", [*WEIGHTED, "test-state-mh"])
+def test_a_stationary_start_is_refused(kind: str) -> None:
+    """The start would be drawn from the view-less walk's stationary distribution: another walk's."""
     with pytest.raises(ConfigError) as err:
-        parse_scenario(scenario(scheduler={"kind": "ksd-walk", "start": "stationary"}))
+        parse_scenario(scenario(scheduler={"kind": kind, "start": "stationary"}))
     assert err.value.key == "scheduler.start" and "\n" not in str(err.value)
 
 
@@ -607,3 +610,20 @@ def test_the_walk_commands_refuse_a_state_dependent_walk_in_one_line(capsys, com
     _, err = capsys.readouterr()
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "--scheduler" in err and NO_EXACT in err
+
+
+@pytest.mark.usefixtures("state_mh")
+def test_the_figures_draw_no_exact_line_and_no_visit_deviation_for_a_state_dependent_walk(
+    tmp_path,
+) -> None:
+    """The standard figures of a run of the stand-in protocol are drawn (the visits figure, which
+    compares visit shares with the walk's stationary share, leaves the walk out: it has none)."""
+    from gossipsim.api import standard_figures
+    from gossipsim.figures.visits import has_fixed_stationary
+
+    assert not has_fixed_stationary("ksd-walk") and not has_fixed_stationary("test-state-mh")
+    assert has_fixed_stationary("metropolis-hastings")
+    raw = scenario(scenario={"runs": 2, "iterations": 120})
+    gs.run(raw, out=tmp_path / "w", make_plots=standard_figures("png", "mean"))
+    drawn = {p.name for p in (tmp_path / "w" / "plots").iterdir()}
+    assert "cover_time.png" in drawn and "visits.png" not in drawn

@@ -1,6 +1,7 @@
 """The ``visits`` figure: the graph of each variant that walks, each node coloured by the deviation of
 its share of the token's visits from the walk's stationary share (:func:`visit_deviation`), sized
-by degree, the requested nodes ringed; graphs over :data:`MAX_NODES_DRAWN` nodes are not drawn.
+by degree, the requested nodes ringed; graphs over :data:`MAX_NODES_DRAWN` nodes are not drawn,
+nor a walk whose stationary share moves with the protocol's state (``ksd-walk``, ``hip-walk``).
 """
 
 from __future__ import annotations
@@ -76,6 +77,15 @@ def _visit_cells(fac: Facets, variants: Sequence[str]) -> dict[str, tuple[int, i
     return {v: (i // 3, i % 3) for i, v in enumerate(variants)}
 
 
+def has_fixed_stationary(kind: str) -> bool:
+    """Whether the ``kind`` walk has one stationary share π to compare the visits with: not a
+    schedule whose transitions depend on the protocol's state (``Scheduler.reads_state``: the
+    selection weights of ``ksd-walk`` and ``hip-walk`` move as the run goes on)."""
+    from gossipsim.scheduling import scheduler_for
+
+    return not scheduler_for(kind).reads_state
+
+
 def visit_deviation(
     visits: pd.DataFrame, graph: nx.Graph, variant: str, kind: str = "metropolis-hastings"
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -104,12 +114,15 @@ def plot_visits(
     visits (all runs' slots together) from the walk's stationary share (uniform under
     Metropolis-Hastings, proportional to the degree under the simple random walk), on a diverging
     scale centred on zero; node size by degree, with a key; requested nodes ringed and named. A
-    variant without rows in ``visits`` (a centralised protocol: no walk) is left out."""
+    variant without rows in ``visits`` (a centralised protocol: no walk) is left out, and so is
+    one whose walk has no fixed stationary share (:func:`has_fixed_stationary`)."""
     visited = set(visits["variant"].astype(str)) if "variant" in visits else set()
     drawable = [
         (v, g)
         for v, g in graphs.items()
-        if g.number_of_nodes() <= MAX_NODES_DRAWN and str(v) in visited
+        if g.number_of_nodes() <= MAX_NODES_DRAWN
+        and str(v) in visited
+        and has_fixed_stationary(_scheduler_kind(summary, v))
     ]
     if not drawable:
         return None

@@ -129,7 +129,7 @@ def parse_scenario(
     scheduler = SchedulerSettings(
         kind=check_scheduler(sc["kind"], "scheduler.kind"), start=sc["start"], stays=sc["stays"]
     )
-    _check_weighted_walk(scheduler, protocol.architecture)
+    _check_state_dependent_walk(scheduler, protocol.architecture)
     compute_table = _table(raw, "compute")
     compute = read_keys(SCHEMA["compute"], compute_table, "compute")
     if compute["node_attribute"] is not None and "seconds_per_iteration" in compute_table:
@@ -314,25 +314,24 @@ def _failures(
     )
 
 
-def _check_weighted_walk(scheduler: SchedulerSettings, architecture: str) -> None:
+def _check_state_dependent_walk(scheduler: SchedulerSettings, architecture: str) -> None:
     """Selection on the walk (``ksd-walk``, ``hip-walk``) moves the token over the graph's links:
-    with the parameter server, the server's selection kind of the same indicator is the one; and its
-    stationary distribution moves with the weights, so no stationary start is defined."""
+    with the parameter server, the server's selection kind of the same indicator is the one. A
+    walk whose transitions depend on the protocol's state (``reads_state``) has no stationary
+    distribution of its own: no stationary start."""
     walk = scheduler_for(scheduler.kind)
-    if not isinstance(walk, ImportanceWeightedWalk):
-        return
-    if architecture == "server":
+    if isinstance(walk, ImportanceWeightedWalk) and architecture == "server":
         raise ConfigError(
             "scheduler.kind",
             f"{scheduler.kind!r} is selection on the walk (the token moves over the graph's "
             f'links); with architecture = "server" the server selects the clients itself: use '
             f'kind = "{walk.indicator}"',
         )
-    if scheduler.start == "stationary":
+    if walk.reads_state and scheduler.start == "stationary":
         raise ConfigError(
             "scheduler.start",
-            f"the stationary distribution of {scheduler.kind!r} is proportional to weights the "
-            'protocol changes as it runs: start "uniform" or at a node',
+            f"the stationary distribution of {scheduler.kind!r} moves with the protocol's state "
+            '(the weights it publishes change as it runs): start "uniform" or at a node',
         )
 
 
