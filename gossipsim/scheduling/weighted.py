@@ -16,10 +16,10 @@ Weights must be finite and non-negative (a NaN rejects every proposal to or from
 
 **Stationary distribution.** The move probability ``P(k, j) = min(1/deg(k), w_j/(w_k·deg(j)))``
 (for ``w_k > 0``) gives ``w_k·P(k, j) = min(w_k/deg(k), w_j/deg(j))``, symmetric in k and j: the
-walk is reversible with respect to ``π ∝ w`` (detailed balance; also where a weight is 0: such a node
-is never entered and is left at its first accepted proposal). π is the walk's only stationary
-distribution when the nodes of positive weight are connected among themselves (every weight
-positive on a connected graph).
+walk is reversible with respect to ``π ∝ w`` (detailed balance; also where a weight is 0: such a
+node is never entered, and is left at its first proposal of a neighbour of positive weight). π is
+the walk's only stationary distribution when the nodes of positive weight are connected among
+themselves (every weight positive on a connected graph).
 
 **Under failures** (a view with ``up`` and ``live_degree``: ``[failures]``) the walk sees only the
 live graph, as ``metropolis-hastings`` does: with d(k) the number of k's live neighbours, the
