@@ -41,8 +41,10 @@ from gossipsim.scheduling import (
 from gossipsim.scheduling.base import machine_csr, uniform_blocks
 
 BUILT_IN = ("metropolis-hastings", "simple-random-walk", "uniform", "round-robin")
-#: kinds that read the protocol's state (client selection: tests/test_client_selection.py)
+#: kinds that read the protocol's state: the server's client selection
+#: (tests/test_client_selection.py) and the importance-weighted walks (tests/test_weighted_walk.py)
 STATE_KINDS = ("ksd", "hip")
+WEIGHTED = ("ksd-walk", "hip-walk")
 AVOID = "test-avoid-down"
 
 
@@ -242,8 +244,8 @@ def test_jump_chain_matches_transition_matrix(kind: str, name: str, with_view: b
 
 
 def test_registry_lists_the_built_in_kinds() -> None:
-    assert tuple(SCHEDULER_KINDS) == BUILT_IN + STATE_KINDS
-    assert tuple(SCHEDULERS) == BUILT_IN + STATE_KINDS
+    assert set(SCHEDULER_KINDS) == set(BUILT_IN + STATE_KINDS + WEIGHTED)
+    assert set(SCHEDULERS) == set(BUILT_IN + STATE_KINDS + WEIGHTED)
     for kind, cls in SCHEDULERS.items():
         assert cls.kind == kind and SCHEDULER_KINDS[kind] == cls.description
         assert isinstance(scheduler_for(kind), cls)

@@ -164,6 +164,9 @@ def _print_summary(results: Any, out: Path, *, tables_written: bool = True) -> N
         if conv.notna().any():
             line += f", mean convergence iteration {conv.mean():.2f}"
         print(line)
+        note = (results.theory.get(str(label)) or {}).get("state_note")
+        if note:  # a state-dependent schedule: no exact value is printed, and this says why
+            print(f"    note: {note}")
         req = results.requests[results.requests["variant"] == label]
         name = kinds[str(label)].name if str(label) in kinds else "KL"
         for entry in results.request_entries(str(label)):

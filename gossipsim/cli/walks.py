@@ -68,6 +68,21 @@ def _sized(
         ) from None
 
 
+def _walk_alone(scheduler: str) -> None:
+    """Refuse, in one line naming ``--scheduler``, a scheduler whose transitions depend on a
+    protocol's state (``ksd-walk``, ``hip-walk``): these commands run the walk alone, with no
+    protocol to publish the weights, and no exact value applies to it."""
+    from gossipsim.cover import state_dependent_note
+    from gossipsim.scheduling import scheduler_for
+
+    if scheduler_for(scheduler, "--scheduler").reads_state:
+        raise ConfigError(
+            "--scheduler",
+            f"{scheduler!r} moves by the weights a protocol publishes while it runs, and this "
+            f"command runs the walk alone: {state_dependent_note(scheduler)}; run it in a scenario",
+        )
+
+
 #: what --json says instead of a 95% interval of fewer than two finished runs
 UNDEFINED_INTERVAL = "undefined: fewer than two finished runs, whose spread is unknown"
 
@@ -80,6 +95,7 @@ def covertime_command(args: argparse.Namespace) -> int:
     from gossipsim.scheduling import check_scheduler
 
     check_scheduler(args.scheduler, "--scheduler")
+    _walk_alone(args.scheduler)
     check_monte_carlo(args.runs)
     graph = _graph_from_args(args)
     # the exact value and the bounds first: a graph too large for them is refused before the runs
@@ -131,6 +147,7 @@ def hitting_command(args: argparse.Namespace) -> int:
     from gossipsim.topology import parse_label
 
     check_scheduler(args.scheduler, "--scheduler")
+    _walk_alone(args.scheduler)
     check_monte_carlo(args.runs)
     indexed = _graph_from_args(args)
     label = parse_label(args.node)

@@ -32,12 +32,20 @@ nodes are 0..K−1 the label is the index). Arrays over nodes (hitting times, vi
 ``graph.nodes`` order; :func:`node_index` maps a label to its position. The closed forms of
 :mod:`.formulas`, which have no graph, take node indices of the graph the topology kind builds. Randomness comes only from the
 :class:`numpy.random.Generator` (or seed) passed in.
+
+A scheduler whose transitions depend on the protocol's state (``Scheduler.reads_state``: the
+importance-weighted walks ``ksd-walk`` and ``hip-walk``) has no exact value for a run. The exact
+functions (:func:`exact_cover_moves`, :func:`hitting_times_to`, :func:`next_visit_latency`,
+:func:`removal_latency_law`, :func:`all_pairs_hitting_times`, :func:`matthews_bounds`) give its
+values for a state held fixed, ``view=NodeView(weights=w)``, and refuse it without one (a
+:class:`~gossipsim.errors.ConfigError` naming ``scheduler``); so does the Monte Carlo, which takes
+no view.
 """
 
 from __future__ import annotations
 
 from gossipsim.cover.bounds import matthews_bounds
-from gossipsim.cover.common import Graph, Start, harmonic, node_index
+from gossipsim.cover.common import Graph, Start, harmonic, node_index, state_dependent_note
 from gossipsim.cover.exact import (
     EXACT_COVER_MAX_NODES,
     ExactCover,
@@ -92,6 +100,7 @@ __all__ = [
     "node_index",
     "removal_latency_law",
     "star_cover_moves",
+    "state_dependent_note",
     "summarize",
     "theoretical_cover",
     "theoretical_cover_moves",

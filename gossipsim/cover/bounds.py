@@ -13,11 +13,14 @@ import numpy as np
 
 from gossipsim.cover.common import Graph, harmonic
 from gossipsim.cover.hitting import MATTHEWS_MAX_NODES, all_pairs_hitting_times
+from gossipsim.scheduling import NodeView
 
 __all__ = ["MATTHEWS_MAX_NODES", "matthews_bounds"]
 
 
-def matthews_bounds(graph: Graph, scheduler: str = "metropolis-hastings") -> tuple[float, float]:
+def matthews_bounds(
+    graph: Graph, scheduler: str = "metropolis-hastings", *, view: NodeView | None = None
+) -> tuple[float, float]:
     """Matthews' (1988) bounds ``(lower, upper)`` on the expected cover moves of the ``scheduler``
     walk, valid for every start (so for every start distribution, the scenario's included).
 
@@ -29,9 +32,10 @@ def matthews_bounds(graph: Graph, scheduler: str = "metropolis-hastings") -> tup
       closest pair (by ``min(H(i,j), H(j,i))``) -- the one with the smaller mean distance to the
       rest of A -- keeping the best value seen. Any A gives a valid bound.
 
-    Dense all-pairs hitting times: limited to :data:`MATTHEWS_MAX_NODES` nodes.
+    Dense all-pairs hitting times: limited to :data:`MATTHEWS_MAX_NODES` nodes. ``view``: the node
+    state held fixed (:func:`all_pairs_hitting_times`).
     """
-    h = all_pairs_hitting_times(graph, scheduler)
+    h = all_pairs_hitting_times(graph, scheduler, view=view)
     n = h.shape[0]
     if n == 1:
         return 0.0, 0.0

@@ -12,8 +12,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from gossipsim.errors import ConfigError
-from gossipsim.scheduling import IndexedGraph, Scheduler, scheduler_for
+from gossipsim.scheduling import IndexedGraph, NodeView, Scheduler, scheduler_for
 from gossipsim.scheduling.graph import reaches_all
+from gossipsim.scheduling.weighted import ImportanceWeightedWalk, fixed_weights
 
 Graph: TypeAlias = IndexedGraph | nx.Graph
 Start: TypeAlias = Hashable  # "uniform", "stationary" or a node label
@@ -62,13 +63,42 @@ def require_connected(g: IndexedGraph) -> None:
         )
 
 
-def prepare(graph: Graph, scheduler: str) -> tuple[IndexedGraph, Scheduler]:
+def state_dependent_note(kind: str) -> str:
+    """Why no exact value (nor a Monte Carlo of the walk alone) applies to a scheduler that reads
+    the protocol's state (``Scheduler.reads_state``): what the theory of a run and the CLI say."""
+    return (
+        f"no exact value applies: the {kind} scheduler's transitions depend on the protocol's state "
+        "(the selection weights it publishes change as the run goes on); exact cover and hitting "
+        "times exist only for weights held fixed (Python: view=NodeView(weights=...))"
+    )
+
+
+def prepare(
+    graph: Graph, scheduler: str, view: NodeView | None = None
+) -> tuple[IndexedGraph, Scheduler]:
     """The checked graph and the scheduler object of kind ``scheduler`` (errors name ``scheduler``
-    and ``graph``); the graph must be connected unless the scheduler ignores it."""
+    and ``graph``); the graph must be connected unless the scheduler ignores it.
+
+    A scheduler whose transitions depend on the protocol's state (``reads_state``) has exact values
+    only for that state held fixed: ``view`` must hold it, else a :class:`ConfigError` naming
+    ``scheduler``. For ``ksd-walk`` and ``hip-walk`` that is :attr:`NodeView.weights`, every weight
+    > 0 (a node of weight 0 is never entered: its hitting time and the cover time are infinite).
+    Any other ``view`` is passed to the scheduler's matrices as it is (e.g. nodes that are down)."""
     sched = scheduler_for(scheduler, "scheduler")
     g = indexed(graph)
     if not sched.ignores_graph:
         require_connected(g)
+    if sched.reads_state and view is None:
+        raise ConfigError("scheduler", state_dependent_note(sched.kind))
+    if isinstance(sched, ImportanceWeightedWalk):
+        if view is None or view.weights is None:
+            raise ConfigError("scheduler", state_dependent_note(sched.kind))
+        if not np.all(fixed_weights(sched.kind, g, view) > 0):
+            raise ConfigError(
+                "weights",
+                "every weight must be > 0 for exact cover and hitting times (a node of weight 0 "
+                "is never entered: they are infinite)",
+            )
     return g, sched
 
 
@@ -98,15 +128,17 @@ def resolve_node(g: IndexedGraph, label: Any, key: str = "node") -> int:
     return g.index(label, key)
 
 
-def start_weights(g: IndexedGraph, sched: Scheduler, start: Start) -> np.ndarray:
+def start_weights(
+    g: IndexedGraph, sched: Scheduler, start: Start, view: NodeView | None = None
+) -> np.ndarray:
     """Distribution of the first holder over the node indices: ``start`` is ``"uniform"``,
-    ``"stationary"`` or a node label."""
+    ``"stationary"`` (the walk's for ``view``) or a node label."""
     n = g.size
     if isinstance(start, str):
         if start == "uniform":
             return np.full(n, 1.0 / n)
         if start == "stationary":
-            return sched.stationary(g)
+            return sched.stationary(g, view)
         if start not in g.index_of:
             raise ConfigError(
                 "start", f"expected 'uniform', 'stationary' or a node label, got {start!r}"

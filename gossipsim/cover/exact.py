@@ -19,8 +19,9 @@ Exact cover time
     every slot's holder uniformly from all K nodes, the current holder included, so slot 1 (whatever
     its holder) is one coupon and the other ``K − 1`` take ``K·H_{K−1} = K·H_K − 1`` moves on
     average: the same for every start. The round robin covers in K − 1 moves from any start.
-    Closed forms apply to the built-in schedulers only; another registered kind always goes
-    through the subset chain.
+    Closed forms apply to the built-in schedulers only, given no node view; another registered kind,
+    or a walk given a view (the importance-weighted walk for fixed weights), always goes through the
+    subset chain.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import numpy as np
 from gossipsim.cover.common import Graph, Start, harmonic, prepare, resolve_node, start_weights
 from gossipsim.cover.formulas import GRAPH_WALKS, star_cover_moves
 from gossipsim.errors import ConfigError
-from gossipsim.scheduling import IndexedGraph
+from gossipsim.scheduling import IndexedGraph, NodeView
 
 EXACT_COVER_MAX_NODES = 22
 """Largest graph for the subset-chain exact cover time (``K·2^(K−1)`` states). Measured on a 2-core
@@ -196,6 +197,8 @@ def exact_cover_moves_with_method(
     scheduler: str = "metropolis-hastings",
     start: Start = "uniform",
     method: str = "auto",
+    *,
+    view: NodeView | None = None,
 ) -> ExactCover:
     """Exact expected cover moves of the ``scheduler`` walk from ``start``, with the method used.
 
@@ -204,33 +207,40 @@ def exact_cover_moves_with_method(
     are 0..K−1), as ``scheduler.start`` of a scenario. ``method``: ``"auto"`` (a closed form when the graph is complete, a cycle or a star,
     or the scheduler is ``uniform``; else the subset chain), ``"closed-form"`` or
     ``"subset-chain"``. The subset chain is limited to :data:`EXACT_COVER_MAX_NODES` nodes.
+
+    ``view``: the node state the scheduler reads, held fixed (the closed forms are for no view):
+    required by a scheduler whose transitions depend on the protocol's state (``ksd-walk``,
+    ``hip-walk``: ``view=NodeView(weights=w)``, the walk for those weights), which has no exact
+    value otherwise (:func:`~gossipsim.cover.common.prepare`).
     """
     if method not in ("auto", "closed-form", "subset-chain"):
         raise ConfigError(
             "method", f"expected 'auto', 'closed-form' or 'subset-chain', got {method!r}"
         )
-    g, sched = prepare(graph, scheduler)
+    g, sched = prepare(graph, scheduler, view)
     n = g.size
-    weights = start_weights(g, sched, start)  # validates start
+    weights = start_weights(g, sched, start, view)  # validates start
     if n == 1:
         return ExactCover(0.0, "trivial", "one node: covered at slot 1")
-    if method != "subset-chain":
+    if method != "subset-chain" and view is None:
         where = start if start in ("uniform", "stationary") else resolve_node(g, start, "start")
         found = _closed_form(g, sched.kind, where)
         if found is not None:
             return found
-        if method == "closed-form":
-            raise ConfigError(
-                "method",
-                "no closed form for this graph (known: complete graph, cycle, star, uniform scheduler)",
-            )
+    if method == "closed-form":
+        raise ConfigError(
+            "method",
+            "no closed form for this graph (known: complete graph, cycle, star, uniform scheduler)"
+            if view is None
+            else "no closed form for a walk given a view (the closed forms are for no node state)",
+        )
     if n > EXACT_COVER_MAX_NODES:
         raise ConfigError(
             "nodes",
             f"exact cover time by the subset chain is limited to {EXACT_COVER_MAX_NODES} nodes "
             f"(got {n}); use --bounds (Matthews) or Monte Carlo",
         )
-    p = sched.transition_matrix(g).toarray()
+    p = sched.transition_matrix(g, view).toarray()
     return ExactCover(
         _subset_chain(p, weights),
         "subset-chain",
@@ -243,6 +253,8 @@ def exact_cover_moves(
     scheduler: str = "metropolis-hastings",
     start: Start = "uniform",
     method: str = "auto",
+    *,
+    view: NodeView | None = None,
 ) -> float:
     """Exact expected cover moves (see :func:`exact_cover_moves_with_method`)."""
-    return exact_cover_moves_with_method(graph, scheduler, start, method).moves
+    return exact_cover_moves_with_method(graph, scheduler, start, method, view=view).moves

@@ -33,7 +33,7 @@ import scipy.sparse as sp
 
 from gossipsim.cover.common import Graph, Start, prepare, resolve_node, start_weights
 from gossipsim.errors import ConfigError
-from gossipsim.scheduling import IndexedGraph, Scheduler
+from gossipsim.scheduling import IndexedGraph, NodeView, Scheduler
 
 MATTHEWS_MAX_NODES = 5000
 """Largest graph for the dense all-pairs hitting times behind
@@ -42,7 +42,11 @@ about 8 s and 1.2 GB at 5,000 nodes)."""
 
 
 def hitting_times_to(
-    graph: Graph, node: Hashable, scheduler: str = "metropolis-hastings"
+    graph: Graph,
+    node: Hashable,
+    scheduler: str = "metropolis-hastings",
+    *,
+    view: NodeView | None = None,
 ) -> np.ndarray:
     """Exact expected moves ``H(v, k)`` to reach node ``k`` (labelled ``node``, as in scenario files:
     ``"Medici"``, or ``3`` on a graph whose nodes are 0..K−1) from every node v (0 at k), indexed
@@ -50,8 +54,12 @@ def hitting_times_to(
 
     Sparse solve of ``(I − P)|_{V∖{k}} h = 1`` (first-step analysis; Aldous & Fill ch. 2). For the
     ``uniform`` scheduler every slot's holder is k with probability 1/K, so ``H(v, k) = K`` for v ≠ k.
+
+    ``view``: the node state the scheduler reads, held fixed: required by a walk whose transitions
+    depend on the protocol's state (``ksd-walk``, ``hip-walk``: ``view=NodeView(weights=w)``, the
+    walk for those weights; :func:`~gossipsim.cover.common.prepare`).
     """
-    g, sched = prepare(graph, scheduler)
+    g, sched = prepare(graph, scheduler, view)
     n = g.size
     k = resolve_node(g, node, "node")
     h = np.zeros(n)
@@ -61,7 +69,7 @@ def hitting_times_to(
     if sched.kind == "uniform":
         h[others] = float(n)
         return h
-    p = sched.transition_matrix(g).tocsc()
+    p = sched.transition_matrix(g, view).tocsc()
     sub = p[others][:, others]
     a = (sp.identity(n - 1, format="csc") - sub).tocsc()
     import scipy.sparse.linalg as spla  # here: importing it costs every command 0.1 s
@@ -75,6 +83,8 @@ def next_visit_latency(
     node: Hashable,
     scheduler: str = "metropolis-hastings",
     holder: Start = "stationary",
+    *,
+    view: NodeView | None = None,
 ) -> float:
     """``1 + Σ_v w(v)·H(v, k)``: the expected slots until node ``k`` (labelled ``node``:
     ``next_visit_latency(G, "Medici")``) holds the token, the first slot included, when the holder
@@ -84,11 +94,11 @@ def next_visit_latency(
     This is the removal latency of a request arriving at a holder drawn from w with k's
     contribution in the state, e.g. long after the start. For a request at a given slot of a run,
     whose holder has the walk's law at that slot and which costs nothing when k had not yet held
-    the token, use :func:`expected_removal_latency`.
+    the token, use :func:`expected_removal_latency`. ``view``: as for :func:`hitting_times_to`.
     """
-    g, sched = prepare(graph, scheduler)
-    w = start_weights(g, sched, holder)
-    return 1.0 + float(w @ hitting_times_to(g, node, sched.kind))
+    g, sched = prepare(graph, scheduler, view)
+    w = start_weights(g, sched, holder, view)
+    return 1.0 + float(w @ hitting_times_to(g, node, sched.kind, view=view))
 
 
 def expected_unlearning_latency(
@@ -145,6 +155,7 @@ def removal_latency_law(
     *,
     hitting: np.ndarray | None = None,
     horizon: int | None = None,
+    view: NodeView | None = None,
 ) -> RemovalLatencyLaw:
     """The exact expectation of the removal latency that a run measures for a request for ``node``
     arriving before slot ``at_slot`` (``r``), in a run whose first holder is drawn from ``start``
@@ -163,20 +174,20 @@ def removal_latency_law(
     also ``restricted_mean`` = E[min(L, τ)] = Σ_{ℓ<τ} P(L > ℓ) and ``served_within`` =
     P(L ≤ τ − 1), from the walk killed at k after slot r (``P(L > ℓ)`` for ℓ ≥ 1 is the mass that
     held the node before r and avoided it in slots r .. r + ℓ − 1); None when that takes more than
-    :data:`MAX_LAW_WORK`.
+    :data:`MAX_LAW_WORK`. ``view``: as for :func:`hitting_times_to`.
     """
     if isinstance(at_slot, bool) or not isinstance(at_slot, int | np.integer) or at_slot < 1:
         raise ConfigError("at_slot", f"must be an integer slot >= 1, got {at_slot!r}")
     r = int(at_slot)
-    g, sched = prepare(graph, scheduler)
+    g, sched = prepare(graph, scheduler, view)
     k = resolve_node(g, node, "node")
     if r == 1 or g.size == 1:  # nothing held the token before the first slot
         nothing = RemovalLatencyLaw(k, r, 0.0, 1.0, 0)
         if horizon is None:
             return nothing
         return dataclasses.replace(nothing, restricted_mean=0.0, served_within=1.0, horizon=horizon)
-    mu = start_weights(g, sched, start)
-    step, cost = _transition(g, sched)
+    mu = start_weights(g, sched, start, view)
+    step, cost = _transition(g, sched, view)
     law = mu.copy()  # p_i, i = 1
     unvisited = mu.copy()
     unvisited[k] = 0.0  # u_1
@@ -202,7 +213,7 @@ def removal_latency_law(
     fresh = step(unvisited)  # P(X_r = v, k unvisited in 1..r−1)
     visited = np.clip(law_r - fresh, 0.0, None)
     if hitting is None:
-        hitting = hitting_times_to(g, g.labels[k], sched.kind)
+        hitting = hitting_times_to(g, g.labels[k], sched.kind, view=view)
     mean = float(visited @ (1.0 + hitting))
     law_ = RemovalLatencyLaw(k, r, mean, float(min(fresh.sum(), 1.0)), transitions + 1)
     if horizon is None:
@@ -245,6 +256,8 @@ def expected_removal_latency(
     at_slot: int,
     scheduler: str = "metropolis-hastings",
     start: Start = "uniform",
+    *,
+    view: NodeView | None = None,
 ) -> float:
     """E[removal latency] of a request for ``node`` arriving before slot ``at_slot`` in a run whose
     first holder is drawn from ``start`` (:func:`removal_latency_law`): what the mean of the
@@ -256,30 +269,32 @@ def expected_removal_latency(
     >>> expected_removal_latency(nx.complete_graph(10), 0, at_slot=1)  # nothing to remove yet
     0.0
     """
-    return removal_latency_law(graph, node, at_slot, scheduler, start).mean
+    return removal_latency_law(graph, node, at_slot, scheduler, start, view=view).mean
 
 
 def _transition(
-    g: IndexedGraph, sched: Scheduler
+    g: IndexedGraph, sched: Scheduler, view: NodeView | None = None
 ) -> tuple[Callable[[np.ndarray], np.ndarray], int]:
     """``v ↦ v P`` for a row vector v (the law one slot later), and its cost in operations."""
     n = g.size
     if sched.kind == "uniform":  # every holder is uniform whatever came before
         return (lambda v: np.full(n, v.sum() / n)), n
-    pt = sched.transition_matrix(g).T.tocsr()
+    pt = sched.transition_matrix(g, view).T.tocsr()
     if n <= 256:  # a dense product is faster than a sparse one at this size
         dense = pt.toarray()
         return (lambda v: dense @ v), max(n * n, 64)
     return (lambda v: pt @ v), max(int(pt.nnz), 64)
 
 
-def all_pairs_hitting_times(graph: Graph, scheduler: str = "metropolis-hastings") -> np.ndarray:
+def all_pairs_hitting_times(
+    graph: Graph, scheduler: str = "metropolis-hastings", *, view: NodeView | None = None
+) -> np.ndarray:
     """Matrix ``H[i, j]`` of expected moves from i to j (dense; at most :data:`MATTHEWS_MAX_NODES`).
 
     Through the fundamental matrix ``Z = (I − P + 1πᵀ)^{-1}``: ``H(i, j) = (Z_jj − Z_ij)/π_j``
-    (Aldous & Fill ch. 2; Lovász 1993).
+    (Aldous & Fill ch. 2; Lovász 1993). ``view``: as for :func:`hitting_times_to`.
     """
-    g, sched = prepare(graph, scheduler)
+    g, sched = prepare(graph, scheduler, view)
     n = g.size
     if n > MATTHEWS_MAX_NODES:
         raise ConfigError(
@@ -291,8 +306,8 @@ def all_pairs_hitting_times(graph: Graph, scheduler: str = "metropolis-hastings"
         h = np.full((n, n), float(n))
         np.fill_diagonal(h, 0.0)
         return h
-    p = sched.transition_matrix(g).toarray()
-    pi = sched.stationary(g)
+    p = sched.transition_matrix(g, view).toarray()
+    pi = sched.stationary(g, view)
     m = np.eye(n) - p + pi[None, :]
     z = np.linalg.inv(m)
     h = (np.diag(z)[None, :] - z) / pi[None, :]

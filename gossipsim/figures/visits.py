@@ -1,6 +1,7 @@
 """The ``visits`` figure: the graph of each variant that walks, each node coloured by the deviation of
 its share of the token's visits from the walk's stationary share (:func:`visit_deviation`), sized
-by degree, the requested nodes ringed; graphs over :data:`MAX_NODES_DRAWN` nodes are not drawn.
+by degree, the requested nodes ringed; graphs over :data:`MAX_NODES_DRAWN` nodes are not drawn,
+nor a walk whose stationary share moves with the protocol's state (``ksd-walk``, ``hip-walk``).
 """
 
 from __future__ import annotations
@@ -39,15 +40,6 @@ if TYPE_CHECKING:
 MAX_NODES_DRAWN = 500
 
 
-def _state_dependent(kind: str) -> bool:
-    """Whether the walk follows the protocol's state (client selection): it has no stationary
-    share to compare the visits with, and the figure compares them with the uniform share."""
-    from gossipsim.scheduling import SCHEDULERS
-
-    cls = SCHEDULERS.get(kind)
-    return bool(cls is not None and cls.reads_state)
-
-
 def _scheduler_kind(summary: dict[str, Any] | None, variant: str) -> str:
     entry = (summary or {}).get("variants", {}).get(variant, {})
     return str(entry.get("resolved", {}).get("scheduler", {}).get("kind", "metropolis-hastings"))
@@ -63,12 +55,6 @@ def _requested_nodes(
 
 
 def _stationary_words(kind: str, pi: np.ndarray, *, short: bool = False) -> str:
-    if _state_dependent(kind):
-        return (
-            "against uniform: no π (state-dependent)"
-            if short
-            else (f"{kind}: state-dependent, deviation from uniform")
-        )
     law = (
         "π uniform"
         if np.allclose(pi, pi[0])
@@ -91,6 +77,15 @@ def _visit_cells(fac: Facets, variants: Sequence[str]) -> dict[str, tuple[int, i
     return {v: (i // 3, i % 3) for i, v in enumerate(variants)}
 
 
+def has_fixed_stationary(kind: str) -> bool:
+    """Whether the ``kind`` walk has one stationary share π to compare the visits with: not a
+    schedule whose transitions depend on the protocol's state (``Scheduler.reads_state``: the
+    selection weights of ``ksd-walk`` and ``hip-walk`` move as the run goes on)."""
+    from gossipsim.scheduling import scheduler_for
+
+    return not scheduler_for(kind).reads_state
+
+
 def visit_deviation(
     visits: pd.DataFrame, graph: nx.Graph, variant: str, kind: str = "metropolis-hastings"
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -98,10 +93,7 @@ def visit_deviation(
     of the measured share of token visits from it, share / π − 1 (NaN for a node without a row)."""
     from gossipsim.scheduling import stationary_distribution
 
-    if _state_dependent(kind):  # no stationary share: the deviation from the uniform one
-        pi = np.full(graph.number_of_nodes(), 1.0 / graph.number_of_nodes())
-    else:
-        pi = np.asarray(stationary_distribution(graph, kind), dtype=float)
+    pi = np.asarray(stationary_distribution(graph, kind), dtype=float)
     part = visits.loc[visits["variant"] == variant]
     share = dict(zip(part["node"].map(str), part["share"], strict=True))
     measured = np.array([share.get(str(node), np.nan) for node in graph.nodes], dtype=float)
@@ -122,12 +114,15 @@ def plot_visits(
     visits (all runs' slots together) from the walk's stationary share (uniform under
     Metropolis-Hastings, proportional to the degree under the simple random walk), on a diverging
     scale centred on zero; node size by degree, with a key; requested nodes ringed and named. A
-    variant without rows in ``visits`` (a centralised protocol: no walk) is left out."""
+    variant without rows in ``visits`` (a centralised protocol: no walk) is left out, and so is
+    one whose walk has no fixed stationary share (:func:`has_fixed_stationary`)."""
     visited = set(visits["variant"].astype(str)) if "variant" in visits else set()
     drawable = [
         (v, g)
         for v, g in graphs.items()
-        if g.number_of_nodes() <= MAX_NODES_DRAWN and str(v) in visited
+        if g.number_of_nodes() <= MAX_NODES_DRAWN
+        and str(v) in visited
+        and has_fixed_stationary(_scheduler_kind(summary, v))
     ]
     if not drawable:
         return None

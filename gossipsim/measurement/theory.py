@@ -62,6 +62,11 @@ def theory_for(world: Any, arrival_slots: Mapping[int, int] | None = None) -> di
     graph: no exact or theoretical figure of one graph applies, and ``graph_note`` says so instead;
     with ``[failures]`` the walk is not the failure-free one, and ``failures_note`` says so; over
     links that can lose a message for good, ``lossy_links_note`` says how likely that is per hop.
+    A scheduler whose transitions depend on the protocol's state (``Scheduler.reads_state``: the
+    importance-weighted walks ``ksd-walk``, ``hip-walk``) has no exact value of any kind:
+    ``state_note`` says so, no cover figure is given, and each ``removal_latency`` entry has
+    ``expected`` None with ``method`` saying why (where the value does not depend on the walk, as a
+    protocol that drops the data at the request, it is given).
     """
     sc = world.scenario
     kind = sc.scheduler.kind
@@ -71,19 +76,20 @@ def theory_for(world: Any, arrival_slots: Mapping[int, int] | None = None) -> di
         "scheduler": kind,
         "start": world.indexed.labels[start] if isinstance(start, int) else start,
     }
+    if scheduler_for(kind).reads_state:  # never another walk's numbers (the matrix it would read)
+        out["state_note"] = ct.state_dependent_note(kind)
+        if world.requests:
+            out["removal_latency"] = [
+                removal_latency_entry(world, r, (arrival_slots or {}).get(r), {})
+                for r in range(len(world.requests))
+            ]
+        out.update(target_summary(world))
+        return out
     if sc.failures is not None:
         out["failures_note"] = (
             "[failures]: nodes and links fail while the token moves, and the walk goes over the "
             "live graph of the moment, so the exact cover and hitting times of the failure-free "
             "walk (and the removal latencies computed from them) do not apply"
-        )
-        out.update(target_summary(world))
-        return out
-    if scheduler_for(kind).reads_state:
-        out["state_note"] = (
-            f"scheduler.kind {kind!r}: the next holder depends on the protocol's state as the "
-            "run goes on, so no exact cover or hitting time (nor removal latency computed from "
-            "them) applies to the runs"
         )
         out.update(target_summary(world))
         return out
@@ -263,8 +269,11 @@ def removal_latency_entry(
     if points and points[req.node] == 0:
         entry.update(expected=0.0, nothing_to_remove=1.0, method="the node has no data: 0")
         return entry
-    start = cover_start(world)
     kind = world.scenario.scheduler.kind
+    if scheduler_for(kind).reads_state:  # the walk's law moves with the protocol's state
+        entry["method"] = f"not computed: {ct.state_dependent_note(kind)}"
+        return entry
+    start = cover_start(world)
     try:
         law = ct.removal_latency_law(
             world.indexed, label, slot, kind, world.indexed.labels[start]

@@ -3,7 +3,7 @@
 Each scheduler kind is one object (:class:`Scheduler`, :mod:`.kinds`) giving the rule as a transition
 matrix and stationary distribution (exact cover and hitting times), as a one-step sampler (the event
 engine's :class:`Walker`) and as a batched sampler (the vectorised engine), tested against one another,
-plus its jump chain for the cover-time Monte Carlo. Three kinds are registered:
+plus its jump chain for the cover-time Monte Carlo. The kinds registered:
 
 ``metropolis-hastings``
     eq. (5) of the core paper: the holder k proposes a neighbour j uniformly at random and passes the
@@ -13,15 +13,21 @@ plus its jump chain for the cover-time Monte Carlo. Three kinds are registered:
     the token goes to a uniformly chosen neighbour (stationary distribution proportional to degree).
 ``uniform``
     any node, uniformly at random, regardless of the graph (a parameter-server baseline).
+``round-robin``
+    node k + 1 after node k, regardless of the graph (a parameter server's round robin).
+``ksd-walk``, ``hip-walk``
+    selection on the walk (:mod:`.weighted`): Metropolis-Hastings with stationary distribution
+    proportional to the selection weights the protocol publishes (:attr:`NodeView.weights`), read
+    at every hop; its transitions depend on the protocol's state (``reads_state``).
 
 A move to a neighbour and a Metropolis-Hastings rejection (stay) both take one slot. The
 parameter server's ``round-robin`` and 003's client selection (``ksd``, ``hip``: the next client drawn
 from the selection distribution the protocol publishes, :mod:`.selection`) are kinds too.
 
 Modules: :mod:`.graph` (the graph in CSR form), :mod:`.base` (the :class:`Scheduler` contract, the
-registry, the :class:`NodeView` of node state, the uniform blocks), :mod:`.kinds` (the three kinds),
-:mod:`.selection` (client selection), :mod:`.walker` (:class:`Walker`), :mod:`.jump`
-(:class:`JumpChain`).
+registry, the :class:`NodeView` of node state, the uniform blocks), :mod:`.kinds` (the first four
+kinds), :mod:`.selection` (the server's client selection), :mod:`.weighted` (the importance-weighted
+walk), :mod:`.walker` (:class:`Walker`), :mod:`.jump` (:class:`JumpChain`).
 
 A new kind is a :class:`Scheduler` subclass with ``@register`` above it, in :mod:`.kinds`.
 """
@@ -51,6 +57,7 @@ from gossipsim.scheduling.jump import JumpChain
 from gossipsim.scheduling.kinds import MetropolisHastings, SimpleRandomWalk, Uniform
 from gossipsim.scheduling.selection import HIPSelection, KSDSelection
 from gossipsim.scheduling.walker import Walker
+from gossipsim.scheduling.weighted import HipWalk, ImportanceWeightedWalk, KsdWalk
 
 if TYPE_CHECKING:
     import scipy.sparse as sp  # imported where a matrix is built (base.py)
@@ -58,7 +65,10 @@ if TYPE_CHECKING:
 __all__ = [
     "CSR",
     "HIPSelection",
+    "HipWalk",
+    "ImportanceWeightedWalk",
     "KSDSelection",
+    "KsdWalk",
     "SCHEDULERS",
     "SCHEDULER_KINDS",
     "IndexedGraph",

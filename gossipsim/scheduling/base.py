@@ -20,9 +20,11 @@ same walk in both engines (tested for every registered kind).
 **Node state.** Every sampler and matrix takes an optional :class:`NodeView`: what the scheduler may
 see of the nodes (which are up; scores a server keeps). The view is *live*: its owner (a churn process,
 a server) changes its arrays in place during a run and the sampler reads them at each hop.
-``metropolis-hastings`` and ``simple-random-walk`` read which nodes and links are up (they propose
-live neighbours only; :mod:`.kinds`); a kind that cannot declares ``reads_liveness = False`` and a
-scenario with ``[failures]`` refuses it.
+``metropolis-hastings``, ``simple-random-walk`` and the importance-weighted walks read which nodes and
+links are up (they propose live neighbours only; :mod:`.kinds`, :mod:`.weighted`); a kind that
+cannot declares ``reads_liveness = False`` and a scenario with ``[failures]`` refuses it. The
+importance-weighted walks (``ksd-walk``, ``hip-walk``) also read :attr:`NodeView.weights`, which
+the protocol changes as the run goes on (``reads_state``).
 """
 
 from __future__ import annotations

@@ -16,7 +16,12 @@ from gossipsim.core.schema import read_keys
 from gossipsim.errors import ConfigError
 from gossipsim.network.channels import channel_class
 from gossipsim.network.links import check_horizon
-from gossipsim.scheduling import SCHEDULERS, check_scheduler, scheduler_for
+from gossipsim.scheduling import (
+    SCHEDULERS,
+    ImportanceWeightedWalk,
+    check_scheduler,
+    scheduler_for,
+)
 from gossipsim.study.failure_settings import OUTAGE_KEYS, OutageSettings
 from gossipsim.study.settings import (
     ABSOLUTE_TOLERANCE,
@@ -131,6 +136,7 @@ def parse_scenario(
         selection_floor=sc["selection_floor"],
         indicator_bandwidth=sc["indicator_bandwidth"],
     )
+    _check_state_dependent_walk(scheduler, protocol.architecture)
     compute_table = _table(raw, "compute")
     compute = read_keys(SCHEMA["compute"], compute_table, "compute")
     if compute["node_attribute"] is not None and "seconds_per_iteration" in compute_table:
@@ -365,12 +371,6 @@ def _check_selection(
             f"{kind!r} is the parameter server's client selection: set protocol.architecture = "
             f'"server" (on the walk, the importance-weighted walk is kind = "{kind}-walk")',
         )
-    if not scheduler.ignores_graph and server:
-        raise ConfigError(
-            "scheduler.kind",
-            f"{kind!r} is the importance-weighted walk: on the parameter server use kind = "
-            f'"{indicator}" (or protocol.architecture = "walk")',
-        )
     if indicator not in getattr(protocol_cls, "selection_indicators", frozenset()):
         offered = [k.name for k in PROTOCOL_KINDS.values()
                    if indicator in getattr(k, "selection_indicators", ())]  # fmt: skip
@@ -410,6 +410,27 @@ def _check_selection(
             f"client selection ({kind!r}) assumes the built-in links that lose nothing: its "
             "broadcast and reports are not retransmitted or taken back; remove [links] loss, "
             "[links] kind and [failures]",
+        )
+
+
+def _check_state_dependent_walk(scheduler: SchedulerSettings, architecture: str) -> None:
+    """Selection on the walk (``ksd-walk``, ``hip-walk``) moves the token over the graph's links:
+    with the parameter server, the server's selection kind of the same indicator is the one. A
+    walk whose transitions depend on the protocol's state (``reads_state``) has no stationary
+    distribution of its own: no stationary start."""
+    walk = scheduler_for(scheduler.kind)
+    if isinstance(walk, ImportanceWeightedWalk) and architecture == "server":
+        raise ConfigError(
+            "scheduler.kind",
+            f"{scheduler.kind!r} is selection on the walk (the token moves over the graph's "
+            f'links); with architecture = "server" the server selects the clients itself: use '
+            f'kind = "{walk.indicator}"',
+        )
+    if walk.reads_state and scheduler.start == "stationary":
+        raise ConfigError(
+            "scheduler.start",
+            f"the stationary distribution of {scheduler.kind!r} moves with the protocol's state "
+            '(the weights it publishes change as it runs): start "uniform" or at a node',
         )
 
 
