@@ -167,6 +167,11 @@ def test_run_and_its_tables_are_reproducible_with_workers(tmp_path):
                        "compression": {"scheme": "shared", "budget": "5d", "a_max": 0.05}}},
          "runs uncompressed rounds"),
         ({"scheduler": {"kind": "ksd", "selection_floor": 1.5}}, "selection_floor"),
+        ({"scheduler": {"kind": "hip-walk"}, "protocol": {"kind": "dsvgd", "variant": "paper"}},
+         "use protocol.variant = \"sound\" or kind = \"ksd-walk\""),
+        ({"scheduler": {"kind": "ksd-walk"},
+          "protocol": {"kind": "dsvgd", "variant": "paper", "compression": {"entry_bits": 8, "a_max": 4.0}}},
+         "runs an uncompressed token"),
         ({"scheduler": {"kind": "uniform", "indicator_bandwidth": 0.6}},
          "indicator_bandwidth: applies to client selection"),
     ],
@@ -182,3 +187,61 @@ def test_bad_selection_input_is_one_line(change, message, tmp_path, capsys):
     nx.write_graphml(one, tmp_path / "one.graphml")
     err = validate_error(raw, tmp_path, capsys)
     assert message in err, err
+
+
+# ------------------------------------------------------------------ the importance-weighted walk
+
+
+def _walk_raw(kind: str = "ksd-walk"):
+    raw = _raw(kind)
+    raw["topology"] = {"kind": "ring", "nodes": NODES}
+    raw["protocol"] = {"kind": "dsvgd", "particles": 8}
+    raw["metrics"] = {"record_every": 1}
+    return raw
+
+
+@pytest.mark.parametrize("kind", ["ksd-walk", "hip-walk"])
+def test_the_walks_bits_are_its_hops_and_every_holders_sharing(kind, tmp_path):
+    res = gs.run(_walk_raw(kind), out=tmp_path / "out", make_plots=None)
+    world = build_world(res.study.variants[0].scenario)
+    token = world.message_bits
+    degree = world.indexed.degree  # ring: 2 neighbours each, 2|E| = 2K numbers at slot 0
+    for run, part in res.metrics.groupby("run"):
+        holders = part["holder"].astype(int).to_numpy()
+        side = 64.0 * degree[holders]
+        side[0] += 64.0 * degree.sum()
+        moves = np.r_[0, np.cumsum(holders[1:] != holders[:-1])]
+        np.testing.assert_array_equal(part["bits"], np.cumsum(side) + moves * token)
+        np.testing.assert_array_equal(part["indicator_bits"], np.cumsum(side))
+        assert (part["indicator_age"] >= 0).all()
+
+
+def test_the_holder_publishes_its_own_ksd_at_the_particles_it_passes_on():
+    world, data, protocol = _protocol(_walk_raw())
+    model = world.model
+    theta0 = protocol.particles
+    prior0 = np.asarray(model.log_prior(theta0)[1])
+    for k in range(NODES):  # slot 0: every node's at the initial particles, S = 0
+        lik = np.asarray(model.log_likelihood_score(data, k, theta0, None))
+        expected = kernel_stein_discrepancy(theta0, prior0 + lik, _bandwidth(theta0))
+        assert protocol.view.weights[k] == pytest.approx(float(expected), rel=1e-9)
+    before = protocol.view.weights.copy()
+    message = protocol.on_token(2, 1)
+    theta = protocol.particles
+    tilted = (np.asarray(model.log_prior(theta)[1]) + protocol.state.aggregate - protocol.own[2]
+              + np.asarray(model.log_likelihood_score(data, 2, theta, None)))  # fmt: skip
+    expected = kernel_stein_discrepancy(theta, tilted, _bandwidth(theta))
+    assert protocol.view.weights[2] == pytest.approx(float(expected), rel=1e-9)
+    np.testing.assert_array_equal(np.delete(protocol.view.weights, 2), np.delete(before, 2))
+    assert message.side_bits == 64.0 * (2 + 2 * NODES)  # its 2 neighbours, and slot 0's 2K
+
+
+def test_a_pending_request_draws_the_walk_and_a_forgotten_node_repels_it():
+    world, data, protocol = _protocol(_walk_raw())
+    protocol.on_token(3, 1)
+    protocol.on_request(3, 2)
+    assert protocol.view.weights[3] == np.inf  # every neighbour passes it the token
+    protocol.on_token(3, 2)  # its removal
+    assert 3 in protocol.forgotten and protocol.view.weights[3] == 0.0
+    protocol.on_request(4, 3)  # nothing to remove: forgotten at once
+    assert protocol.view.weights[4] == 0.0
