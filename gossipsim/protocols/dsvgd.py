@@ -335,11 +335,7 @@ class DistributedSVGD(ParticleProtocol):
     def on_request(self, node: int, slot: int) -> None:
         if node in self.forgotten or node in self.pending:
             return
-        if node in self.visited:
-            self.pending.add(node)
-        else:  # nothing to remove
-            self.forgotten.add(node)
-            self._removals[node] = slot - 1
+        self.note_request(node, slot, self.visited, self.pending)
         if self.walk_selection is not None:  # the node tells its neighbours at once
             self.walk_selection.requested(node, node in self.pending)
 

@@ -122,13 +122,7 @@ class ParallelDistributedSVGD(ParticleProtocol):
         self.particles = combine_paper(theta, moved, settings)
 
     def on_request(self, node: int, slot: int) -> None:
-        if node in self.forgotten or node in self.pending:
-            return
-        if node in self.visited:
-            self.pending.add(node)
-        else:  # nothing to remove
-            self.forgotten.add(node)
-            self._removals[node] = slot - 1
+        self.note_request(node, slot, self.visited, self.pending)
 
     def checkpoint(self, holder: int) -> tuple[Any, ...]:
         """Everything a slot changes: the particles, AdaGrad's history, every client's local

@@ -42,6 +42,18 @@ class ParticleProtocol(Protocol):
         self.trace.record(request.start_slot, self.particles)
         self._removals: dict[int, int] = {}
 
+    def note_request(self, node: int, slot: int, visited: set[int], pending: set[int]) -> None:
+        """A request from ``node`` before ``slot``: pending (its data leave the state at the
+        protocol's removal) where it has contributed (in ``visited``), else forgotten at once with
+        nothing to remove (removal slot ``slot − 1``); a node already forgotten or pending: nothing."""
+        if node in self.forgotten or node in pending:
+            return
+        if node in visited:
+            pending.add(node)
+        else:
+            self.forgotten.add(node)
+            self._removals[node] = slot - 1
+
     def record(self, slot: int, force: bool = False) -> None:
         """Record the particles at the end of ``slot`` if metrics.csv writes it (or ``force``)."""
         if force or slot == 1 or slot % self.every == 0 or slot == self.last:

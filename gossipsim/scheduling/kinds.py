@@ -292,11 +292,14 @@ def _live_sampler(
     refill: Callable[[], None],
     *,
     accept: bool,
+    weights: Any = None,
 ) -> Callable[[int], int]:
     """The one-step sampler over the live graph (module docstring): the ``int(u·d(k))``-th live
-    neighbour, accepted with ``min(1, d(k)/d(j))`` (``accept``: Metropolis-Hastings) or always
-    (the simple random walk); the holder keeps the token when it has no live neighbour. Reads the
-    view's arrays through memory views: they change in place as nodes and links fail."""
+    neighbour, accepted with ``min(1, d(k)/d(j))`` (``accept``: Metropolis-Hastings), with
+    ``min(1, w_j·d(k) / (w_k·d(j)))`` given the selection ``weights`` w (a memory view read at
+    every hop: the importance-weighted walk, :mod:`.weighted`) or always (the simple random walk);
+    the holder keeps the token when it has no live neighbour. Reads the view's arrays through
+    memory views: they change in place as nodes and links fail."""
     assert view.up is not None and view.live_degree is not None
     up = np.asarray(view.up).view(np.uint8).data
     edge_up = np.asarray(view.edge_up).view(np.uint8).data if view.edge_up is not None else None
@@ -321,6 +324,8 @@ def _live_sampler(
                     if m == 0:
                         break
                     m -= 1
+        if weights is not None:
+            return j if buf[1][i] * weights[k] * live[j] < weights[j] * d else k
         if not accept or buf[1][i] * live[j] < d:
             return j
         return k

@@ -12,7 +12,9 @@ stationary distribution is proportional to the selection weights a protocol publ
 **Arithmetic**, on the hop's uniforms ``u`` then ``v`` (:func:`~.base.uniform_blocks`): accept when
 ``v·w_k·deg(j) < w_j·deg(k)``. No division, and the zero cases follow: ``w_j = 0`` always
 rejects (the right side is 0); ``w_k = 0`` and ``w_j > 0`` always accepts (the left side is 0).
-Weights must be finite and non-negative (a NaN rejects every proposal to or from its node).
+Weights must be non-negative and not NaN (a NaN rejects every proposal to or from its node); +inf
+marks a node every neighbour passes the token to (DSVGD's node with a pending unlearning request,
+whose weight drops to 0 at the visit that removes it: a holder of weight +inf keeps the token).
 
 **Stationary distribution.** The move probability ``P(k, j) = min(1/deg(k), w_j/(w_k·deg(j)))``
 (for ``w_k > 0``) gives ``w_k·P(k, j) = min(w_k/deg(k), w_j/deg(j))``, symmetric in k and j: the
@@ -51,7 +53,7 @@ from gossipsim.scheduling.base import (
     uniform_blocks,
 )
 from gossipsim.scheduling.graph import IndexedGraph
-from gossipsim.scheduling.kinds import _live_entries
+from gossipsim.scheduling.kinds import _live_entries, _live_sampler
 
 __all__ = ["HipWalk", "ImportanceWeightedWalk", "KsdWalk", "fixed_weights"]
 
@@ -128,7 +130,9 @@ class ImportanceWeightedWalk(Scheduler):
             )
         w = weights.data  # a memory view: the protocol's in-place changes are seen at every hop
         if view.has_failures:
-            return _live_weighted_sampler(indptr, indices, deg, w, view, buf, pos, refill)
+            return _live_sampler(
+                indptr, indices, deg, view, buf, pos, refill, accept=True, weights=w
+            )
 
         def importance_weighted(k: int) -> int:
             if pos[0] >= UNIFORM_BLOCK:
@@ -142,53 +146,6 @@ class ImportanceWeightedWalk(Scheduler):
             return k
 
         return importance_weighted
-
-
-def _live_weighted_sampler(
-    indptr: object,
-    indices: object,
-    deg: object,
-    w: memoryview,
-    view: NodeView,
-    buf: list[list[float]],
-    pos: list[int],
-    refill: Callable[[], None],
-) -> Callable[[int], int]:
-    """The one-step sampler over the live graph: the ``int(u·d(k))``-th live neighbour j in row
-    order, accepted when ``v·w_k·d(j) < w_j·d(k)`` (d the live degrees); the holder keeps the token
-    when it has no live neighbour. The proposal is :func:`~.kinds._live_sampler`'s."""
-    assert view.up is not None and view.live_degree is not None
-    up = np.asarray(view.up).view(np.uint8).data
-    edge_up = np.asarray(view.edge_up).view(np.uint8).data if view.edge_up is not None else None
-    live = np.asarray(view.live_degree).data
-    indptr_: list[int] = indptr  # type: ignore[assignment]  # machine arrays, indexed as lists
-    indices_: list[int] = indices  # type: ignore[assignment]
-    deg_: list[int] = deg  # type: ignore[assignment]
-
-    def live_importance_weighted(k: int) -> int:
-        if pos[0] >= UNIFORM_BLOCK:
-            refill()
-        i = pos[0]
-        pos[0] = i + 1
-        d = live[k]
-        if d == 0:
-            return k
-        m = int(buf[0][i] * d)
-        if d == deg_[k]:  # every neighbour live: the m-th entry, as without failures
-            j = indices_[indptr_[k] + m]
-        else:
-            j = k
-            for e in range(indptr_[k], indptr_[k + 1]):
-                j = indices_[e]
-                if up[j] and (edge_up is None or edge_up[e]):
-                    if m == 0:
-                        break
-                    m -= 1
-        if buf[1][i] * w[k] * live[j] < w[j] * d:
-            return j
-        return k
-
-    return live_importance_weighted
 
 
 @register
