@@ -206,7 +206,7 @@ def test_the_walks_bits_are_its_hops_and_every_holders_sharing(kind, tmp_path):
     world = build_world(res.study.variants[0].scenario)
     token = world.message_bits
     degree = world.indexed.degree  # ring: 2 neighbours each, 2|E| = 2K numbers at slot 0
-    for run, part in res.metrics.groupby("run"):
+    for _, part in res.metrics.groupby("run"):
         holders = part["holder"].astype(int).to_numpy()
         side = 64.0 * degree[holders]
         side[0] += 64.0 * degree.sum()
@@ -245,3 +245,16 @@ def test_a_pending_request_draws_the_walk_and_a_forgotten_node_repels_it():
     assert 3 in protocol.forgotten and protocol.view.weights[3] == 0.0
     protocol.on_request(4, 3)  # nothing to remove: forgotten at once
     assert protocol.view.weights[4] == 0.0
+
+
+@pytest.mark.parametrize("variant", ["sound", "paper"])
+def test_both_variants_publish_each_nodes_score_rms_for_a_schedule_of_ones_own(variant):
+    extra = {"local_iterations": 2, "fit_iterations": 2} if variant == "paper" else {}
+    raw = _raw("uniform", variant, **extra)
+    world, data, protocol = _protocol(raw)
+    protocol.on_token(1, 1)
+    scores = protocol.node_view().scores
+    assert scores[1] > 0.0 and np.count_nonzero(scores) == 1
+    protocol.on_request(1, 2)
+    protocol.on_token(1, 2)  # its removal: nothing of it left to read
+    assert scores[1] == 0.0

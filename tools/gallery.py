@@ -139,6 +139,9 @@ SCENARIOS = [
     Scenario("scenarios/karate_slow_links.toml", "karate_slow_links"),
     Scenario("scenarios/churn_karate_gfvl.toml", "churn_karate_gfvl"),
     Scenario("scenarios/churn_karate_dsvgd.toml", "churn_karate_dsvgd"),
+    Scenario("scenarios/selection_blr.toml", "selection_blr"),
+    Scenario("scenarios/selection_bnn.toml", "selection_bnn"),
+    Scenario("scenarios/selection_walk_karate.toml", "selection_walk_karate"),
 ]
 BY_NAME = {s.name: s for s in SCENARIOS}
 
@@ -1071,6 +1074,59 @@ def time_map(load: Load) -> list[str]:
     return out
 
 
+# ------------------------------------------------------------------- client selection (003)
+
+SELECTION_KINDS = ("ksd", "hip", "round-robin", "uniform")
+
+
+def per_iteration(res: Any, variant: str, name: str) -> float:
+    """A cumulative column's median per iteration at the last recorded slot (bits, seconds)."""
+    last = int(column(res.metrics, variant, "iteration").max())
+    return at_slot(res, variant, name, last) / last
+
+
+def selection_blr(load: Load) -> list[str]:
+    """003's BLR comparison: per K, the median held-out accuracy at the last slot of the four
+    kinds, the selection distribution's entropy against ln K, the bits and seconds of an
+    iteration relative to round-robin's, and the KSD to the posterior at the last slot."""
+    res = load("selection_blr")
+    first = res.variants[0]
+    last = int(column(res.metrics, first, "iteration").max())
+    out = [f"{runs_of(res, first)} runs each", f"slot {count(last)}"]
+    for nodes in (30, 120):
+        names = [f"kind={k}, nodes={nodes}" for k in SELECTION_KINDS]
+        acc = [num(at_slot(res, v, "accuracy", last)) for v in names]
+        out.append(f"K = {nodes}: {slash(acc)}")
+        entropy = [num(at_slot(res, v, "selection_entropy", last), 4) for v in names[:2]]
+        out.append(f"entropy {slash(entropy)} against ln K = {num(math.log(nodes), 4)}")
+        plain = per_iteration(res, names[2], "bits")
+        ratio = [dec(per_iteration(res, v, "bits") / plain) for v in names[:2]]
+        out.append(f"{slash(ratio)} times round-robin's bits")
+        ksd = [num(at_slot(res, v, "ksd", last)) for v in names]
+        out.append(f"KSD {slash(ksd)}")
+    k30 = [f"kind={k}, nodes=30" for k in SELECTION_KINDS]
+    plain = per_iteration(res, k30[2], "time")
+    out.append(f"{slash([dec(per_iteration(res, v, 'time') / plain, 2) for v in k30[:2]])} "
+               "times its seconds")  # fmt: skip
+    return out
+
+
+def selection_walk(load: Load) -> list[str]:
+    """The importance-weighted walks against Metropolis–Hastings: median accuracy at slots 50
+    and the last, the mean removal latency, and the weights' mean age at the last slot."""
+    res = load("selection_walk_karate")
+    first = res.variants[0]
+    last = int(column(res.metrics, first, "iteration").max())
+    out = [f"{runs_of(res, first)} runs"]
+    for slot in (50, last):
+        out.append(slash([num(at_slot(res, v, "accuracy", slot)) for v in res.variants]))
+    removal = [num(mean_of(res, v, "removal_latency", "requests")) for v in res.variants]
+    out.append(f"removal latency {slash(removal)}")
+    age = [num(at_slot(res, v, "indicator_age", last)) for v in res.variants[1:]]
+    out.append(f"{slash(age)} slots old")
+    return out
+
+
 @dataclass(frozen=True)
 class Figure:
     """A gallery row: the image in plots/, the results folder that draws it, the figure's file in
@@ -1186,6 +1242,9 @@ FIGURES = [
            churn("churn_karate_gfvl")),  # fmt: skip
     Figure("churn_karate_dsvgd_churn.png", "churn_karate_dsvgd", "churn.png",
            churn("churn_karate_dsvgd")),  # fmt: skip
+    Figure("selection_blr_evaluation.png", "selection_blr", "evaluation.png", selection_blr),
+    Figure("selection_walk_karate_evaluation.png", "selection_walk_karate", "evaluation.png",
+           selection_walk),  # fmt: skip
 ]
 
 #: numbers a caption quotes that no results folder holds: checked to be in the caption only

@@ -68,9 +68,10 @@ def list_command(args: argparse.Namespace) -> int:
         drawn = "  [stays: drawn]" if scheduler_for(name).stay_kernel else ""
         print(f"  {name:<20} {text}{drawn}")
     print("protocols ([protocol] kind):")
+    width = max((len(name) for name in PROTOCOL_KINDS), default=0)
     for name, kind in PROTOCOL_KINDS.items():
         text = kind.describe()
-        print(f"  {name:<6} {text}")
+        print(f"  {name:<{width}} {text}")
     print(
         'models, schedulers and protocols of your own: kind = "module:Class" (an import path; '
         "see docs/extending.md)"

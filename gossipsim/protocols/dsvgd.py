@@ -50,8 +50,8 @@ class DistributedSVGD(ParticleProtocol):
         self.paper_settings = s.paper(float(self.model.temperature))
         self.start = self.particles.copy()  # the paper's local particles start here
         # what a scheduler may read (NodeView.scores): the root mean square of each node's last
-        # likelihood score at the particles (sound variant; 0 before its first visit and once
-        # forgotten), changed in place
+        # likelihood score at the particles (the sound variant's g_k; the paper variant's at its
+        # visit's last SVGD step; 0 before its first visit and once forgotten), changed in place
         self.scores = np.zeros(self.nodes)
         self.view = NodeView(scores=self.scores)
         self.pending: set[int] = set()
@@ -274,9 +274,19 @@ class DistributedSVGD(ParticleProtocol):
 
     def _paper_visit(self, holder: int) -> None:
         local = self.local.get(holder, self.start)
+        score = self.likelihood_score(holder)
+        last: list[FloatArray] = []
+
+        def kept(theta: FloatArray) -> FloatArray:  # the visit's last score, for the view
+            value = np.asarray(score(theta))
+            last[:] = [value]
+            return value
+
         self.particles, self.local[holder] = paper_visit(
-            self.particles, local, self.likelihood_score(holder), self.paper_settings
+            self.particles, local, kept, self.paper_settings
         )
+        # the node's score RMS at the last step's particles (the sound variant's is at its g_k)
+        self.scores[holder] = float(np.sqrt(np.mean(np.square(last[0])))) if last else 0.0
 
     def _forget(self, holder: int, slot: int) -> None:
         self.pending.discard(holder)
@@ -291,6 +301,7 @@ class DistributedSVGD(ParticleProtocol):
             self.particles = paper_forget(
                 self.particles, local, self.likelihood_score(holder), self.paper_settings
             )
+            self.scores[holder] = 0.0
 
     def checkpoint(self, holder: int) -> tuple[Any, ...]:
         """The global state, the holder's own (its score g_k and the server's copy ĝ_k, or its
