@@ -126,21 +126,31 @@ def test_a_pending_request_is_served_at_the_next_iteration():
     assert protocol.view.weights[2] == 0.0 and 2 in protocol.forgotten
 
 
-@pytest.mark.parametrize("indicator", ["ksd", "hip"])
-def test_every_slot_costs_the_broadcast_the_reports_and_one_upload(indicator, tmp_path):
-    raw = _raw(indicator)
+@pytest.mark.parametrize(("indicator", "variant"), [("ksd", "sound"), ("hip", "sound"),
+                                                    ("ksd", "paper"), ("hip", "paper")])  # fmt: skip
+def test_every_slot_costs_the_broadcast_the_reports_and_one_upload(indicator, variant, tmp_path):
+    extra = {"local_iterations": 2, "fit_iterations": 2} if variant == "paper" else {}
+    raw = _raw(indicator, variant, **extra)
     raw["links"] = {"rate_bps": 1e6, "latency_s": 0.01}
     res = gs.run(raw, out=tmp_path / "out", make_plots=None)
     world = build_world(res.study.variants[0].scenario)
-    state = world.message_bits  # the sound variant's server state: 3 N d numbers
-    report = 64.0 if indicator == "ksd" else state / 3  # one number, or N d scores
-    per_slot = NODES * state + NODES * report + state
+    state = world.message_bits  # the server's state: N d numbers, 3 N d for the sound variant
+    particles = state / 3 if variant == "sound" else state
+    report = 64.0 if indicator == "ksd" else particles  # one number, or N d scores
+    # the broadcast: the particles, and for the sound variant's KSD the scores' aggregate S; the
+    # rest of the state (none for the paper variant) to the selected client alone
+    broadcast = 2 * particles if (indicator, variant) == ("ksd", "sound") else particles
+    per_slot = NODES * broadcast + NODES * report + (state - broadcast) + state
     metrics = res.metrics
     np.testing.assert_array_equal(metrics["bits"], metrics["iteration"] * per_slot)
-    extra = (NODES - 1) * state + NODES * report
+    extra = (NODES - 1) * broadcast + NODES * report
     np.testing.assert_array_equal(metrics["indicator_bits"], metrics["iteration"] * extra)
-    delay = state / 1e6 + 0.01  # every phase's transfers alike: its slowest is any of them
-    slot = delay + (report / 1e6 + 0.01) + delay
+
+    def delay(bits):
+        return bits / 1e6 + 0.01
+
+    rest = delay(state - broadcast) if state > broadcast else 0.0
+    slot = delay(broadcast) + delay(report) + rest + delay(state)
     np.testing.assert_allclose(metrics["time"], metrics["iteration"] * slot, rtol=1e-12)
     assert (metrics["selection_entropy"] <= math.log(NODES) + 1e-12).all()
     assert (res.runs["selection_fallbacks"] == 0).all()

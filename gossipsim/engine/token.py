@@ -8,7 +8,9 @@ hop to the next holder::
 
 ``t_i`` is the slot's recorded time (the moment q^{(i)} exists) and ``bits`` the payload bits sent
 in hops before it (on a lossy channel every attempt's: :attr:`Delivery.bits
-<gossipsim.network.channels.Delivery.bits>`; no hop follows the last slot). Unlearning requests are SimPy events: a request at a simulated time is a process
+<gossipsim.network.channels.Delivery.bits>`; no hop follows the last slot), plus what holders sent
+their neighbours beside the token up to slot i (:attr:`Message.side_bits
+<gossipsim.network.messages.Message.side_bits>`, counted at their slot, not timed). Unlearning requests are SimPy events: a request at a simulated time is a process
 that fires at that time; a request at an iteration is delivered when that slot starts. A request is
 handed to the protocol before the computation of the first slot that starts at or after its arrival.
 

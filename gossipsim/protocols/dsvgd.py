@@ -155,8 +155,13 @@ class DistributedSVGD(ParticleProtocol):
             return self.walk_selection.shared(holder, slot, value, message)
         if self.selection is not None:
             self._visit(holder, slot)
+            state = self.message.bits  # the server's state: N d numbers, 3 N d for the sound variant
+            needed = self.particles.size  # the indicator's: the particles (and S for sound KSD)
+            if self.sound and self.selection.settings.indicator == "ksd":
+                needed *= 2
+            broadcast = self.selection.entry_bits * needed
             round_ = self.selection.round(
-                holder, self.message.bits, self.message.bits, self.particles.size
+                holder, broadcast, state - broadcast, state, self.particles.size
             )
             if slot != self.last:
                 self._refresh_selection()

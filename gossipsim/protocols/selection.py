@@ -2,8 +2,9 @@
 
 Each iteration i:
 
-1. the server **broadcasts** the global particles (its whole state: what a plain round downloads
-   to the scheduled agent) to every client taking part (not yet forgotten), all at once;
+1. the server **broadcasts** what every client's indicator needs to every client taking part (not
+   yet forgotten), all at once: the global particles, and for the sound variant's KSD the scores'
+   aggregate S too;
 2. every client computes its **indicator** from them and **reports** it, all at once:
    - ``ksd`` (eq. 17): S(q, p̃_k), the kernelized Stein discrepancy between the particles and the
      client's tilted distribution p̃_k, one number;
@@ -14,10 +15,12 @@ Each iteration i:
    counted as a fallback, when no indicator is positive or one is not finite), **draws** the client
    (the scheduler: kinds ``ksd`` and ``hip``, :mod:`gossipsim.scheduling.selection`, which read P in
    :attr:`NodeView.weights <gossipsim.scheduling.NodeView.weights>`);
-4. the selected client runs its DSVGD update from the particles it received and **uploads** it.
+4. the server sends the selected client the **rest** of its state (the sound variant's AdaGrad
+   history, and S where the broadcast did not carry it: what a plain round's download holds beyond
+   the broadcast), and the client runs its DSVGD update and **uploads** it.
 
-The slot's :class:`~gossipsim.network.messages.Round` has these three phases (broadcast, reports,
-the upload), chained, the computation after the reports. The tilted distribution's score, per
+The slot's :class:`~gossipsim.network.messages.Round` has these phases (broadcast, reports, the
+rest, the upload; the paper variant has no rest), chained, the computation before the upload. The tilted distribution's score, per
 DSVGD variant (the paper defines KSD for its KDE-based variant; here both):
 
 - ``paper``: ∇log q̂(θ) − ∇log t̂_k(θ) + (1/α)∇log p(D_k | θ), q̂ and t̂_k the KDEs of the global and
@@ -35,7 +38,7 @@ of unlearning; a forgotten client takes no part (no broadcast, no report, probab
 
 **What is charged.** Bits: every transfer of the round; ``indicator_bits`` counts what selection
 adds to a plain round (a download to the scheduled agent and its upload): the broadcast to the other
-clients and every report. Seconds: the three phases' transfers (each phase as long as its slowest)
+clients and every report (the selected client's broadcast and rest are a plain download). Seconds: the three phases' transfers (each phase as long as its slowest)
 and the selected client's computation; the clients' computation of their indicators is not
 charged (one score evaluation each, in parallel, small beside the update's).
 
@@ -116,7 +119,6 @@ class ClientSelection:
         self.fallbacks = 0
         self.entropies: list[float] = []  # per slot: the distribution that selected its client
         self.indicator_bits: list[float] = []  # per slot, cumulative
-        self.probability_sums = np.zeros(nodes)  # Σ over slots of P_k (visits.csv's mean)
 
     def bandwidth(self, particles: FloatArray) -> float:
         """h of the indicators' RBF kernel: the SVGD steps' (the median rule, or the fixed one)."""
@@ -164,31 +166,43 @@ class ClientSelection:
         """Numbers a client reports: 1 (``ksd``) or its scores at the particles (``hip``)."""
         return 1 if self.settings.indicator == "ksd" else particle_entries
 
-    def round(self, selected: int, download_bits: float, upload_bits: float,
-              particle_entries: int) -> Round:  # fmt: skip
+    def round(
+        self,
+        selected: int,
+        broadcast_bits: float,
+        rest_bits: float,
+        upload_bits: float,
+        particle_entries: int,
+    ) -> Round:
         """The slot's round with ``selected`` (see the module docstring), and its bookkeeping:
-        the entropy of the distribution that selected it, the indicator bits."""
+        the entropy of the distribution that selected it, the indicator bits. Every client
+        receives ``broadcast_bits`` (what its indicator needs); the selected one also the
+        ``rest_bits`` of the server's state its update needs, then uploads ``upload_bits``."""
         clients = np.flatnonzero(self._taking_part)
-        report = Message(self.entry_bits * self.report_entries(particle_entries))
-        download = Message(download_bits)
-        transfers = [Transfer(SERVER, int(k), download) for k in clients]
-        transfers += [Transfer(int(k), SERVER, report) for k in clients]
-        transfers.append(Transfer(selected, SERVER, Message(upload_bits)))
         count = len(clients)
+        previous = self.indicator_bits[-1] if self.indicator_bits else 0.0
+        self.entropies.append(self._entropy)
         if count == 0:  # every client forgotten: a plain round with the scheduled one
-            self.indicator_bits.append(self.indicator_bits[-1] if self.indicator_bits else 0.0)
-            self.entropies.append(self._entropy)
-            self.probability_sums += self.weights
+            self.indicator_bits.append(previous)
+            download = Message(broadcast_bits + rest_bits)
             return Round((Transfer(SERVER, selected, download),
                           Transfer(selected, SERVER, Message(upload_bits))),
                          sequential=True, chained=True, compute_after=1)  # fmt: skip
-        extra = (count - 1) * download_bits + count * report.bits
-        previous = self.indicator_bits[-1] if self.indicator_bits else 0.0
-        self.indicator_bits.append(previous + extra)
-        self.entropies.append(self._entropy)
-        self.probability_sums += self.weights
+        report = Message(self.entry_bits * self.report_entries(particle_entries))
+        broadcast = Message(broadcast_bits)
+        transfers = [Transfer(SERVER, int(k), broadcast) for k in clients]
+        transfers += [Transfer(int(k), SERVER, report) for k in clients]
+        phases = [count, count]
+        if rest_bits > 0:  # the rest of the state, to the selected client alone
+            transfers.append(Transfer(SERVER, selected, Message(rest_bits)))
+            phases.append(1)
+        compute_after = len(transfers)
+        transfers.append(Transfer(selected, SERVER, Message(upload_bits)))
+        phases.append(1)
+        # what a plain round (the state to the agent, its upload) would not have sent
+        self.indicator_bits.append(previous + (count - 1) * broadcast_bits + count * report.bits)
         return Round(
-            tuple(transfers), phases=(count, count, 1), chained=True, compute_after=2 * count
+            tuple(transfers), phases=tuple(phases), chained=True, compute_after=compute_after
         )
 
     def series(self) -> dict[str, FloatArray]:
