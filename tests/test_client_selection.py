@@ -268,3 +268,21 @@ def test_both_variants_publish_each_nodes_score_rms_for_a_schedule_of_ones_own(v
     protocol.on_request(1, 2)
     protocol.on_token(1, 2)  # its removal: nothing of it left to read
     assert scores[1] == 0.0
+
+
+def test_indicators_that_give_no_distribution_are_counted_not_a_crash():
+    """A diverged score (NaN) or indicators all 0: the server draws uniformly among the clients
+    taking part and counts it (runs.csv's selection_fallbacks)."""
+    from gossipsim.protocols.selection import ClientSelection, SelectionSettings
+
+    chosen = ClientSelection(SelectionSettings("ksd"), 4, 64.0, "median", 1.0)
+    particles = np.random.default_rng(0).normal(size=(6, 2))
+    part = np.array([True, True, False, True])
+    chosen.refresh(particles, lambda k: np.full((6, 2), np.nan), part, set())
+    np.testing.assert_array_equal(chosen.weights, [1 / 3, 1 / 3, 0.0, 1 / 3])
+    assert chosen.fallbacks == 1
+    hip = ClientSelection(SelectionSettings("hip"), 4, 64.0, "median", 1.0)
+    # no client's data move q: every HIP is the kernel's own term, one positive number for all
+    hip.refresh(particles, lambda k: np.zeros((6, 2)), part, set())
+    assert hip.fallbacks == 0
+    np.testing.assert_allclose(hip.weights, [1 / 3, 1 / 3, 0.0, 1 / 3], rtol=1e-12)
