@@ -1111,6 +1111,34 @@ def selection_blr(load: Load) -> list[str]:
     return out
 
 
+def late_spread(res: Any, variant: str) -> float:
+    """Mean over the runs of the standard deviation of the accuracy over the last third of the
+    recorded slots (how much it swings once learnt)."""
+    m = res.metrics.loc[res.metrics["variant"] == variant]
+    late = m.loc[m["iteration"] > m["iteration"].max() * 2 / 3]
+    return float(late.groupby("run")["accuracy"].std().mean())
+
+
+def selection_bnn(load: Load) -> list[str]:
+    """003's BNN comparison and Fig. 5: the median held-out accuracy and NLL at the last slot of
+    KSD / HIP / round-robin / random / parallel DSVGD, how much the accuracy swings late, the
+    KSD to the posterior, and the bits and seconds of an iteration of HIP and parallel DSVGD."""
+    res = load("selection_bnn")
+    names = res.variants
+    last = int(column(res.metrics, names[0], "iteration").max())
+    out = [f"{runs_of(res, names[0])} runs each", f"slot {count(last)}"]
+    out.append(f"accuracy {slash([num(at_slot(res, v, 'accuracy', last)) for v in names])}")
+    out.append(f"NLL {slash([num(at_slot(res, v, 'nll', last)) for v in names])}")
+    out.append(f"swings {slash([num(late_spread(res, v), 2) for v in names])}")
+    out.append(f"KSD {slash([num(at_slot(res, v, 'ksd', last)) for v in names])}")
+    hip, parallel = names[1], names[4]
+    out.append(f"{num(per_iteration(res, hip, 'bits') / 1e6)} / "
+               f"{num(per_iteration(res, parallel, 'bits') / 1e6)} Mbit")  # fmt: skip
+    out.append(f"{num(per_iteration(res, hip, 'time'))} / "
+               f"{num(per_iteration(res, parallel, 'time'))} s")  # fmt: skip
+    return out
+
+
 def selection_walk(load: Load) -> list[str]:
     """The importance-weighted walks against Metropolis–Hastings: median accuracy at slots 50
     and the last, the mean removal latency, and the weights' mean age at the last slot."""
@@ -1243,6 +1271,7 @@ FIGURES = [
     Figure("churn_karate_dsvgd_churn.png", "churn_karate_dsvgd", "churn.png",
            churn("churn_karate_dsvgd")),  # fmt: skip
     Figure("selection_blr_evaluation.png", "selection_blr", "evaluation.png", selection_blr),
+    Figure("selection_bnn_evaluation.png", "selection_bnn", "evaluation.png", selection_bnn),
     Figure("selection_walk_karate_evaluation.png", "selection_walk_karate", "evaluation.png",
            selection_walk),  # fmt: skip
 ]
