@@ -155,7 +155,8 @@ class DistributedSVGD(ParticleProtocol):
             return self.walk_selection.shared(holder, slot, value, message)
         if self.selection is not None:
             self._visit(holder, slot)
-            state = self.message.bits  # the server's state: N d numbers, 3 N d for the sound variant
+            # the server's state: N d numbers (3 N d for the sound variant)
+            state = self.message.bits
             needed = self.particles.size  # the indicator's: the particles (and S for sound KSD)
             if self.sound and self.selection.settings.indicator == "ksd":
                 needed *= 2
