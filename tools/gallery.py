@@ -1139,6 +1139,35 @@ def selection_bnn(load: Load) -> list[str]:
     return out
 
 
+def at_budget(res: Any, variant: str, axis: str, budget: float) -> tuple[float, int]:
+    """The mean over the runs of the accuracy at the last recorded slot whose ``axis`` (bits,
+    time) is within ``budget``, and the last such slot of any run."""
+    m = res.metrics.loc[res.metrics["variant"] == variant]
+    within = m.loc[m[axis] <= budget].sort_values("iteration")
+    last = within.groupby("run").tail(1)
+    return float(last["accuracy"].mean()), int(within["iteration"].max())
+
+
+def selection_bnn_cost(axis: str) -> Callable[[Load], list[str]]:
+    """The BNN study against a cost: the budget (the smallest final median cost of a variant)
+    and every variant's mean accuracy within it, with the iteration it is reached by."""
+
+    def caption(load: Load) -> list[str]:
+        res = load("selection_bnn")
+        names = res.variants
+        last = int(column(res.metrics, names[0], "iteration").max())
+        budget = min(at_slot(res, v, axis, last) for v in names)
+        got = [at_budget(res, v, axis, budget) for v in names]
+        shown = f"{num(budget / 1e9)} Gbit" if axis == "bits" else seconds(budget)
+        return [
+            f"Within {shown}",
+            f"accuracy {slash([num(a) for a, _ in got])}",
+            f"iterations {slash([count(i) for _, i in got])}",
+        ]
+
+    return caption
+
+
 def selection_walk(load: Load) -> list[str]:
     """The importance-weighted walks against Metropolis–Hastings: median accuracy at slots 50
     and the last, the mean removal latency, and the weights' mean age at the last slot."""
@@ -1272,6 +1301,10 @@ FIGURES = [
            churn("churn_karate_dsvgd")),  # fmt: skip
     Figure("selection_blr_evaluation.png", "selection_blr", "evaluation.png", selection_blr),
     Figure("selection_bnn_evaluation.png", "selection_bnn", "evaluation.png", selection_bnn),
+    Figure("selection_bnn_evaluation_vs_bits.png", "selection_bnn", "evaluation_vs_bits.png",
+           selection_bnn_cost("bits"), x="bits"),  # fmt: skip
+    Figure("selection_bnn_evaluation_vs_time.png", "selection_bnn", "evaluation_vs_time.png",
+           selection_bnn_cost("time"), x="time"),  # fmt: skip
     Figure("selection_walk_karate_evaluation.png", "selection_walk_karate", "evaluation.png",
            selection_walk),  # fmt: skip
 ]
