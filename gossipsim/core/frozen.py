@@ -181,3 +181,9 @@ def thaw(value: Any) -> Any:
 def frozen_items(pairs: Iterable[tuple[str, Any]]) -> FrozenDict:
     """A :class:`FrozenDict` of ``pairs``, each value frozen."""
     return FrozenDict((k, freeze(v)) for k, v in pairs)
+
+
+def freeze_fields(obj: Any, *names: str) -> None:
+    """Freeze the tables of a frozen dataclass (dicts become FrozenDicts, lists FrozenLists)."""
+    for name in names:
+        object.__setattr__(obj, name, freeze(getattr(obj, name)))

@@ -22,15 +22,13 @@ from gossipsim.scheduling import (
     check_scheduler,
     scheduler_for,
 )
-from gossipsim.study.failure_settings import OUTAGE_KEYS, OutageSettings
+from gossipsim.study.failure_settings import OUTAGE_KEYS, FailureSettings, OutageSettings
+from gossipsim.study.link_settings import DRAWN_LINK_KEYS, LinkSettings
 from gossipsim.study.settings import (
     ABSOLUTE_TOLERANCE,
-    DRAWN_LINK_KEYS,
     SCHEMA,
     STOCHASTIC_LATENCY_WINDOW,
     DataSettings,
-    FailureSettings,
-    LinkSettings,
     MetricsSettings,
     ModelSettings,
     ProtocolSettings,
