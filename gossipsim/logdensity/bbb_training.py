@@ -23,7 +23,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from gossipsim.logdensity.gaussian_mlp import FloatArray, MlpLayout, bbb_loss_and_gradient
+from gossipsim.logdensity.gaussian_mlp import FloatArray, MlpLayout, bbb_gradient
 
 #: How the batch's negative log-likelihood is scaled: ``"elbo"`` n/|B| (the ELBO's unbiased
 #: estimate), ``"mean"`` 1/|B| (FedUAB: "the mean negative log probability of this batch")
@@ -59,12 +59,21 @@ def adam_step(
     """One Adam step (Kingma & Ba, Algorithm 1): m ← β1 m + (1−β1) g, v ← β2 v + (1−β2) g²,
     θ ← θ − α·m̂/(√v̂ + ε) with m̂ = m/(1−β1^t), v̂ = v/(1−β2^t). ``active`` ``(...)``: the leading
     indices that step; the others keep their parameters and state."""
-    first = beta1 * state.first + (1.0 - beta1) * gradient
-    second = beta2 * state.second + (1.0 - beta2) * gradient**2
+    first = gradient * (1.0 - beta1)
+    first += beta1 * state.first
+    second = np.square(gradient)
+    second *= 1.0 - beta2
+    second += beta2 * state.second
     steps = state.steps + 1.0
-    first_hat = first / (1.0 - beta1**steps)[..., None]
-    second_hat = second / (1.0 - beta2**steps)[..., None]
-    moved = params - learning_rate * first_hat / (np.sqrt(second_hat) + eps)
+    # m̂/(√v̂ + ε) with the bias corrections, per leading index, folded into two scalars
+    first_scale = (learning_rate / (1.0 - beta1**steps))[..., None]
+    second_scale = (1.0 / np.sqrt(1.0 - beta2**steps))[..., None]
+    update = np.sqrt(second)
+    update *= second_scale
+    update += eps
+    np.divide(first, update, out=update)
+    update *= first_scale
+    moved = params - update
     if active is None:
         return moved, AdamState(first, second, steps)
     rows = np.asarray(active)[..., None]
@@ -114,7 +123,7 @@ def train_client(
             rows = order[start : start + batch_size]
             eps = rng.standard_normal((samples, d))
             scale = (n if scaling == "elbo" else 1.0) / rows.size
-            _, grad_mu, grad_rho = bbb_loss_and_gradient(
+            grad_mu, grad_rho = bbb_gradient(
                 layout,
                 params[:d],
                 params[d:],
@@ -193,7 +202,7 @@ def train_clients(
                 eps[lane] = rngs[lane].standard_normal((samples, d))
             counts = mask.sum(axis=1)
             scale = np.where(active, numerator / np.maximum(counts, 1.0), 0.0)
-            _, grad_mu, grad_rho = bbb_loss_and_gradient(
+            grad_mu, grad_rho = bbb_gradient(
                 layout,
                 params[:, :d],
                 params[:, d:],
