@@ -169,6 +169,17 @@ def main() -> None:
     def one_at_a_time():
         return [ours(k, k) for k in range(CLIENTS)]
 
+    def draws_only():
+        g = np.random.default_rng(0)
+        g.permutation(N)
+        for _ in range(N // BATCH):
+            g.standard_normal((Z, layout.dimension))
+
+    floor = timed(draws_only, args.repeat)
+    print(
+        f"of which drawing one client's epoch of eps (the same in every implementation):"
+        f" {floor * 1e3:6.1f} ms"
+    )
     together = timed(batched, args.repeat)
     apart = timed(one_at_a_time, args.repeat)
     print(
