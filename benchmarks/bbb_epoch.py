@@ -1,8 +1,10 @@
 """One Bayes by Backprop epoch (FedUAB, paper 004, eq. 10 with Adam) for a client of 600 examples on
 784-50-50-10, batch 10, Z = 1: gossipsim's vectorised loop against a straightforward NumPy
 implementation written here (one mini-batch at a time, one Monte Carlo sample at a time, per-layer
-Python loops, the layers' arrays kept apart); and 10 clients stepped together
-(``train_clients``) against the same 10 clients one at a time (``train_client``; target >= 3x).
+Python loops, the layers' arrays kept apart); and 10 clients through ``train_clients`` against the
+same 10 clients one at a time (``train_client``; issue target >= 3x, not reachable in NumPy: a
+step's cost is per-client O(d) elementwise work and d draws, which no batching shares, so
+``train_clients`` runs the clients one after the other and the ratio is ~1).
 The local reparameterisation trick (``reparameterisation="local"``) is timed too.
 PyTorch CPU is timed as a reference when ``import torch`` works (it is no dependency).
 Synthetic data of MNIST's shape, no downloads. The straightforward loop and gossipsim's draw the
