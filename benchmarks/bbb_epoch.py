@@ -128,6 +128,37 @@ def torch_epoch(torch, layout, mu, rho, prior_mu, prior_sigma, X, y):
         opt.step()
 
 
+def breakdown(layout, mu, rho, prior_mu, prior_sigma, X, y, repeat):
+    """Where one step's time goes (what batching clients could and could not share)."""
+    from gossipsim.logdensity.bbb_training import _Stepper
+    from gossipsim.logdensity.gaussian_mlp import nll_into
+
+    stepper = _Stepper(
+        layout, mu, rho, prior_mu, prior_sigma, samples=Z, kl_weight=1.0, noise_precision=1.0,
+        learning_rate=RATE, betas=(B1, B2), adam_eps=EPS, reparameterisation="weights",
+    )  # fmt: skip
+    g = np.random.default_rng(0)
+    eps = g.standard_normal((Z, layout.dimension))
+    rows, weights = np.arange(BATCH), np.full(BATCH, N / BATCH)
+    xb, yb = X[rows], y[rows]
+    per = lambda fn: timed(lambda: [fn() for _ in range(100)], repeat) * 1e4  # noqa: E731
+    step = per(lambda: stepper.step(xb, yb, weights, eps))
+    draw = per(lambda: g.standard_normal((Z, layout.dimension)))
+    nll = per(
+        lambda: nll_into(
+            layout, stepper.samples, xb[None], yb[None], weights[None], 1.0, stepper.grad_w
+        )
+    )
+    adam = per(stepper._adam)
+    total = step + draw
+    print(
+        f"one step, {total:5.0f} us: drawing eps {draw:4.0f} ({draw / total:4.0%}), Adam"
+        f" {adam:4.0f} ({adam / total:4.0%}), other O(d) elementwise {step - nll - adam:4.0f}"
+        f" ({(step - nll - adam) / total:4.0%}), forward and backward (matmuls and their overhead,"
+        f" all batching could share) {nll:4.0f} ({nll / total:4.0%})"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -196,6 +227,7 @@ def main() -> None:
         f"{CLIENTS} clients, one epoch: batched {together * 1e3:7.1f} ms, one at a time"
         f" {apart * 1e3:7.1f} ms, ratio {apart / together:4.2f}x (target >= 3x)"
     )
+    breakdown(layout, mu, rho, prior_mu, prior_sigma, X[0], y[0], args.repeat)
     try:
         import torch  # type: ignore[import-not-found]
     except ImportError:
