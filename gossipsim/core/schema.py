@@ -51,6 +51,10 @@ class Key:
     list_only: bool = False
     #: kind numbers: one number, or a flat list of numbers with one per node (no lists of lists)
     per_node: bool = False
+    #: kind integers: what a list is, for the docs and errors (default: one integer per node)
+    list_text: str = ""
+    #: kind integers: the bound of a list's entries, when not ``minimum``
+    list_minimum: float | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -86,7 +90,9 @@ class Key:
                 + extra
             )
         listed = {
-            "integers": ", or a list of them (one per node)",
+            "integers": f", or {self.list_text}"
+            if self.list_text
+            else ", or a list of them (one per node)",
             "numbers": ", or a list of them (one per node)"
             if self.per_node
             else ", or a list (of lists) of them",
@@ -115,7 +121,8 @@ class Key:
                 raise ConfigError(where, f"must be a table (got {value!r})")
             return value
         if self.kind == "integers" and isinstance(value, list):
-            item = Key(self.name, "integer", None, self.doc, minimum=self.minimum)
+            low = self.minimum if self.list_minimum is None else self.list_minimum
+            item = Key(self.name, "integer", None, self.doc, minimum=low)
             return tuple(item.check(v, f"{where}[{i}]") for i, v in enumerate(value))
         if self.kind == "numbers" and isinstance(value, list | tuple):
             if not value:

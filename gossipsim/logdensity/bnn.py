@@ -1,8 +1,9 @@
-"""A one-hidden-layer Bayesian neural network (ReLU) for classification or regression.
+"""A Bayesian neural network (ReLU hidden layers) for classification or regression.
 
 θ holds, in this order: W1 (p × H, row-major), b1 (H), W2 (H × C), b2 (C), for regression log γ
 (the noise precision), and, with the hierarchical weight prior only, last log λ (the weights' prior
-precision). The network is f(x) = W2ᵀ·relu(W1ᵀx + b1) + b2. Every weight and bias v ∼ N(0, λ⁻¹ I),
+precision). The network is f(x) = W2ᵀ·relu(W1ᵀx + b1) + b2; with several hidden layers (widths
+H_1, ..., H_L) W_1, b_1, ..., W_{L+1}, b_{L+1} in the same order, a ReLU after each but the last. Every weight and bias v ∼ N(0, λ⁻¹ I),
 with one of two weight priors:
 
 - :class:`FixedPrecision` (the default): λ fixed, e by default, as in the DSVGD reference code's
@@ -23,6 +24,7 @@ regression (C = 1), y ∼ N(f(x), γ⁻¹). Gradients by backpropagation, writte
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -30,6 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import gammaln, log_softmax, logsumexp, softmax
 
+from gossipsim.logdensity.gaussian_mlp import MlpLayout
 from gossipsim.logdensity.hierarchical import (
     LOG_2PI,
     GammaPrior,
@@ -68,11 +71,14 @@ class BnnLayout:
     """Where each parameter sits in a particle of a network with ``features`` inputs, ``hidden``
     ReLU units and ``outputs`` outputs (the number of classes; 1 for regression). ``hidden = 0``
     is no hidden layer: a softmax (or linear) regression on the features, W ``(p, C)`` and b
-    ``(C,)``, the papers' last layer on a feature map. ``hierarchical``: the weights' precision λ
-    is learned (a last coordinate log λ) rather than fixed."""
+    ``(C,)``, the papers' last layer on a feature map. ``hidden`` may also be a sequence of layer
+    widths (each >= 1) for several hidden ReLU layers, W_1, b_1, ..., W_L, b_L in order (the layout
+    of :class:`~gossipsim.logdensity.gaussian_mlp.MlpLayout`); one width is stored as the integer,
+    so ``[H]`` is the one-layer network ``H``, bit for bit. ``hierarchical``: the weights'
+    precision λ is learned (a last coordinate log λ) rather than fixed."""
 
     features: int
-    hidden: int
+    hidden: int | tuple[int, ...]
     outputs: int
     task: BnnTask = "classification"
     hierarchical: bool = False
@@ -81,7 +87,12 @@ class BnnLayout:
         for name in ("features", "outputs"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.hidden < 0:
+        if isinstance(self.hidden, Sequence):
+            widths = tuple(int(h) for h in self.hidden)
+            if not widths or min(widths) < 1:
+                raise ValueError(f"hidden widths must be >= 1 (at least one), got {self.hidden!r}")
+            object.__setattr__(self, "hidden", widths[0] if len(widths) == 1 else widths)
+        elif self.hidden < 0:
             raise ValueError(f"hidden must be >= 0, got {self.hidden}")
         if self.task not in ("classification", "regression"):
             raise ValueError(f"task must be 'classification' or 'regression', got {self.task!r}")
@@ -91,8 +102,36 @@ class BnnLayout:
             raise ValueError("a classification network needs at least 2 classes")
 
     @property
+    def widths(self) -> tuple[int, ...]:
+        """The hidden layers' widths: () without a hidden layer."""
+        if isinstance(self.hidden, tuple):
+            return self.hidden
+        return (self.hidden,) if self.hidden > 0 else ()
+
+    @property
+    def units(self) -> int:
+        """Hidden units over all layers (each row's activations: pre-activation and output)."""
+        return sum(self.widths)
+
+    @property
+    def deep(self) -> bool:
+        """Several hidden layers (:meth:`layers` gives their views)."""
+        return isinstance(self.hidden, tuple)
+
+    @property
+    def mlp(self) -> MlpLayout:
+        """The same weights as an :class:`MlpLayout` (sizes p, widths..., C)."""
+        return MlpLayout((self.features, *self.widths, self.outputs), self.task)
+
+    def layers(self, particles: FloatArray) -> list[tuple[FloatArray, FloatArray]]:
+        """Views (W_l ``(..., d_{l−1}, d_l)``, b_l ``(..., d_l)``) of every layer, any depth."""
+        return self.mlp.unpack(particles)
+
+    @property
     def weight_count(self) -> int:
         """Number of weights and biases (those under the N(0, λ⁻¹) prior)."""
+        if isinstance(self.hidden, tuple):
+            return self.mlp.dimension
         if self.hidden == 0:
             return (self.features + 1) * self.outputs
         return (self.features + 1) * self.hidden + (self.hidden + 1) * self.outputs
@@ -119,7 +158,10 @@ class BnnLayout:
         self, particles: FloatArray
     ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
         """Views W1 ``(..., p, H)``, b1 ``(..., H)``, W2 ``(..., H, C)``, b2 ``(..., C)``; with no
-        hidden layer W1 and b1 are empty and W2 is ``(..., p, C)``."""
+        hidden layer W1 and b1 are empty and W2 is ``(..., p, C)``. One hidden layer at most
+        (:meth:`layers` for several)."""
+        if isinstance(self.hidden, tuple):
+            raise ValueError("a network of several hidden layers: use layers()")
         p, h, c = self.features, self.hidden, self.outputs
         lead = particles.shape[:-1]
         at = 0
@@ -152,7 +194,23 @@ def _forward(
 def bnn_outputs(layout: BnnLayout, particles: FloatArray, X: FloatArray) -> FloatArray:
     """f(x) for every particle and row: ``(..., N, n, C)``."""
     particles = np.asarray(particles, dtype=np.float64)
+    if layout.deep:
+        return _deep_forward(layout, particles, np.asarray(X, dtype=np.float64))[2]
     return _forward(layout, particles, np.asarray(X, dtype=np.float64))[2]
+
+
+def _deep_forward(
+    layout: BnnLayout, particles: FloatArray, X: FloatArray
+) -> tuple[list[FloatArray], list[FloatArray], FloatArray]:
+    """Pre-activations of the hidden layers, the inputs of every layer (X first), the outputs."""
+    layers = layout.layers(particles)
+    inputs = [X]
+    pre: list[FloatArray] = []
+    for w, b in layers[:-1]:
+        pre.append(inputs[-1] @ w + b[..., None, :])  # (..., N, n, H_l)
+        inputs.append(np.maximum(pre[-1], 0.0))
+    w, b = layers[-1]
+    return pre, inputs, inputs[-1] @ w + b[..., None, :]
 
 
 def bnn_log_likelihood(
@@ -171,7 +229,10 @@ def bnn_log_likelihood(
     particles = np.asarray(particles, dtype=np.float64)
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y)
-    pre, hidden, outputs = _forward(layout, particles, X)
+    if layout.deep:
+        pres, inputs, outputs = _deep_forward(layout, particles, X)
+    else:
+        pre, hidden, outputs = _forward(layout, particles, X)
     gradient = np.zeros_like(particles)
     if layout.task == "classification":
         one_hot = np.eye(layout.outputs)[y.astype(np.intp)]  # (n, C)
@@ -186,6 +247,9 @@ def bnn_log_likelihood(
         log_density = 0.5 * rows * (log_noise - LOG_2PI) - 0.5 * noise[..., 0] * squared
         output_gradient = (noise * residual)[..., None]
         gradient[..., layout.noise_index] = scale * (0.5 * rows - 0.5 * noise[..., 0] * squared)
+    if layout.deep:
+        _deep_backward(layout, particles, pres, inputs, output_gradient, scale, gradient)
+        return scale * log_density, gradient
     # Backpropagation of ∂ log p / ∂f through the two layers.
     w1, b1, w2, b2 = layout.unpack(gradient)
     _, _, w2_values, _ = layout.unpack(particles)
@@ -197,6 +261,28 @@ def bnn_log_likelihood(
     w1[...] = scale * (X.T @ hidden_gradient)
     b1[...] = scale * hidden_gradient.sum(axis=-2)
     return scale * log_density, gradient
+
+
+def _deep_backward(
+    layout: BnnLayout,
+    particles: FloatArray,
+    pres: list[FloatArray],
+    inputs: list[FloatArray],
+    output_gradient: FloatArray,
+    scale: float,
+    gradient: FloatArray,
+) -> None:
+    """Backpropagation of ∂ log p / ∂f through every layer, written (times ``scale``) into
+    ``gradient``'s weight coordinates."""
+    layers = layout.layers(particles)
+    gradients = layout.layers(gradient)
+    delta = output_gradient
+    for layer in range(len(layers) - 1, -1, -1):
+        gw, gb = gradients[layer]
+        gw[...] = scale * (np.swapaxes(inputs[layer], -1, -2) @ delta)
+        gb[...] = scale * delta.sum(axis=-2)
+        if layer > 0:
+            delta = (delta @ np.swapaxes(layers[layer][0], -1, -2)) * (pres[layer - 1] > 0.0)
 
 
 def bnn_log_prior(

@@ -1,5 +1,5 @@
-"""``[model] kind = "bnn"``: a one-hidden-layer Bayesian neural network (ReLU) on real data, for
-particle protocols (SVGD, DSVGD, Forget-SVGD).
+"""``[model] kind = "bnn"``: a Bayesian neural network (ReLU; one hidden layer, none, or several:
+``[model] hidden``) on real data, for particle protocols (SVGD, DSVGD, Forget-SVGD).
 
 The data set decides the task (issue 22, item 9): the classification sets (``breast_cancer``,
 ``wine``, ``digits``, ``iris``, and ``fashion_mnist`` on its PCA feature map,
@@ -90,10 +90,13 @@ def _shared(name: str) -> Key:
     return next(key for key in REGRESSION_DATA_KEYS if key.name == name)
 
 
-BNN_MODEL_KEYS = (
-    Key("hidden", "integer", DEFAULT_HIDDEN, "ReLU units H of the hidden layer (50, as in "
+HIDDEN_KEY = Key("hidden", "integers", DEFAULT_HIDDEN, "ReLU units H of the hidden layer (50, as in "
         "the original SVGD code's network); 0: no hidden layer, a softmax (or linear) regression "
-        "on the features (the papers' last layer on a feature map)", minimum=0),
+        "on the features (the papers' last layer on a feature map); a list of widths (each >= 1) "
+        "is several hidden ReLU layers, e.g. `[50, 50]` (004's 784-50-50-10)", minimum=0,
+        list_text="a non-empty list of integers >= 1 (one per hidden layer)", list_minimum=1)  # fmt: skip
+BNN_MODEL_KEYS = (
+    HIDDEN_KEY,
     Key("task", "choice", "auto", "`auto` takes the data set's task (classification over "
         "its original classes, or regression for `diabetes`); `classification` or `regression` "
         "insists on one (a data set of the other task is an error)", choices=TASKS),
@@ -198,6 +201,20 @@ def _task(task: str, dataset: str, table: Table | None = None) -> BnnTask:
     return own
 
 
+def _hidden(value: Any, where: str = "model.hidden") -> int | tuple[int, ...]:
+    """``[model] hidden``: an integer >= 0, or a non-empty list of widths >= 1 (one width is the
+    integer)."""
+    if isinstance(value, list | tuple) and not value:
+        raise ConfigError(
+            where, f"must be {HIDDEN_KEY.allowed()} (got an empty list): a list holds the "
+            "widths of the hidden layers",
+        )  # fmt: skip
+    value = HIDDEN_KEY.check(list(value) if isinstance(value, tuple) else value, where)
+    if isinstance(value, tuple):
+        return value[0] if len(value) == 1 else value
+    return int(value)
+
+
 def _layout(spec: ModelSpec) -> BnnLayout:
     """The network of the settings: inputs, hidden units and outputs (classes, or 1)."""
     options = spec.data.options
@@ -211,19 +228,20 @@ def _layout(spec: ModelSpec) -> BnnLayout:
         classes = len(FASHION_MNIST_CLASSES)
     else:
         features, classes = DATASETS[dataset].n_features, DATASETS[dataset].classes
-    hidden = int(spec.model.options.get("hidden", DEFAULT_HIDDEN))
+    hidden = _hidden(spec.model.options.get("hidden", DEFAULT_HIDDEN))
     hierarchical = spec.model.options.get("weight_prior", "fixed") == "hierarchical"
     outputs = classes if task == "classification" else 1
     return BnnLayout(features, hidden, outputs, task, hierarchical=hierarchical)
 
 
 class BayesianNeuralNetwork(ParticleClassifier, ParticleModel):
-    """One hidden ReLU layer, softmax (classification) or Gaussian (regression) likelihood."""
+    """Hidden ReLU layers (one by default), softmax (classification) or Gaussian (regression)
+    likelihood."""
 
     kind = "bnn"
     description = (
-        "one-hidden-layer Bayesian neural network (ReLU, [model] hidden units): softmax over a "
-        "real set's original classes, or Gaussian regression with learned precision; particles only"
+        "Bayesian neural network (ReLU, [model] hidden units, a list for several layers): softmax "
+        "over a real set's original classes, or Gaussian regression with learned precision; particles only"
     )
     model_keys: ClassVar[tuple[Key, ...]] = BNN_MODEL_KEYS
     data_keys: ClassVar[tuple[Key, ...]] = BNN_DATA_KEYS
@@ -268,6 +286,7 @@ class BayesianNeuralNetwork(ParticleClassifier, ParticleModel):
         """As for every particle model, and the prior keeps only the weight prior's own parameters:
         one of the other weight prior is an error naming it."""
         prior, options = super().prepare(model, key)
+        options["hidden"] = _hidden(options["hidden"], f"{key}.hidden")
         chosen = options["weight_prior"]
         given = model.get("prior", {})
         for other, names in _WEIGHT_PRIOR_PARAMS.items():
@@ -363,7 +382,7 @@ class BayesianNeuralNetwork(ParticleClassifier, ParticleModel):
         largest = train if cap is None else min(cap, train)
         kept = _option(options, "test_rows", int, None)
         test = test if kept is None else min(kept, test)
-        width = 2 * layout.hidden + 3 * layout.outputs
+        width = 2 * layout.units + 3 * layout.outputs
         return budget.ModelSizes(
             state_entries=layout.dimension,
             message_entries=layout.dimension,
@@ -420,7 +439,7 @@ class BayesianNeuralNetwork(ParticleClassifier, ParticleModel):
             X, y = X[rows], y[rows]
         particles = np.asarray(particles, dtype=np.float64)
         count = particles.shape[-2] if particles.ndim >= 2 else 1  # particles of one set
-        per_row = count * (2 * self.layout.hidden + 3 * self.layout.outputs)
+        per_row = count * (2 * self.layout.units + 3 * self.layout.outputs)
         block = max(1, int(CHUNK_VALUES // max(per_row, 1)))  # rows: those of one set alone
         if particles.ndim <= 2:
             return self._summed_blocks(particles, X, y, scale, block)
@@ -454,7 +473,7 @@ class BayesianNeuralNetwork(ParticleClassifier, ParticleModel):
 
     def _set_values(self, particles: FloatArray) -> float:
         """Temporaries of evaluating one particle set on the held-out rows."""
-        return float(particles.shape[-2] * (2 * self.layout.hidden + 3 * self.layout.outputs))
+        return float(particles.shape[-2] * (2 * self.layout.units + 3 * self.layout.outputs))
 
     def predictive_probabilities(self, data: Any, particles: FloatArray) -> FloatArray:
         particles = np.asarray(particles, dtype=np.float64)
