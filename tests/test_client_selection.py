@@ -223,7 +223,13 @@ def test_the_walks_bits_are_its_hops_and_every_holders_sharing(kind, tmp_path):
         moves = np.r_[0, np.cumsum(holders[1:] != holders[:-1])]
         np.testing.assert_array_equal(part["bits"], np.cumsum(side) + moves * token)
         np.testing.assert_array_equal(part["indicator_bits"], np.cumsum(side))
-        assert (part["indicator_age"] >= 0).all()
+        # the weights' mean age: slots since each node last held the token (slot 0: never)
+        last = np.zeros(NODES)
+        ages = []
+        for slot, holder in enumerate(holders, start=1):
+            last[holder] = slot
+            ages.append(np.mean(slot - last))
+        np.testing.assert_allclose(part["indicator_age"], ages, rtol=0, atol=1e-12)
 
 
 def test_the_holder_publishes_its_own_ksd_at_the_particles_it_passes_on():

@@ -28,7 +28,6 @@ import numpy as np
 from gossipsim.network.messages import Message, Round
 from gossipsim.particles.aggregated import AggregateState, aggregated_visit, forget, start_state
 from gossipsim.particles.dsvgd import kde_score, paper_forget, paper_visit
-from gossipsim.particles.kernels import median_bandwidth, pairwise_squared_distances
 from gossipsim.protocols.compressed import QuantizedState, Uploader
 from gossipsim.protocols.particle_base import FloatArray, ParticleProtocol
 from gossipsim.protocols.registry import BuildRequest
@@ -76,49 +75,58 @@ class DistributedSVGD(ParticleProtocol):
         self.selection: ClientSelection | None = None
         self.walk_selection: WalkSelection | None = None
         chosen = request.selection
-        if chosen is not None and chosen.degrees is None:
+        fixed = None  # the indicators' kernel bandwidth: the scheduler's, else the SVGD steps'
+        if chosen is not None:
             fixed = chosen.bandwidth if chosen.bandwidth is not None else s.fixed_bandwidth
+        if chosen is not None and chosen.degrees is None:
             self.selection = ClientSelection(
                 chosen, self.nodes, request.bits_per_entry, s.rule, fixed
             )
             self.view.weights = self.selection.weights
             self._refresh_selection()
         elif chosen is not None:
-            self.walk_selection = WalkSelection(chosen, request.bits_per_entry)
+            self.walk_selection = WalkSelection(chosen, request.bits_per_entry, s.rule, fixed)
             self.view.weights = self.walk_selection.weights
             self.walk_selection.start(np.array([
                 0.0 if k in self.forgotten else self._walk_indicator(k) for k in range(self.nodes)
             ]))  # fmt: skip
 
-    def _indicator_scores(self, k: int, particles: FloatArray, q_score: Any = None) -> FloatArray:
-        """Client k's score at ``particles`` for its indicator (:mod:`~.selection`): its
-        likelihood's (``hip``) or its tilted distribution's (``ksd``: the sound variant's prior,
-        others' aggregate and own fresh score; the paper variant's KDE ratio q̂ / t̂_k and own
-        score, ``q_score`` the global KDE's score at the particles if known)."""
-        fresh = np.asarray(self.likelihood_score(k)(particles))
+    def _indicator_base(self, particles: FloatArray) -> FloatArray | None:
+        """What every client's indicator score shares at ``particles`` (:mod:`~.selection`):
+        nothing for ``hip`` (a likelihood's score); for ``ksd`` the sound variant's prior and the
+        scores' aggregate S, or the paper variant's global KDE score."""
         chosen = self.selection or self.walk_selection
         assert chosen is not None
         if chosen.settings.indicator == "hip":
+            return None
+        if self.sound:
+            return np.asarray(self.state.aggregate + self.prior_score(particles))
+        return np.asarray(kde_score(self.paper_settings, particles)(particles))
+
+    def _indicator_scores(
+        self, k: int, particles: FloatArray, base: FloatArray | None
+    ) -> FloatArray:
+        """Client k's score at ``particles`` for its indicator: its likelihood's (``hip``: no
+        ``base``) or its tilted distribution's (``ksd``: the sound variant's prior, the others'
+        aggregate S − g_k and its fresh score; the paper variant's KDE ratio q̂ / t̂_k and its
+        score), ``base`` from :meth:`_indicator_base`."""
+        fresh = np.asarray(self.likelihood_score(k)(particles))
+        if base is None:
             return fresh
         if self.sound:
             own = self.own.get(k)
-            others = self.state.aggregate + self.prior_score(particles)
-            return others - own + fresh if own is not None else others + fresh
-        if q_score is None:
-            q_score = kde_score(self.paper_settings, particles)(particles)
+            return base - own + fresh if own is not None else base + fresh
         local = self.local.get(k, self.start)
-        return q_score - kde_score(self.paper_settings, local)(particles) + fresh
+        return base - kde_score(self.paper_settings, local)(particles) + fresh
 
     def _refresh_selection(self) -> None:
         """Every client's indicator at the current particles (:class:`~.selection.ClientSelection`)."""
         assert self.selection is not None
         particles = self.particles
-        q_score = None
-        if not self.sound and self.selection.settings.indicator == "ksd":
-            q_score = kde_score(self.paper_settings, particles)(particles)
+        base = self._indicator_base(particles)
 
         def scores(k: int) -> FloatArray:
-            return self._indicator_scores(k, particles, q_score)
+            return self._indicator_scores(k, particles, base)
 
         taking_part = np.ones(self.nodes, dtype=bool)
         taking_part[list(self.forgotten)] = False
@@ -129,23 +137,13 @@ class DistributedSVGD(ParticleProtocol):
         for ``hip`` against the average the token knows, (S − g_k + its fresh score) / K."""
         assert self.walk_selection is not None
         particles = self.particles
-        scores = self._indicator_scores(k, particles)
+        scores = self._indicator_scores(k, particles, self._indicator_base(particles))
         average = None
         if self.walk_selection.settings.indicator == "hip":
             own = self.own.get(k)
             total = self.state.aggregate + scores - (own if own is not None else 0.0)
             average = total / max(self.nodes - len(self.forgotten), 1)
-        fixed = self.walk_selection.settings.bandwidth
-        if fixed is None:
-            fixed = self.settings.fixed_bandwidth
-        h = float(
-            fixed
-            if fixed is not None
-            else median_bandwidth(
-                pairwise_squared_distances(particles, particles), self.settings.rule
-            )
-        )
-        return self.walk_selection.indicator(particles, scores, average, h)
+        return self.walk_selection.indicator(particles, scores, average)
 
     def on_token(self, holder: int, slot: int) -> Message | Round:
         if self.walk_selection is not None:

@@ -75,6 +75,14 @@ INDICATORS: Final[dict[str, str]] = {
 }
 
 
+def kernel_bandwidth(particles: FloatArray, rule: BandwidthRule, fixed: float | None) -> float:
+    """h of the indicators' RBF kernel: ``fixed`` if given, else the median ``rule`` on the
+    particles (the SVGD steps' own)."""
+    if fixed is not None:
+        return fixed
+    return float(median_bandwidth(pairwise_squared_distances(particles, particles), rule))
+
+
 @dataclass(frozen=True)
 class SelectionSettings:
     """What the protocol needs to know of the scheduler's selection: the ``indicator`` (a key of
@@ -121,11 +129,7 @@ class ClientSelection:
         self.indicator_bits: list[float] = []  # per slot, cumulative
 
     def bandwidth(self, particles: FloatArray) -> float:
-        """h of the indicators' RBF kernel: the SVGD steps' (the median rule, or the fixed one)."""
-        if self.fixed_bandwidth is not None:
-            return self.fixed_bandwidth
-        squared = pairwise_squared_distances(particles, particles)
-        return float(median_bandwidth(squared, self.rule))
+        return kernel_bandwidth(particles, self.rule, self.fixed_bandwidth)
 
     def refresh(
         self,
@@ -228,14 +232,23 @@ class WalkSelection:
     scores with the average the token knows: (S − g_k + its fresh score)/K, S the sound variant's
     aggregate of every node's last scores (stale where theirs are)."""
 
-    def __init__(self, settings: SelectionSettings, entry_bits: float) -> None:
+    def __init__(
+        self,
+        settings: SelectionSettings,
+        entry_bits: float,
+        rule: BandwidthRule,
+        fixed_bandwidth: float | None,
+    ) -> None:
         assert settings.degrees is not None
         self.settings = settings
+        self.rule: BandwidthRule = rule
+        self.fixed_bandwidth = fixed_bandwidth
         self.degrees = np.asarray(settings.degrees, dtype=np.int64)
         self.entry_bits = float(entry_bits)
         nodes = self.degrees.size
         self.weights = np.zeros(nodes)  # published: the walk reads them at every hop
         self.refreshed = np.zeros(nodes, dtype=np.int64)  # the slot of each node's last value
+        self._refreshed_total = 0  # their sum, kept as they change (the mean age in O(1))
         self.fallbacks = 0
         self.ages: list[float] = []  # per slot: the mean age (slots) of the weights in force
         self.indicator_bits: list[float] = []  # per slot, cumulative
@@ -253,10 +266,11 @@ class WalkSelection:
         self.weights[:] = [self.weight(float(v)) for v in values]
 
     def indicator(
-        self, particles: FloatArray, scores: FloatArray, average: FloatArray | None, h: float
+        self, particles: FloatArray, scores: FloatArray, average: FloatArray | None
     ) -> float:
         """One node's indicator: its KSD (``scores`` its tilted distribution's) or its HIP
         (``scores`` its likelihood's, ``average`` the average likelihood's)."""
+        h = kernel_bandwidth(particles, self.rule, self.fixed_bandwidth)
         with np.errstate(all="ignore"):
             if self.settings.indicator == "ksd":
                 return float(stein_discrepancies(particles, scores[None], h)[0])
@@ -275,13 +289,15 @@ class WalkSelection:
         """Record the holder's new indicator and return the slot's message with its sharing's
         side bits (slot 1: every node's first sharing too)."""
         self.weights[holder] = self.weight(value)
+        self._refreshed_total += slot - int(self.refreshed[holder])
         self.refreshed[holder] = slot
         side = float(self.degrees[holder]) * self.entry_bits
         if slot == 1:
             side += self._first
         previous = self.indicator_bits[-1] if self.indicator_bits else 0.0
         self.indicator_bits.append(previous + side)
-        self.ages.append(float(np.mean(slot - self.refreshed)))
+        nodes = self.refreshed.size  # the mean of slot − refreshed, exactly as NumPy's (integers)
+        self.ages.append((nodes * slot - self._refreshed_total) / nodes)
         if slot == 1:
             return Message(message.bits, message.payload, side)
         found = self._messages.get(holder)
