@@ -292,3 +292,17 @@ def test_indicators_that_give_no_distribution_are_counted_not_a_crash():
     hip.refresh(particles, lambda k: np.zeros((6, 2)), part, set())
     assert hip.fallbacks == 0
     np.testing.assert_allclose(hip.weights, [1 / 3, 1 / 3, 0.0, 1 / 3], rtol=1e-12)
+
+
+def test_a_floor_of_one_draws_uniformly_end_to_end_on_workers(tmp_path):
+    """``[scheduler] selection_floor = 1`` mixes in the uniform distribution wholly: the entropy
+    of every slot's distribution is ln K, in a run on two worker processes."""
+    raw = _raw("hip")
+    raw["scheduler"]["selection_floor"] = 1.0
+    res = gs.run(raw, out=tmp_path / "out", make_plots=None, workers=2)
+    np.testing.assert_allclose(res.metrics["selection_entropy"], math.log(NODES), rtol=1e-12)
+    half = _raw("hip")
+    half["scheduler"]["selection_floor"] = 0.5
+    other = gs.run(half, out=tmp_path / "half", make_plots=None)
+    entropy = other.metrics["selection_entropy"]
+    assert (entropy < math.log(NODES)).any() and (entropy > 0).all()
